@@ -1,0 +1,1 @@
+"""Helpers for tests: finding and removing what tests made on the real substrate."""

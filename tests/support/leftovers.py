@@ -1,0 +1,44 @@
+"""Exit non-zero if tests left anything on this host: pod or test containers, KUBE-* chains, test
+namespaces or links. `.ci/run` calls it after the suite, so a test that leaks fails CI.
+
+    python -m tests.support.leftovers
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.support.substrate import TEST_LABEL, TEST_PREFIX, list_test_netns
+
+
+def leftovers(*, strict: bool = True) -> list[str]:
+    """What tests left. `strict` also counts every pod container and KUBE-* chain, whoever made them."""
+    found = []
+    for label in (TEST_LABEL, "io.kubernetes.pod.uid") if strict else (TEST_LABEL,):
+        ps = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={label}"], capture_output=True, text=True)
+        if ps.returncode != 0:
+            if strict:
+                found.append(f"(cannot list containers: {ps.stderr.strip()})")
+            break
+        found += [f"container {i} (label {label})" for i in ps.stdout.split()]
+    if strict:
+        saved = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
+        found += [f"iptables chain {line[1:].split()[0]}" for line in saved.splitlines() if line.startswith(":KUBE-")]
+    found += [f"network namespace {name}" for name in list_test_netns()]
+    links = json.loads(subprocess.run(["ip", "-j", "link"], capture_output=True, text=True, check=True).stdout)
+    found += [f"link {link['ifname']}" for link in links if link["ifname"].startswith(("sk", TEST_PREFIX))]
+    return found
+
+
+def main() -> int:
+    found = leftovers()
+    for item in found:
+        print(f"left behind: {item}")
+    print("no leftovers" if not found else f"{len(found)} leftovers")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
