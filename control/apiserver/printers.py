@@ -1,0 +1,452 @@
+"""The cells of server-side table rows, one function per resource (what `kubectl get` prints).
+
+Upstream: pkg/printers/internalversion/printers.go (the `print*` functions),
+k8s.io/apimachinery/pkg/util/duration (`HumanDuration`) and, for resources without a printer,
+k8s.io/apiserver/pkg/registry/rest/table.go (the default Name / Created At row). The column definitions
+that go with these cells are in control/apiserver/tables.py.
+
+The API server prints with `Wide: true`: every row carries the priority-1 cells too and kubectl hides
+those columns unless asked for `-o wide`. Cell logic follows upstream function by function, since users
+read these strings and scripts grep them (`Running`, `CrashLoopBackOff`, `Init:0/1`, `80:30080/TCP`).
+
+Objects are wire dicts that went through defaulting; where a defaulted field may still be missing
+(`spec.replicas`), the upstream default is assumed. `now` is always passed in: no clock is read here.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
+from control.apimachinery.meta import get_condition, parse_timestamp
+
+Obj = Mapping[str, Any]
+
+
+def human_duration(seconds: float) -> str:
+    """duration.HumanDuration: two significant units at most, e.g. `90s`, `2m30s`, `15m`, `5h2m`, `3d4h`."""
+    whole = int(seconds)
+    if whole < -1:  # two seconds of clock skew between machines still reads as "now"
+        return "<invalid>"
+    if whole < 0:
+        return "0s"
+    if whole < 120:
+        return f"{whole}s"
+    minutes = whole // 60
+    if minutes < 10:
+        return f"{minutes}m" if whole % 60 == 0 else f"{minutes}m{whole % 60}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = whole // 3600
+    if hours < 8:
+        return f"{hours}h" if minutes % 60 == 0 else f"{hours}h{minutes % 60}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{hours // 24}d" if hours % 24 == 0 else f"{hours // 24}d{hours % 24}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        years, days = hours // 24 // 365, (hours // 24) % 365
+        return f"{years}y" if days == 0 else f"{years}y{days}d"
+    return f"{hours // 24 // 365}y"
+
+
+def since(timestamp: str | None, now: datetime) -> str:
+    """translateTimestampSince: the age of an RFC 3339 timestamp, `<unknown>` when unset or unreadable."""
+    if not timestamp:
+        return "<unknown>"
+    try:
+        return human_duration((now - parse_timestamp(timestamp)).total_seconds())
+    except ValueError:
+        return "<unknown>"
+
+
+def _age(obj: Obj, now: datetime) -> str:
+    return since((obj.get("metadata") or {}).get("creationTimestamp"), now)
+
+
+def _name(obj: Obj) -> str:
+    return (obj.get("metadata") or {}).get("name", "")
+
+
+def _spec(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("spec") or {}
+
+
+def _status(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("status") or {}
+
+
+def _format_labels(labels: Mapping[str, str] | None) -> str:
+    """labels.FormatLabels: `k=v` pairs sorted by key, `<none>` when empty."""
+    return str(selector_from_set(labels)) or "<none>"
+
+
+def _label_selector(selector: Mapping[str, Any] | None) -> str:
+    """metav1.FormatLabelSelector: canonical selector string, `<none>` when empty, `<error>` when malformed."""
+    try:
+        return str(selector_from_label_selector(selector)) or "<none>"
+    except SelectorError:
+        return "<error>"
+
+
+def _containers_and_images(pod_spec: Mapping[str, Any]) -> list[str]:
+    """layoutContainerCells: container names and images, each comma-joined."""
+    containers = pod_spec.get("containers") or []
+    return [",".join(c.get("name", "") for c in containers), ",".join(c.get("image", "") for c in containers)]
+
+
+def _template_spec(obj: Obj) -> Mapping[str, Any]:
+    return (_spec(obj).get("template") or {}).get("spec") or {}
+
+
+def _is_true(obj: Obj, condition_type: str) -> bool:
+    condition = get_condition(obj, condition_type)
+    return condition is not None and condition.get("status") == "True"
+
+
+def _terminated_reason(terminated: Mapping[str, Any], prefix: str) -> str:
+    if terminated.get("reason"):
+        return prefix + terminated["reason"]
+    if terminated.get("signal"):
+        return f"{prefix}Signal:{terminated['signal']}"
+    return f"{prefix}ExitCode:{terminated.get('exitCode', 0)}"
+
+
+def _finished_at(container_status: Mapping[str, Any]) -> datetime | None:
+    terminated = (container_status.get("lastState") or {}).get("terminated") or {}
+    try:
+        return parse_timestamp(terminated["finishedAt"]) if terminated.get("finishedAt") else None
+    except ValueError:
+        return None
+
+
+def _latest(*moments: datetime | None) -> datetime | None:
+    present = [m for m in moments if m is not None]
+    return max(present) if present else None
+
+
+def pod_cells(pod: Obj, now: datetime) -> list[Any]:
+    """printPod: READY counts ready containers (and started sidecars), STATUS is the most telling reason.
+
+    Precedence as upstream: pod reason, then a failing or pending init container (`Init:...`), then the
+    last container's waiting/terminated reason, then `Terminating` for a pod being deleted.
+    """
+    spec, status = _spec(pod), _status(pod)
+    init_specs = {c.get("name"): c for c in spec.get("initContainers") or []}
+    sidecars = {name for name, c in init_specs.items() if c.get("restartPolicy") == "Always"}
+    total = len(spec.get("containers") or []) + len(sidecars)
+    ready = restarts = sidecar_restarts = 0
+    last_restart = last_sidecar_restart = None
+    phase = status.get("phase") or ""
+    reason = status.get("reason") or phase
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+
+    initializing = False
+    for index, container in enumerate(status.get("initContainerStatuses") or []):
+        restarts += container.get("restartCount", 0)
+        last_restart = _latest(last_restart, _finished_at(container))
+        is_sidecar = container.get("name") in sidecars
+        if is_sidecar:
+            sidecar_restarts += container.get("restartCount", 0)
+            last_sidecar_restart = _latest(last_sidecar_restart, _finished_at(container))
+        state = container.get("state") or {}
+        terminated, waiting = state.get("terminated"), state.get("waiting")
+        if terminated is not None and terminated.get("exitCode", 0) == 0:
+            continue
+        if is_sidecar and container.get("started"):
+            ready += 1 if container.get("ready") else 0
+            continue
+        if terminated is not None:
+            reason = _terminated_reason(terminated, "Init:")
+        elif waiting is not None and waiting.get("reason") and waiting["reason"] != "PodInitializing":
+            reason = "Init:" + waiting["reason"]
+        else:
+            reason = f"Init:{index}/{len(init_specs)}"
+        initializing = True
+        break
+
+    if not initializing or _is_true(pod, "Initialized"):
+        restarts, last_restart = sidecar_restarts, last_sidecar_restart
+        has_running = False
+        for container in reversed(status.get("containerStatuses") or []):
+            restarts += container.get("restartCount", 0)
+            last_restart = _latest(last_restart, _finished_at(container))
+            state = container.get("state") or {}
+            waiting, terminated = state.get("waiting") or {}, state.get("terminated")
+            if waiting.get("reason"):
+                reason = waiting["reason"]
+            elif terminated is not None:
+                reason = _terminated_reason(terminated, "")
+            elif container.get("ready") and state.get("running") is not None:
+                has_running = True
+                ready += 1
+        if reason == "Completed" and has_running:
+            reason = "Running" if _is_true(pod, "Ready") else "NotReady"
+
+    deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    if deleting and status.get("reason") == "NodeLost":
+        reason = "Unknown"
+    elif deleting and phase not in ("Succeeded", "Failed"):
+        reason = "Terminating"
+
+    restarts_cell = str(restarts)
+    if restarts and last_restart is not None:
+        restarts_cell = f"{restarts} ({human_duration((now - last_restart).total_seconds())} ago)"
+
+    pod_ips = status.get("podIPs") or []
+    pod_ip = (pod_ips[0].get("ip") if pod_ips else status.get("podIP")) or "<none>"
+    gates = spec.get("readinessGates") or []
+    readiness_gates = "<none>"
+    if gates:
+        passed = sum(1 for gate in gates if _is_true(pod, gate.get("conditionType", "")))
+        readiness_gates = f"{passed}/{len(gates)}"
+    return [_name(pod), f"{ready}/{total}", reason, restarts_cell, _age(pod, now),
+            pod_ip, spec.get("nodeName") or "<none>", status.get("nominatedNodeName") or "<none>", readiness_gates]
+
+
+def pod_row_conditions(pod: Obj) -> list[dict[str, str]]:
+    """podSuccessConditions / podFailedConditions: kubectl marks finished pods with them."""
+    phase = _status(pod).get("phase")
+    if phase == "Succeeded":
+        return [{"type": "Completed", "status": "True", "reason": "Succeeded",
+                 "message": "The pod has completed successfully."}]
+    if phase == "Failed":
+        return [{"type": "Completed", "status": "True", "reason": "Failed", "message": "The pod failed."}]
+    return []
+
+
+def _service_external_ip(service: Obj) -> str:
+    """getServiceExternalIP (server-side printing is wide, so load-balancer addresses are not shortened)."""
+    spec = _spec(service)
+    external_ips = list(spec.get("externalIPs") or [])
+    service_type = spec.get("type") or "ClusterIP"
+    if service_type in ("ClusterIP", "NodePort"):
+        return ",".join(external_ips) or "<none>"
+    if service_type == "LoadBalancer":
+        ingress = (_status(service).get("loadBalancer") or {}).get("ingress") or []
+        addresses = sorted({entry.get("ip") or entry.get("hostname") for entry in ingress} - {None, ""})
+        return ",".join(addresses + external_ips) or "<pending>"
+    if service_type == "ExternalName":
+        return spec.get("externalName", "")
+    return "<unknown>"
+
+
+def service_ports(ports: Sequence[Mapping[str, Any]]) -> str:
+    """makePortString: `80/TCP`, or `80:30080/TCP` with a node port; `<none>` for a service without ports."""
+    pieces = []
+    for port in ports:
+        protocol = port.get("protocol") or "TCP"
+        node_port = port.get("nodePort")
+        pieces.append(f"{port.get('port')}:{node_port}/{protocol}" if node_port else f"{port.get('port')}/{protocol}")
+    return ",".join(pieces) or "<none>"
+
+
+def service_cells(service: Obj, now: datetime) -> list[Any]:
+    spec = _spec(service)
+    cluster_ips = spec.get("clusterIPs") or ([spec["clusterIP"]] if spec.get("clusterIP") else [])
+    return [_name(service), spec.get("type") or "ClusterIP", cluster_ips[0] if cluster_ips else "<none>",
+            _service_external_ip(service), service_ports(spec.get("ports") or []), _age(service, now),
+            _format_labels(spec.get("selector"))]
+
+
+def _join_host_port(host: str, port: Any) -> str:
+    """net.JoinHostPort: IPv6 addresses get brackets."""
+    try:
+        is_v6 = ipaddress.ip_address(host).version == 6
+    except ValueError:
+        is_v6 = ":" in host
+    return f"[{host}]:{port}" if is_v6 else f"{host}:{port}"
+
+
+def format_endpoints(endpoints: Obj, limit: int = 3) -> str:
+    """formatEndpoints: the first three ready `ip:port` pairs and `+ N more...`; `<none>` without subsets."""
+    subsets = endpoints.get("subsets") or []
+    if not subsets:
+        return "<none>"
+    shown: list[str] = []
+    count = 0
+    for subset in subsets:
+        addresses = [a.get("ip", "") for a in subset.get("addresses") or []]
+        targets = ([(ip, None) for ip in addresses] if not subset.get("ports")
+                   else [(ip, port.get("port")) for port in subset["ports"] for ip in addresses])
+        count += len(targets)
+        for ip, port in targets:
+            if len(shown) < limit:
+                shown.append(ip if port is None else _join_host_port(ip, port))
+    text = ",".join(shown)
+    return f"{text} + {count - limit} more..." if count > limit else text
+
+
+def node_cells(node: Obj, now: datetime) -> list[Any]:
+    """printNode: Ready/NotReady from the Ready condition (`Unknown` without one), `SchedulingDisabled`
+    when cordoned; roles from `node-role.kubernetes.io/<role>` labels and `kubernetes.io/role`."""
+    status = _status(node)
+    ready = get_condition(node, "Ready")
+    states = [] if ready is None else ["Ready" if ready.get("status") == "True" else "NotReady"]
+    if not states:
+        states.append("Unknown")
+    if _spec(node).get("unschedulable"):
+        states.append("SchedulingDisabled")
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    roles = {key.removeprefix("node-role.kubernetes.io/") for key in labels
+             if key.startswith("node-role.kubernetes.io/") and key != "node-role.kubernetes.io/"}
+    if labels.get("kubernetes.io/role"):
+        roles.add(labels["kubernetes.io/role"])
+    addresses = status.get("addresses") or []
+
+    def address(kind: str) -> str:
+        return next((a.get("address") for a in addresses if a.get("type") == kind), None) or "<none>"
+
+    info = status.get("nodeInfo") or {}
+    return [_name(node), ",".join(states), ",".join(sorted(roles)) or "<none>", _age(node, now),
+            info.get("kubeletVersion", ""), address("InternalIP"), address("ExternalIP"),
+            info.get("osImage") or "<unknown>", info.get("kernelVersion") or "<unknown>",
+            info.get("containerRuntimeVersion") or "<unknown>"]
+
+
+def _job_status(job: Obj) -> str:
+    """The Job STATUS column: the first of Complete, Failed, Terminating, Suspended, FailureTarget, Running."""
+    if _is_true(job, "Complete"):
+        return "Complete"
+    if _is_true(job, "Failed"):
+        return "Failed"
+    if (job.get("metadata") or {}).get("deletionTimestamp"):
+        return "Terminating"
+    if _is_true(job, "Suspended"):
+        return "Suspended"
+    if _is_true(job, "FailureTarget"):
+        return "FailureTarget"
+    return "Running"
+
+
+def job_cells(job: Obj, now: datetime) -> list[Any]:
+    spec, status = _spec(job), _status(job)
+    succeeded = status.get("succeeded", 0)
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{spec['completions']}"
+    elif (spec.get("parallelism") or 0) > 1:
+        completions = f"{succeeded}/1 of {spec['parallelism']}"
+    else:
+        completions = f"{succeeded}/1"
+    duration = ""
+    if status.get("startTime"):
+        end = parse_timestamp(status["completionTime"]) if status.get("completionTime") else now
+        duration = human_duration((end - parse_timestamp(status["startTime"])).total_seconds())
+    return [_name(job), _job_status(job), completions, duration, _age(job, now),
+            *_containers_and_images(_template_spec(job)), _label_selector(spec.get("selector"))]
+
+
+def cronjob_cells(cronjob: Obj, now: datetime) -> list[Any]:
+    spec, status = _spec(cronjob), _status(cronjob)
+    suspend = spec.get("suspend")
+    last = status.get("lastScheduleTime")
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    return [_name(cronjob), spec.get("schedule", ""), spec.get("timeZone") or "<none>",
+            "<unset>" if suspend is None else str(bool(suspend)), len(status.get("active") or []),
+            since(last, now) if last else "<none>", _age(cronjob, now),
+            *_containers_and_images((job_spec.get("template") or {}).get("spec") or {}),
+            _label_selector(job_spec.get("selector"))]
+
+
+def event_cells(event: Obj, now: datetime) -> list[Any]:
+    """printEvent: LAST SEEN prefers the series, then lastTimestamp, then eventTime (events.k8s.io style)."""
+    series = event.get("series") or {}
+    last_seen = series.get("lastObservedTime") or event.get("lastTimestamp") or event.get("eventTime")
+    first_seen = event.get("firstTimestamp") or event.get("eventTime")
+    involved = event.get("involvedObject") or {}
+    source = event.get("source") or {}
+    component = source.get("component") or event.get("reportingComponent") or ""
+    instance = source.get("host") or event.get("reportingInstance") or ""
+    return [since(last_seen, now), event.get("type", ""), event.get("reason", ""),
+            f"{involved.get('kind', '').lower()}/{involved.get('name', '')}", involved.get("fieldPath", ""),
+            f"{component}, {instance}" if instance else component, (event.get("message") or "").strip(),
+            since(first_seen, now), series.get("count") if series else event.get("count", 0), _name(event)]
+
+
+def resource_quota_cells(quota: Obj, now: datetime) -> list[Any]:
+    """printResourceQuota: `used/hard` per resource, `limits.*` in LIMIT and everything else in REQUEST."""
+    hard, used = _status(quota).get("hard") or {}, _status(quota).get("used") or {}
+    requests, limits = [], []
+    for name in sorted(hard):
+        text = f"{name}: {used.get(name, '0')}/{hard[name]}"
+        (limits if name.startswith("limits.") else requests).append(text)
+    return [_name(quota), _age(quota, now), ", ".join(requests), ", ".join(limits)]
+
+
+def _replicas(obj: Obj) -> int:
+    replicas = _spec(obj).get("replicas")
+    return 1 if replicas is None else replicas  # the API default
+
+
+def _ready_of(obj: Obj) -> str:
+    return f"{_status(obj).get('readyReplicas', 0)}/{_replicas(obj)}"
+
+
+def endpoints_cells(endpoints: Obj, now: datetime) -> list[Any]:
+    return [_name(endpoints), format_endpoints(endpoints), _age(endpoints, now)]
+
+
+def namespace_cells(namespace: Obj, now: datetime) -> list[Any]:
+    return [_name(namespace), _status(namespace).get("phase", ""), _age(namespace, now)]
+
+
+def configmap_cells(configmap: Obj, now: datetime) -> list[Any]:
+    """DATA counts keys of both `data` and `binaryData`."""
+    data = len(configmap.get("data") or {}) + len(configmap.get("binaryData") or {})
+    return [_name(configmap), data, _age(configmap, now)]
+
+
+def secret_cells(secret: Obj, now: datetime) -> list[Any]:
+    return [_name(secret), secret.get("type", ""), len(secret.get("data") or {}), _age(secret, now)]
+
+
+def serviceaccount_cells(account: Obj, now: datetime) -> list[Any]:
+    return [_name(account), len(account.get("secrets") or []), _age(account, now)]
+
+
+def lease_cells(lease: Obj, now: datetime) -> list[Any]:
+    return [_name(lease), _spec(lease).get("holderIdentity") or "", _age(lease, now)]
+
+
+def replication_controller_cells(rc: Obj, now: datetime) -> list[Any]:
+    """Like replica sets, but the selector is a plain label map (`<none>` when empty)."""
+    return [_name(rc), _replicas(rc), _status(rc).get("replicas", 0), _status(rc).get("readyReplicas", 0),
+            _age(rc, now), *_containers_and_images(_template_spec(rc)), _format_labels(_spec(rc).get("selector"))]
+
+
+def replicaset_cells(rs: Obj, now: datetime) -> list[Any]:
+    return [_name(rs), _replicas(rs), _status(rs).get("replicas", 0), _status(rs).get("readyReplicas", 0),
+            _age(rs, now), *_containers_and_images(_template_spec(rs)), _label_selector(_spec(rs).get("selector"))]
+
+
+def deployment_cells(deployment: Obj, now: datetime) -> list[Any]:
+    status = _status(deployment)
+    return [_name(deployment), _ready_of(deployment), status.get("updatedReplicas", 0),
+            status.get("availableReplicas", 0), _age(deployment, now),
+            *_containers_and_images(_template_spec(deployment)), _label_selector(_spec(deployment).get("selector"))]
+
+
+def daemonset_cells(daemonset: Obj, now: datetime) -> list[Any]:
+    status = _status(daemonset)
+    counts = [status.get(key, 0) for key in ("desiredNumberScheduled", "currentNumberScheduled", "numberReady",
+                                             "updatedNumberScheduled", "numberAvailable")]
+    return [_name(daemonset), *counts, _format_labels(_template_spec(daemonset).get("nodeSelector")),
+            _age(daemonset, now), *_containers_and_images(_template_spec(daemonset)),
+            _label_selector(_spec(daemonset).get("selector"))]
+
+
+def statefulset_cells(statefulset: Obj, now: datetime) -> list[Any]:
+    return [_name(statefulset), _ready_of(statefulset), _age(statefulset, now),
+            *_containers_and_images(_template_spec(statefulset))]
+
+
+def default_cells(obj: Obj, now: datetime) -> list[Any]:
+    """rest.DefaultTableConvertor: the name and the raw creation timestamp (a `date` column, not an age)."""
+    return [_name(obj), (obj.get("metadata") or {}).get("creationTimestamp") or ""]

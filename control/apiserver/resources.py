@@ -1,0 +1,167 @@
+"""The table of resources the API server serves, and where each one lives in storage.
+
+Upstream has no single file for this: each group's REST storage (pkg/registry/*/rest/storage_*.go) registers
+its resources, and the discovery documents (`/api/v1`, `/apis/apps/v1`, ...) are generated from what got
+registered. Here the table is written out once and everything else (routing, discovery, tables, storage
+keys) reads it, so a resource cannot be routable but undiscoverable or the other way round.
+
+Names, kinds, namespaced flags, short names, categories and verbs are copied from what a v1.30 cluster
+answers in discovery, because clients act on them: kubectl resolves `po`/`deploy` through `shortNames`,
+`kubectl get all` lists every resource with category `all`, `kubectl delete --all` needs `deletecollection`,
+and `kubectl scale` finds the group/version/kind of the Scale it gets back in the `deployments/scale` entry.
+
+Storage keys are `/registry/{plural}/{namespace}/{name}` (`/registry/{plural}/{name}` when cluster-scoped),
+the layout control/storage/interface.py documents. Upstream uses the same shape with the bare resource
+name and no group for almost every resource (`/registry/deployments/...`, `/registry/leases/...`); it
+differs only for a few historical names (`/registry/services/specs/`, `/registry/minions/` for nodes,
+`/registry/controllers/` for replication controllers), which we do not copy: no tool reads our keys
+expecting upstream's. Plurals are unique across the served groups, so the group is not needed in the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from control.apimachinery.meta import group_version
+
+# Upstream's verb order in discovery (sorted); kubectl only tests membership, but diffs stay readable.
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+# Namespaces have no deletecollection upstream: deleting every namespace at once is not offered.
+NAMESPACE_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
+STATUS_VERBS = ("get", "patch", "update")
+
+
+@dataclass(frozen=True, slots=True)
+class SubResource:
+    """A subresource whose kind may differ from its parent's (`deployments/scale` is an autoscaling/v1 Scale).
+
+    `group` and `version` are empty when they are the parent's, as upstream leaves them out of discovery.
+    """
+
+    kind: str
+    verbs: tuple[str, ...]
+    group: str = ""
+    version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One served resource (upstream: a metav1.APIResource plus its subresources)."""
+
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    singular: str
+    kind: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    subresources: Mapping[str, SubResource] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def api_version(self) -> str:
+        """`v1` for the core group, `apps/v1` otherwise: what objects carry in `apiVersion`."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+def _subresources(**entries: SubResource) -> Mapping[str, SubResource]:
+    return MappingProxyType(entries)
+
+
+def _status(kind: str) -> SubResource:
+    return SubResource(kind, STATUS_VERBS)
+
+
+_SCALE = SubResource("Scale", STATUS_VERBS, group="autoscaling", version="v1")
+
+
+def _core(plural: str, singular: str, kind: str, namespaced: bool = True, **kwargs: Any) -> Resource:
+    return Resource("", "v1", plural, singular, kind, namespaced, **kwargs)
+
+
+RESOURCES: tuple[Resource, ...] = (
+    _core("namespaces", "namespace", "Namespace", False, short_names=("ns",), verbs=NAMESPACE_VERBS,
+          subresources=_subresources(status=_status("Namespace"),
+                                     finalize=SubResource("Namespace", ("update",)))),
+    _core("pods", "pod", "Pod", short_names=("po",), categories=("all",),
+          subresources=_subresources(status=_status("Pod"), binding=SubResource("Binding", ("create",)),
+                                     log=SubResource("Pod", ("get",)),
+                                     exec=SubResource("PodExecOptions", ("create", "get")))),
+    _core("services", "service", "Service", short_names=("svc",), categories=("all",),
+          subresources=_subresources(status=_status("Service"))),
+    _core("endpoints", "endpoints", "Endpoints", short_names=("ep",)),
+    _core("nodes", "node", "Node", False, short_names=("no",), subresources=_subresources(status=_status("Node"))),
+    _core("configmaps", "configmap", "ConfigMap", short_names=("cm",)),
+    _core("secrets", "secret", "Secret"),
+    _core("events", "event", "Event", short_names=("ev",)),
+    _core("resourcequotas", "resourcequota", "ResourceQuota", short_names=("quota",),
+          subresources=_subresources(status=_status("ResourceQuota"))),
+    _core("serviceaccounts", "serviceaccount", "ServiceAccount", short_names=("sa",)),
+    _core("replicationcontrollers", "replicationcontroller", "ReplicationController", short_names=("rc",),
+          categories=("all",), subresources=_subresources(status=_status("ReplicationController"), scale=_SCALE)),
+    # Deprecated upstream in favour of pods/binding but still served; kube-scheduler once used it.
+    _core("bindings", "binding", "Binding", verbs=("create",)),
+    Resource("apps", "v1", "deployments", "deployment", "Deployment", True, short_names=("deploy",),
+             categories=("all",), subresources=_subresources(status=_status("Deployment"), scale=_SCALE)),
+    Resource("apps", "v1", "replicasets", "replicaset", "ReplicaSet", True, short_names=("rs",),
+             categories=("all",), subresources=_subresources(status=_status("ReplicaSet"), scale=_SCALE)),
+    Resource("apps", "v1", "daemonsets", "daemonset", "DaemonSet", True, short_names=("ds",),
+             categories=("all",), subresources=_subresources(status=_status("DaemonSet"))),
+    Resource("apps", "v1", "statefulsets", "statefulset", "StatefulSet", True, short_names=("sts",),
+             categories=("all",), subresources=_subresources(status=_status("StatefulSet"), scale=_SCALE)),
+    Resource("batch", "v1", "jobs", "job", "Job", True, categories=("all",),
+             subresources=_subresources(status=_status("Job"))),
+    Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", True, short_names=("cj",), categories=("all",),
+             subresources=_subresources(status=_status("CronJob"))),
+    Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
+)
+
+_BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
+_BY_KIND = {(r.group, r.version, r.kind): r for r in RESOURCES}
+
+
+def by_path(group: str, version: str, plural: str) -> Resource | None:
+    """The resource a URL names (`/apis/{group}/{version}/.../{plural}`); group "" is `/api/v1`."""
+    return _BY_PATH.get((group, version, plural))
+
+
+def by_kind(api_version: str, kind: str) -> Resource | None:
+    """The resource an object's `apiVersion`/`kind` belong to (None also for a malformed apiVersion)."""
+    try:
+        group, version = group_version(api_version)
+    except ValueError:
+        return None
+    return _BY_KIND.get((group, version, kind))
+
+
+def group_versions() -> list[tuple[str, str]]:
+    """Every served (group, version) in table order, the core group first; discovery lists them so."""
+    return list(dict.fromkeys((r.group, r.version) for r in RESOURCES))
+
+
+def resources_in(group: str, version: str) -> list[Resource]:
+    return [r for r in RESOURCES if (r.group, r.version) == (group, version)]
+
+
+def storage_prefix(resource: Resource) -> str:
+    """`/registry/{plural}/`: every key of the resource starts with it, so a list or watch is one range."""
+    return f"/registry/{resource.plural}/"
+
+
+def storage_key(resource: Resource, namespace: str, name: str) -> str:
+    """The key of one object; `namespace` is ignored for cluster-scoped resources and required otherwise.
+
+    Refusing an empty namespace for a namespaced resource keeps `{prefix}{name}` from ever colliding with
+    a namespace-wide prefix, which would make a list of one namespace return another's objects.
+    """
+    if not name:
+        raise ValueError("an object key needs a name")
+    if not resource.namespaced:
+        return f"{storage_prefix(resource)}{name}"
+    if not namespace:
+        raise ValueError(f"{resource.plural} are namespaced: a key needs a namespace")
+    return f"{storage_prefix(resource)}{namespace}/{name}"
