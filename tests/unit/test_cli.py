@@ -15,8 +15,19 @@ def test_version_names_slimkube_and_kubernetes_levels():
     assert result.output.startswith(f"slimkube {SLIMKUBE_VERSION} (Kubernetes v1.")
 
 
-@pytest.mark.parametrize("command", ["server", "agent", "proxy", "up", "down"])
+@pytest.mark.parametrize("command", ["agent", "proxy", "up", "down"])
 def test_unbuilt_subcommands_say_so_and_exit_2(command):
     result = CliRunner().invoke(main, [command, "--data-dir", "/tmp/x"])
     assert result.exit_code == NOT_BUILT_EXIT
     assert "not built yet" in result.output
+
+
+@pytest.mark.parametrize("args,message", [
+    pytest.param(["--datastore", "mysql://x"], "bad datastore URL", id="datastore"),
+    pytest.param(["--service-cidr", "10.96.0.1/12"], "host bits set", id="service-cidr"),
+    pytest.param(["--port", "70000"], "70000", id="port"),
+])
+def test_server_refuses_bad_flags_with_usage_errors(tmp_path, args, message):
+    result = CliRunner().invoke(main, ["server", "--data-dir", str(tmp_path), *args])
+    assert result.exit_code == 2
+    assert message in result.output

@@ -1,0 +1,342 @@
+"""HTTP handlers for resource URLs (upstream: k8s.io/apiserver/pkg/endpoints/handlers — get.go, create.go,
+update.go, patch.go, delete.go, watch.go — and the subresource REST storages: pods/binding, pods/log,
+*/scale, */status, namespaces/finalize).
+
+A handler reads the request (request.py), runs the blocking registry call in a worker thread and writes
+the answer: the object, a List, or — when the Accept header asks for it — a meta.k8s.io Table. Codes
+follow upstream: 201 for create, 200/201 for update (201 when it created), 200 for a delete that removed
+the object and 202 for one that only marked it (graceful pod, finalizers, terminating namespace).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
+from control.apimachinery.meta import deep_copy
+from control.apimachinery.validation import FieldError
+from control.apiserver import request as req
+from control.apiserver import status, tables
+from control.apiserver.registry import DeleteOptions, Registry
+from control.apiserver.resources import by_path
+from control.apiserver.selection import Filter, parse_filter
+from control.apiserver.status import APIError
+from control.apiserver.watch import EventLines, WatchStream
+from control.apiserver.watchcache import WatchCache
+
+PODS = by_path("", "v1", "pods")
+NODES = by_path("", "v1", "nodes")
+DEFAULT_KUBELET_PORT = 10250
+_VERB_FOR_METHOD = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def json_response(body: Any, code: int = 200) -> web.Response:
+    return web.Response(body=json.dumps(body, separators=(",", ":")).encode(), status=code,
+                        content_type="application/json")
+
+
+def _scale_selector(obj: Mapping[str, Any]) -> str:
+    selector = (obj.get("spec") or {}).get("selector")
+    try:
+        if obj.get("kind") == "ReplicationController":
+            return str(selector_from_set(selector or {}))
+        return str(selector_from_label_selector(selector))
+    except (SelectorError, AttributeError, TypeError):
+        return ""
+
+
+def scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The autoscaling/v1 Scale view of a workload (upstream: the `scale` REST of apps registries)."""
+    metadata = obj.get("metadata") or {}
+    return {
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {k: metadata[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                     if k in metadata},
+        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
+        "status": {"replicas": (obj.get("status") or {}).get("replicas", 0), "selector": _scale_selector(obj)},
+    }
+
+
+def _apply_scale(obj: dict[str, Any], scale: dict[str, Any]) -> dict[str, Any]:
+    replicas = (scale.get("spec") or {}).get("replicas") if isinstance(scale.get("spec"), dict) else None
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        raise status.invalid("Scale", (obj.get("metadata") or {}).get("name", ""), [FieldError.invalid(
+            "spec.replicas", replicas, "must be greater than or equal to 0")], group="autoscaling")
+    new = deep_copy(obj)
+    new.setdefault("spec", {})["replicas"] = replicas
+    return new
+
+
+class ResourceHandlers:
+    """Everything under `/api/v1/` and `/apis/{group}/{version}/`."""
+
+    def __init__(self, registry: Registry, cache: WatchCache, *, bookmark_seconds: float = 60.0) -> None:
+        self.registry = registry
+        self.cache = cache
+        self.lines = EventLines()
+        self.bookmark_seconds = bookmark_seconds
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        group = request.match_info.get("group", "")
+        version = request.match_info.get("version", "v1")
+        target = req.parse_target(group, version, request.match_info.get("tail", ""))
+        resource = target.resource
+        method = request.method
+        verb = _VERB_FOR_METHOD.get(method)
+        if verb is None:
+            raise status.method_not_allowed()
+        if target.subresource:
+            allowed = resource.subresources[target.subresource].verbs
+            if verb not in allowed and not (verb == "get" and target.subresource == "exec"):
+                raise status.method_not_allowed()
+            return await self._subresource(request, target)
+        if not target.name:
+            verb = {"get": "list", "delete": "deletecollection", "create": "create"}.get(verb)
+            if verb is None or verb not in resource.verbs:
+                raise status.method_not_allowed()
+            if verb == "list":
+                return await self._list(request, target)
+            if verb == "create":
+                return await self._create(request, target)
+            return await self._delete_collection(request, target)
+        if verb == "create" or verb not in resource.verbs:
+            raise status.method_not_allowed()
+        return await getattr(self, f"_{verb}")(request, target)
+
+    # -- collection ---------------------------------------------------------------------------------
+
+    async def _list(self, request: web.Request, target: req.Target) -> web.StreamResponse:
+        query = request.query
+        flt = self._filter(target, query)
+        resource_version = req.resource_version(query)
+        if req.query_bool(query, "watch"):
+            timeout = req.query_int(query, "timeoutSeconds")
+            send_initial = query.get("sendInitialEvents")
+            stream = WatchStream(request, target, flt, registry=self.registry, cache=self.cache, lines=self.lines,
+                                 bookmark_seconds=self.bookmark_seconds)
+            return await stream.serve(resource_version=resource_version, timeout_seconds=timeout,
+                                      bookmarks=req.query_bool(query, "allowWatchBookmarks"),
+                                      send_initial=None if send_initial is None else req.query_bool(
+                                          query, "sendInitialEvents"))
+        limit = req.query_int(query, "limit") or 0
+        table = tables.parse_accept_table(request.headers.get("Accept"))
+        include_object = self._include_object(query)
+        page = await asyncio.to_thread(self.registry.list, target.resource, target.namespace, flt, limit=limit,
+                                       continue_token=query.get("continue", ""), resource_version=resource_version)
+        if table is not None:
+            return json_response(tables.table_for(
+                target.resource, page.items, now=datetime.now(UTC), list_resource_version=page.resource_version,
+                include_object=include_object, table_version=table.version, continue_token=page.continue_token))
+        metadata: dict[str, Any] = {"resourceVersion": page.resource_version}
+        if page.continue_token:
+            metadata["continue"] = page.continue_token
+        resource = target.resource
+        return json_response({"kind": f"{resource.kind}List", "apiVersion": resource.api_version,
+                              "metadata": metadata, "items": page.items})
+
+    @staticmethod
+    def _include_object(query: Mapping[str, str]) -> str:
+        try:
+            return tables.parse_include_object(query.get("includeObject"))
+        except ValueError as exc:
+            raise status.bad_request(str(exc)) from None
+
+    @staticmethod
+    def _filter(target: req.Target, query: Mapping[str, str]) -> Filter:
+        field_selector = query.get("fieldSelector") or ""
+        if target.name:  # a watch or list of one object is a metadata.name field selector upstream
+            field_selector = ",".join(filter(None, [field_selector, f"metadata.name={target.name}"]))
+        try:
+            return parse_filter(target.resource, query.get("labelSelector"), field_selector)
+        except SelectorError as exc:
+            raise status.bad_request(str(exc)) from None
+
+    async def _create(self, request: web.Request, target: req.Target) -> web.StreamResponse:
+        body = req.decode_object(await _read(request), _content_type(request))
+        dry_run = req.dry_run(request.query)
+        if target.resource.plural == "bindings":
+            return await self._bind(target, body)
+        obj = await asyncio.to_thread(self.registry.create, target.resource, target.namespace, body, dry_run=dry_run)
+        return json_response(obj, 201)
+
+    async def _delete_collection(self, request: web.Request, target: req.Target) -> web.StreamResponse:
+        options = _delete_options(request.query, await _optional_body(request))
+        flt = self._filter(target, request.query)
+        items = await asyncio.to_thread(self.registry.delete_collection, target.resource, target.namespace, flt,
+                                        options)
+        resource = target.resource
+        return json_response({"kind": f"{resource.kind}List", "apiVersion": resource.api_version,
+                              "metadata": {}, "items": items})
+
+    # -- one object ---------------------------------------------------------------------------------
+
+    async def _get(self, request: web.Request, target: req.Target) -> web.StreamResponse:
+        if req.query_bool(request.query, "watch"):
+            return await self._list(request, target)
+        obj = await asyncio.to_thread(self.registry.must_get, target.resource, target.namespace, target.name)
+        table = tables.parse_accept_table(request.headers.get("Accept"))
+        if table is not None:
+            return json_response(tables.table_for(
+                target.resource, [obj], now=datetime.now(UTC),
+                list_resource_version=obj["metadata"]["resourceVersion"],
+                include_object=self._include_object(request.query), table_version=table.version))
+        return json_response(obj)
+
+    async def _update(self, request: web.Request, target: req.Target, subresource: str = "") -> web.StreamResponse:
+        body = req.decode_object(await _read(request), _content_type(request))
+        obj, created = await asyncio.to_thread(self.registry.update, target.resource, target.namespace, target.name,
+                                               body, subresource=subresource, dry_run=req.dry_run(request.query))
+        return json_response(obj, 201 if created else 200)
+
+    async def _patch(self, request: web.Request, target: req.Target, subresource: str = "") -> web.StreamResponse:
+        patch_type = req.PATCH_TYPES.get(request.content_type)
+        if patch_type is None:
+            raise APIError(415, "UnsupportedMediaType",
+                           f"the body of the request was in an unknown format - accepted media types include: "
+                           f"{', '.join(req.PATCH_TYPES)}")
+        document = req.decode_body(await _read(request), request.content_type)
+        obj = await asyncio.to_thread(self.registry.patch, target.resource, target.namespace, target.name,
+                                      patch_type, document, subresource=subresource,
+                                      dry_run=req.dry_run(request.query))
+        return json_response(obj)
+
+    async def _delete(self, request: web.Request, target: req.Target) -> web.StreamResponse:
+        options = _delete_options(request.query, await _optional_body(request))
+        obj, removed = await asyncio.to_thread(self.registry.delete, target.resource, target.namespace,
+                                               target.name, options)
+        return json_response(obj, 200 if removed else 202)
+
+    # -- subresources -------------------------------------------------------------------------------
+
+    async def _subresource(self, request: web.Request, target: req.Target) -> web.StreamResponse:
+        sub = target.subresource
+        method = request.method
+        if sub in ("status", "finalize"):
+            if method == "GET":
+                return await self._get(request, target)
+            if method == "PUT":
+                return await self._update(request, target, sub)
+            return await self._patch(request, target, sub)
+        if sub == "scale":
+            return await self._scale(request, target)
+        if sub == "binding":
+            body = req.decode_object(await _read(request), _content_type(request))
+            return await self._bind(target, body)
+        if sub == "log":
+            return await self._log(request, target)
+        raise status.bad_request(f"{target.resource.plural}/{sub} needs a streaming connection to the node's "
+                                 "kubelet (SPDY or WebSocket), which this server does not offer yet")
+
+    async def _scale(self, request: web.Request, target: req.Target) -> web.StreamResponse:
+        args = (target.resource, target.namespace, target.name)
+        if request.method == "GET":
+            return json_response(scale_of(await asyncio.to_thread(self.registry.must_get, *args)))
+        if request.method == "PUT":
+            body = req.decode_object(await _read(request), _content_type(request))
+            patch_type = "merge"
+            document = {"spec": {"replicas": (body.get("spec") or {}).get("replicas") if isinstance(
+                body.get("spec"), dict) else None}}
+            if (body.get("metadata") or {}).get("resourceVersion"):
+                document["metadata"] = {"resourceVersion": body["metadata"]["resourceVersion"]}
+        else:
+            patch_type = req.PATCH_TYPES.get(request.content_type, "")
+            if not patch_type:
+                raise status.unsupported_media_type(request.content_type)
+            document = req.decode_body(await _read(request), request.content_type)
+        obj = await asyncio.to_thread(self.registry.patch, *args, patch_type, document, transform=scale_of,
+                                      apply_back=_apply_scale, dry_run=req.dry_run(request.query))
+        return json_response(scale_of(obj))
+
+    async def _bind(self, target: req.Target, body: dict[str, Any]) -> web.StreamResponse:
+        name = target.name
+        if not name and isinstance(body.get("metadata"), dict):
+            name = body["metadata"].get("name")
+        node = (body.get("target") or {}).get("name") if isinstance(body.get("target"), dict) else None
+        if not name or not isinstance(node, str) or not node:
+            errors = [FieldError.required("target.name")] if not node else [FieldError.required("metadata.name")]
+            raise status.invalid("Binding", name or "", errors)
+        await asyncio.to_thread(self.registry.bind, target.namespace, name, node)
+        return json_response(status.success_status(), 201)
+
+    async def _log(self, request: web.Request, target: req.Target) -> web.StreamResponse:
+        """Proxy `pods/log` to the kubelet of the pod's node, streaming when `follow` is set."""
+        assert PODS is not None and NODES is not None
+        pod = await asyncio.to_thread(self.registry.must_get, PODS, target.namespace, target.name)
+        names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
+        names += [c.get("name") for c in (pod.get("spec") or {}).get("initContainers") or [] if isinstance(c, dict)]
+        container = request.query.get("container")
+        if not container:
+            if len(names) != 1:
+                raise status.bad_request(f"a container name must be specified for pod {target.name}, choose one "
+                                         f"of: [{' '.join(str(n) for n in names)}]")
+            container = names[0]
+        elif container not in names:
+            raise status.bad_request(f"container {container} is not valid for pod {target.name}")
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        node = await asyncio.to_thread(self.registry.get, NODES, "", node_name) if node_name else None
+        if node is None:
+            raise status.bad_request(f"pod {target.name} does not have a host assigned")
+        addresses = (node.get("status") or {}).get("addresses") or []
+        host = next((a.get("address") for a in addresses if a.get("type") == "InternalIP"), None) or next(
+            (a.get("address") for a in addresses if a.get("address")), None)
+        endpoint = ((node.get("status") or {}).get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
+        port = endpoint.get("Port") or DEFAULT_KUBELET_PORT
+        if not host:
+            raise status.bad_request(f"node {node_name} has no address to reach its kubelet at")
+        params = {k: v for k, v in request.query.items()
+                  if k in ("follow", "previous", "timestamps", "tailLines", "limitBytes", "sinceSeconds", "sinceTime")}
+        url = f"http://{host}:{port}/containerLogs/{target.namespace}/{target.name}/{container}"
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(sock_connect=5)) as session:
+                async with session.get(url, params=params) as upstream:
+                    response = web.StreamResponse(status=upstream.status,
+                                                  headers={"Content-Type": upstream.headers.get(
+                                                      "Content-Type", "text/plain")})
+                    await response.prepare(request)
+                    async for chunk in upstream.content.iter_any():
+                        await response.write(chunk)
+                    return response
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise status.service_unavailable(f"cannot reach the kubelet of node {node_name} at {host}:{port}: "
+                                             f"{exc}") from None
+
+
+def _content_type(request: web.Request) -> str:
+    """The body's media type as sent: aiohttp reads a missing header as application/octet-stream, but
+    kubectl 1.20's typed clients send JSON bodies without one, and upstream reads "" as JSON."""
+    return request.headers.get("Content-Type", "")
+
+
+async def _read(request: web.Request) -> bytes:
+    """The body, refusing more than upstream's 3 MiB with a 413 before reading it all."""
+    if request.content_length is not None and request.content_length > req.MAX_BODY_BYTES:
+        raise status.too_large(req.MAX_BODY_BYTES)
+    data = await request.content.read(req.MAX_BODY_BYTES + 1)
+    if len(data) > req.MAX_BODY_BYTES:
+        raise status.too_large(req.MAX_BODY_BYTES)
+    return data
+
+
+async def _optional_body(request: web.Request) -> Any:
+    data = await _read(request)
+    if not data.strip():
+        return None
+    return req.decode_body(data, request.content_type if request.content_type != "application/octet-stream"
+                           else "application/json")
+
+
+def _delete_options(query: Mapping[str, str], body: Any) -> DeleteOptions:
+    options = req.delete_options(query, body)
+    preconditions = options.get("preconditions") or {}
+    return DeleteOptions(grace_period_seconds=options.get("gracePeriodSeconds"),
+                         propagation_policy=options.get("propagationPolicy"),
+                         precondition_uid=preconditions.get("uid"),
+                         precondition_resource_version=preconditions.get("resourceVersion"),
+                         dry_run=req.dry_run(query) or options.get("dryRun") == ["All"])

@@ -1,0 +1,160 @@
+"""Reading `application/vnd.kubernetes.protobuf` request bodies for the few kinds kubectl writes that way
+(upstream: k8s.io/apimachinery/pkg/runtime/serializer/protobuf and the generated.proto of each API type).
+
+kubectl 1.33's typed clients (`kubectl create namespace`, `create configmap`, `create secret`) send
+protobuf, with no JSON fallback when the server answers 415, so a server that only reads JSON cannot
+serve those commands. Answers stay JSON: those clients accept `application/json` too.
+
+The wire format is the envelope `k8s\\x00` + a `runtime.Unknown` message {typeMeta {apiVersion, kind},
+raw, contentEncoding, contentType}, where `raw` is the object's own message. Only the kinds in `KINDS`
+are decoded (anything else stays a 415); fields are read into the same JSON a client would have sent,
+dropping empty values as the JSON encoder's `omitempty` does. Timestamps and managedFields are skipped:
+the server owns them on create anyway.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
+MAGIC = b"k8s\x00"
+
+
+class ProtobufError(ValueError):
+    pass
+
+
+# A schema maps field number → (JSON name, type, nested schema for messages).
+Schema = dict[int, tuple[str, str, Any]]
+
+TYPE_META: Schema = {1: ("apiVersion", "string", None), 2: ("kind", "string", None)}
+UNKNOWN: Schema = {1: ("typeMeta", "message", TYPE_META), 2: ("raw", "raw", None),
+                   3: ("contentEncoding", "string", None), 4: ("contentType", "string", None)}
+OWNER_REFERENCE: Schema = {1: ("kind", "string", None), 3: ("name", "string", None), 4: ("uid", "string", None),
+                           5: ("apiVersion", "string", None), 6: ("controller", "bool", None),
+                           7: ("blockOwnerDeletion", "bool", None)}
+OBJECT_META: Schema = {
+    1: ("name", "string", None), 2: ("generateName", "string", None), 3: ("namespace", "string", None),
+    5: ("uid", "string", None), 6: ("resourceVersion", "string", None), 7: ("generation", "int", None),
+    11: ("labels", "map_string", None), 12: ("annotations", "map_string", None),
+    13: ("ownerReferences", "repeated_message", OWNER_REFERENCE), 14: ("finalizers", "repeated_string", None),
+}
+KINDS: dict[tuple[str, str], Schema] = {
+    ("v1", "Namespace"): {1: ("metadata", "message", OBJECT_META),
+                          2: ("spec", "message", {1: ("finalizers", "repeated_string", None)}),
+                          3: ("status", "message", {1: ("phase", "string", None)})},
+    ("v1", "ConfigMap"): {1: ("metadata", "message", OBJECT_META), 2: ("data", "map_string", None),
+                          3: ("binaryData", "map_bytes", None), 4: ("immutable", "bool", None)},
+    ("v1", "Secret"): {1: ("metadata", "message", OBJECT_META), 2: ("data", "map_bytes", None),
+                       3: ("type", "string", None), 4: ("stringData", "map_string", None),
+                       5: ("immutable", "bool", None)},
+}
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ProtobufError("truncated or overlong varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+
+
+def _fields(data: bytes) -> list[tuple[int, int, Any]]:
+    """(field number, wire type, value) of one message level; length-delimited values stay bytes."""
+    out = []
+    pos = 0
+    while pos < len(data):
+        key, pos = _varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _varint(data, pos)
+        elif wire == 2:
+            length, pos = _varint(data, pos)
+            if pos + length > len(data):
+                raise ProtobufError("truncated length-delimited field")
+            value, pos = data[pos:pos + length], pos + length
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            value, pos = data[pos:pos + size], pos + size
+        else:
+            raise ProtobufError(f"unsupported wire type {wire}")
+        out.append((number, wire, value))
+    return out
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, bytes):
+        raise ProtobufError("expected a string")
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProtobufError("string is not UTF-8") from None
+
+
+def _map_entry(value: Any, *, binary: bool) -> tuple[str, Any]:
+    if not isinstance(value, bytes):
+        raise ProtobufError("expected a map entry")
+    key, item = "", b""
+    for number, _, part in _fields(value):
+        if number == 1:
+            key = _text(part)
+        elif number == 2:
+            item = part
+    return key, base64.b64encode(item).decode() if binary else _text(item)
+
+
+def decode_message(data: bytes, schema: Schema) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for number, wire, value in _fields(data):
+        if number not in schema:
+            continue
+        name, kind, sub = schema[number]
+        if kind == "string":
+            if _text(value):
+                obj[name] = _text(value)
+        elif kind == "raw":
+            obj[name] = value
+        elif kind == "bool":
+            obj[name] = bool(value) if wire == 0 else _fail(name)
+        elif kind == "int":
+            number_value = value if wire == 0 else _fail(name)
+            number_value = number_value - (1 << 64) if number_value >= 1 << 63 else number_value
+            if number_value:
+                obj[name] = number_value
+        elif kind == "message":
+            nested = decode_message(value if isinstance(value, bytes) else _fail(name), sub)
+            if nested:
+                obj[name] = nested
+        elif kind == "repeated_string":
+            obj.setdefault(name, []).append(_text(value))
+        elif kind == "repeated_message":
+            obj.setdefault(name, []).append(decode_message(value if isinstance(value, bytes) else _fail(name), sub))
+        elif kind in ("map_string", "map_bytes"):
+            key, item = _map_entry(value, binary=kind == "map_bytes")
+            obj.setdefault(name, {})[key] = item
+    return obj
+
+
+def _fail(name: str) -> Any:
+    raise ProtobufError(f"{name}: unexpected wire type")
+
+
+def decode_object(data: bytes) -> dict[str, Any] | None:
+    """The JSON form of a protobuf-encoded object, or None for a kind this server does not decode.
+    Raises ProtobufError for a body that is not a Kubernetes protobuf envelope."""
+    if not data.startswith(MAGIC):
+        raise ProtobufError("provided data does not appear to be a protobuf message, expected prefix "
+                            f"{list(MAGIC)}")
+    unknown = decode_message(data[len(MAGIC):], UNKNOWN)
+    type_meta = unknown.get("typeMeta") or {}
+    api_version, kind = type_meta.get("apiVersion", ""), type_meta.get("kind", "")
+    schema = KINDS.get((api_version, kind))
+    if schema is None:
+        return None
+    return {"apiVersion": api_version, "kind": kind, **decode_message(unknown.get("raw", b""), schema)}

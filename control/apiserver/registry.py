@@ -1,0 +1,500 @@
+"""The generic REST store between the HTTP handlers and `Storage` (upstream: k8s.io/apiserver/pkg/registry/
+generic/registry/store.go — Create, Update with `GuaranteedUpdate`, Delete with graceful deletion and
+finalizers — plus the per-kind strategies in strategy.py, registry/ defaults and validation, and
+admission.py).
+
+Design notes
+- Blocking and thread-safe, like `Storage`: the aiohttp handlers call it through `asyncio.to_thread`, so
+  one slow SQLite fsync never stalls the event loop serving watches.
+- Objects are stored as compact JSON without `metadata.resourceVersion`; reads put the record's
+  `mod_revision` there. One global revision is therefore the resourceVersion of everything.
+- Every write is compare-and-swap on the revision that was read. An update naming a stale
+  resourceVersion gets 409; a patch without one is retried on a lost race (upstream GuaranteedUpdate),
+  so `kubectl scale` and `kubectl apply` never fail because a controller wrote status meanwhile.
+- A write that changes nothing is not written (upstream skips no-op updates), so watchers see no event.
+- Deletion: pods on a node get deletionTimestamp + grace and stay until the kubelet deletes them with
+  grace 0; objects with finalizers stay until the last one is removed; `propagationPolicy` Orphan and
+  Foreground are recorded as the `orphan`/`foregroundDeletion` finalizers the garbage collector acts on.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import secrets
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from control.apimachinery.meta import deep_copy, set_condition
+from control.apimachinery.validation import FieldError
+from control.apiserver import admission, patch, status, strategy
+from control.apiserver.allocators import ClusterIPAllocator, NodePortAllocator
+from control.apiserver.resources import Resource, by_path, storage_key, storage_prefix
+from control.apiserver.selection import Filter
+from control.apiserver.status import APIError
+from control.registry.defaults import apply_defaults
+from control.registry.validation import validate
+from control.storage.interface import Compacted, Conflict, KeyExists, KeyNotFound, Record, Storage
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+ALLOW_CREATE_ON_UPDATE = frozenset({"endpoints", "events", "leases"})
+_GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # upstream's utilrand alphabet: no vowels, no 0/1/3
+_GENERATE_ATTEMPTS = 8
+_PATCH_ATTEMPTS = 5
+_CONTINUE_VERSION = "meta.k8s.io/v1"
+SERVICES = by_path("", "v1", "services")
+PODS = by_path("", "v1", "pods")
+NAMESPACES = by_path("", "v1", "namespaces")
+
+
+def encode(obj: Mapping[str, Any]) -> bytes:
+    """Stored form: compact JSON without resourceVersion (the record's revision is the truth)."""
+    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
+    return json.dumps({**obj, "metadata": metadata}, separators=(",", ":")).encode()
+
+
+def decode(value: bytes, revision: int) -> dict[str, Any]:
+    obj = json.loads(value)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
+    return obj
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[dict[str, Any]]
+    resource_version: str
+    continue_token: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    grace_period_seconds: int | None = None
+    propagation_policy: str | None = None
+    precondition_uid: str | None = None
+    precondition_resource_version: str | None = None
+    dry_run: bool = False
+
+
+def _not_found(resource: Resource, name: str) -> APIError:
+    return status.not_found(resource.plural, name, group=resource.group)
+
+
+def _check_metadata_shape(obj: Mapping[str, Any]) -> None:
+    """What upstream's typed decoder refuses before any validation runs (a 400, not a 422)."""
+    metadata = obj.get("metadata")
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise status.bad_request("metadata: expected an object")
+    for key in ("labels", "annotations"):
+        value = metadata.get(key)
+        if value is not None and (not isinstance(value, dict)
+                                  or not all(isinstance(v, str) for v in value.values())):
+            raise status.bad_request(f"metadata.{key}: expected a map of strings")
+    for key in ("name", "namespace", "generateName", "resourceVersion", "uid"):
+        if metadata.get(key) is not None and not isinstance(metadata[key], str):
+            raise status.bad_request(f"metadata.{key}: expected a string")
+    for key in ("finalizers", "ownerReferences"):
+        value = metadata.get(key)
+        if value is not None and not isinstance(value, list):
+            raise status.bad_request(f"metadata.{key}: expected a list")
+    if not all(isinstance(f, str) for f in metadata.get("finalizers") or []):
+        raise status.bad_request("metadata.finalizers: expected a list of strings")
+    if not all(isinstance(r, dict) for r in metadata.get("ownerReferences") or []):
+        raise status.bad_request("metadata.ownerReferences: expected a list of objects")
+
+
+def encode_continue(revision: int, start_after: str) -> str:
+    body = json.dumps({"v": _CONTINUE_VERSION, "rv": revision, "start": start_after}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(body.encode()).decode()
+
+
+def decode_continue(token: str) -> tuple[int, str]:
+    try:
+        body = json.loads(base64.urlsafe_b64decode(token.encode() + b"=" * (-len(token) % 4)))
+        if body.get("v") != _CONTINUE_VERSION or not isinstance(body.get("rv"), int) or not isinstance(
+                body.get("start"), str) or body["rv"] <= 0:
+            raise ValueError
+        return body["rv"], body["start"]
+    except (ValueError, binascii.Error, UnicodeDecodeError, AttributeError):
+        raise status.bad_request(f"continue key is not valid: {token[:64]}") from None
+
+
+class Registry:
+    """CRUD for every resource in resources.RESOURCES over one `Storage`."""
+
+    def __init__(self, storage: Storage, *, service_cidr: str = "10.96.0.0/12",
+                 node_port_range: tuple[int, int] = (30000, 32767),
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.storage = storage
+        self.services = admission.ServiceAllocations(ClusterIPAllocator(storage, service_cidr),
+                                                     NodePortAllocator(storage, node_port_range))
+        self._clock = clock
+        self._quota_lock = threading.Lock()
+
+    # -- reading ------------------------------------------------------------------------------------
+
+    def _record(self, resource: Resource, namespace: str, name: str) -> Record | None:
+        try:
+            key = storage_key(resource, namespace, name)
+        except ValueError:
+            return None
+        return self.storage.get(key)
+
+    def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
+        record = self._record(resource, namespace, name)
+        return decode(record.value, record.mod_revision) if record else None
+
+    def must_get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
+        obj = self.get(resource, namespace, name)
+        if obj is None:
+            raise _not_found(resource, name)
+        return obj
+
+    def list_all(self, resource: Resource, namespace: str) -> list[dict[str, Any]]:
+        return self.list(resource, namespace, None).items
+
+    def list(self, resource: Resource, namespace: str, flt: Filter | None, *, limit: int = 0,
+             continue_token: str = "", resource_version: str = "") -> Page:
+        """One page of matching objects, read at one revision; a continue token resumes at that revision
+        (410 once it is compacted away), as upstream's paged lists do."""
+        base = storage_prefix(resource)
+        prefix = f"{base}{namespace}/" if namespace and resource.namespaced else base
+        revision, start_after = 0, ""
+        if continue_token:
+            revision, relative = decode_continue(continue_token)
+            start_after = base + relative
+            if not start_after.startswith(prefix):
+                raise status.bad_request("continue key is not valid: it belongs to another list")
+        elif resource_version not in ("", "0"):
+            if int(resource_version) > self.storage.revision():
+                raise APIError(504, "Timeout", f"Too large resource version: {resource_version}, "
+                               f"current: {self.storage.revision()}",
+                               details={"causes": [{"reason": "ResourceVersionTooLarge",
+                                                    "message": "Too large resource version"}], "retryAfterSeconds": 1})
+        items: list[dict[str, Any]] = []
+        while True:
+            try:
+                page = self.storage.list(prefix, start_after=start_after, limit=limit, revision=revision)
+            except Compacted:
+                raise status.gone("The provided continue parameter is too old to display a consistent list "
+                                  "result. You can start a new list without the continue parameter.") from None
+            revision = page.revision
+            for index, record in enumerate(page.records):
+                obj = decode(record.value, record.mod_revision)
+                start_after = record.key
+                if flt is None or flt.matches(obj):
+                    items.append(obj)
+                if limit and len(items) >= limit:
+                    more = index < len(page.records) - 1 or page.more
+                    token = encode_continue(revision, start_after[len(base):]) if more else ""
+                    return Page(items, str(revision), token)
+            if not page.more or not limit:
+                return Page(items, str(revision))
+
+    # -- creating -----------------------------------------------------------------------------------
+
+    def _check_identity(self, resource: Resource, namespace: str, obj: dict[str, Any],
+                        *, name: str | None = None) -> None:
+        """apiVersion/kind must be this resource's (filled in when absent); the body's namespace and
+        name must agree with the URL's (upstream answers 400 for both)."""
+        if not isinstance(obj, dict):
+            raise status.bad_request("the body must be a JSON object")
+        _check_metadata_shape(obj)
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if api_version not in (None, resource.api_version):
+            raise status.bad_request(f"the API version in the data ({api_version}) does not match the expected "
+                                     f"API version ({resource.api_version})")
+        if kind not in (None, resource.kind):
+            raise status.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({resource.kind})")
+        obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
+        metadata = obj.setdefault("metadata", {})
+        if resource.namespaced:
+            if metadata.get("namespace", namespace) != namespace:
+                raise status.bad_request("the namespace of the provided object does not match the namespace "
+                                         "sent on the request")
+            metadata["namespace"] = namespace
+        else:
+            metadata.pop("namespace", None)
+        if name is not None and metadata.get("name", name) != name:
+            raise status.bad_request(f"the name of the object ({metadata.get('name')}) does not match the name "
+                                     f"on the URL ({name})")
+        if name is not None:
+            metadata["name"] = name
+
+    def _validate(self, resource: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        errors = validate(resource.plural, obj, old=old)
+        if errors:
+            raise status.invalid(resource.kind, (obj.get("metadata") or {}).get("name", ""), errors,
+                                 group=resource.group)
+
+    def create(self, resource: Resource, namespace: str, body: Any, *, dry_run: bool = False) -> dict[str, Any]:
+        obj = deep_copy(body)
+        self._check_identity(resource, namespace, obj)
+        metadata = obj["metadata"]
+        generate = metadata.get("generateName") if not metadata.get("name") else None
+        if generate:
+            metadata["name"] = generate + "".join(secrets.choice(_GENERATE_CHARS) for _ in range(5))
+        name = metadata.get("name") or ""
+        if resource.namespaced:
+            admission.check_namespace(self, resource, namespace, name)
+        apply_defaults(resource.plural, obj)
+        strategy.prepare_for_create(resource, obj, now=self._clock(), uid=str(uuid.uuid4()))
+        self._validate(resource, obj, None)
+        rollback: Callable[[], None] = lambda: None
+        try:
+            with self._quota_lock:
+                admission.check_quota(self, resource, namespace, obj)
+                if resource is SERVICES and not dry_run:
+                    rollback = self.services.allocate(obj, None)
+                if dry_run:
+                    if self._record(resource, namespace, name):
+                        raise status.already_exists(resource.plural, name, group=resource.group)
+                    return obj
+                for attempt in range(_GENERATE_ATTEMPTS if generate else 1):
+                    try:
+                        record = self.storage.create(storage_key(resource, namespace, name), encode(obj))
+                        return decode(record.value, record.mod_revision)
+                    except KeyExists:
+                        if not generate or attempt == _GENERATE_ATTEMPTS - 1:
+                            raise status.already_exists(resource.plural, name, group=resource.group) from None
+                        name = metadata["name"] = generate + "".join(
+                            secrets.choice(_GENERATE_CHARS) for _ in range(5))
+        except BaseException:
+            rollback()
+            raise
+        raise AssertionError("unreachable")
+
+    # -- updating -----------------------------------------------------------------------------------
+
+    def update(self, resource: Resource, namespace: str, name: str, body: Any, *, subresource: str = "",
+               dry_run: bool = False) -> tuple[dict[str, Any], bool]:
+        """PUT: returns (object, created). A body resourceVersion other than the stored one is a 409."""
+        obj = deep_copy(body)
+        self._check_identity(resource, namespace, obj, name=name)
+        record = self._record(resource, namespace, name)
+        if record is None:
+            if subresource or resource.plural not in ALLOW_CREATE_ON_UPDATE:
+                raise _not_found(resource, name)
+            return self.create(resource, namespace, obj, dry_run=dry_run), True
+        wanted = obj["metadata"].get("resourceVersion")
+        if wanted and wanted != str(record.mod_revision):
+            raise status.conflict(resource.plural, name, status.STALE_OBJECT, group=resource.group)
+        return self._write(resource, namespace, record, obj, subresource=subresource, dry_run=dry_run), False
+
+    def patch(self, resource: Resource, namespace: str, name: str, patch_type: str, document: Any, *,
+              subresource: str = "", dry_run: bool = False,
+              transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+              apply_back: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
+              ) -> dict[str, Any]:
+        """PATCH with retries on a lost race unless the patch itself names a resourceVersion.
+
+        `transform`/`apply_back` let a subresource such as `/scale` patch a view of the object (a Scale)
+        and map the result back onto the object.
+        """
+        if patch_type != "json" and not isinstance(document, dict):
+            # RFC 7386 allows any JSON value as a merge patch, but one that is not an object would
+            # replace the whole object; upstream refuses it as malformed.
+            raise status.bad_request("the patch must be a JSON object")
+        for attempt in range(_PATCH_ATTEMPTS):
+            record = self._record(resource, namespace, name)
+            if record is None:
+                raise _not_found(resource, name)
+            current = decode(record.value, record.mod_revision)
+            view = transform(current) if transform else current
+            try:
+                if patch_type == "json":
+                    patched = patch.json_patch(view, document)
+                elif patch_type == "merge":
+                    patched = patch.json_merge_patch(view, document)
+                else:
+                    patched = patch.strategic_merge_patch(view, document, kind=view.get("kind", resource.kind))
+            except patch.PatchError as exc:
+                if exc.code == 400:
+                    raise status.bad_request(str(exc)) from None
+                raise status.invalid(view.get("kind", resource.kind), name,
+                                     [FieldError.invalid("patch", "", str(exc))], group=resource.group) from None
+            if not isinstance(patched, dict):
+                raise status.bad_request("the patch did not produce an object")
+            wanted = (patched.get("metadata") or {}).get("resourceVersion") if isinstance(
+                patched.get("metadata"), dict) else None
+            if wanted and wanted != str(record.mod_revision):
+                raise status.conflict(resource.plural, name, status.STALE_OBJECT, group=resource.group)
+            new = apply_back(current, patched) if apply_back else patched
+            self._check_identity(resource, namespace, new, name=name)
+            try:
+                return self._write(resource, namespace, record, new, subresource=subresource, dry_run=dry_run)
+            except APIError as exc:
+                pinned = isinstance(document, dict) and (document.get("metadata") or {}).get("resourceVersion")
+                if exc.code != 409 or exc.reason != "Conflict" or pinned or attempt == _PATCH_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _write(self, resource: Resource, namespace: str, record: Record, obj: dict[str, Any], *,
+               subresource: str, dry_run: bool) -> dict[str, Any]:
+        """Turn a full new object into a compare-and-swap update of `record`."""
+        old = decode(record.value, record.mod_revision)
+        name = old["metadata"]["name"]
+        if subresource in ("status", "finalize"):
+            new = strategy.prepare_for_status_update(obj, old) if subresource == "status" else deep_copy(old)
+            if subresource == "finalize":
+                new.setdefault("spec", {})["finalizers"] = deep_copy((obj.get("spec") or {}).get("finalizers") or [])
+        else:
+            new = obj
+            apply_defaults(resource.plural, new)
+            strategy.prepare_for_update(resource, new, old)
+        self._validate(resource, new, old)
+        if encode(new) == encode(old):
+            return old
+        rollback: Callable[[], None] = lambda: None
+        if resource is SERVICES and not subresource and not dry_run:
+            rollback = self.services.allocate(new, old)
+        if dry_run:
+            new["metadata"]["resourceVersion"] = str(record.mod_revision)
+            return new
+        key = storage_key(resource, namespace, name)
+        try:
+            if self._removable(resource, new):
+                removed = self.storage.delete(key, expected_revision=record.mod_revision)
+                result = decode(removed.value, removed.mod_revision)
+            else:
+                updated = self.storage.update(key, encode(new), expected_revision=record.mod_revision)
+                result = decode(updated.value, updated.mod_revision)
+        except (Conflict, KeyNotFound):
+            rollback()
+            raise status.conflict(resource.plural, name, status.STALE_OBJECT, group=resource.group) from None
+        except BaseException:
+            rollback()
+            raise
+        if resource is SERVICES:
+            self.services.release_unused(old, None if self._removable(resource, new) else new)
+        return result
+
+    @staticmethod
+    def _removable(resource: Resource, obj: Mapping[str, Any]) -> bool:
+        if resource is NAMESPACES and (obj.get("spec") or {}).get("finalizers"):
+            return False
+        return strategy.ready_to_remove(obj)
+
+    def bind(self, namespace: str, name: str, node_name: str) -> None:
+        """pods/binding: set `spec.nodeName` once, with the PodScheduled condition (upstream
+        pkg/registry/core/pod/storage BindingREST.assignPod). Bypasses update validation, which forbids
+        any other writer from changing nodeName."""
+        assert PODS is not None
+        record = self._record(PODS, namespace, name)
+        if record is None:
+            raise _not_found(PODS, name)
+        pod = decode(record.value, record.mod_revision)
+        if pod["metadata"].get("deletionTimestamp"):
+            raise status.conflict("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
+        current = (pod.get("spec") or {}).get("nodeName")
+        if current:
+            raise status.conflict("pods/binding", name, f'pod {name} is already assigned to node "{current}"')
+        pod.setdefault("spec", {})["nodeName"] = node_name
+        conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+        set_condition(conditions, {"type": "PodScheduled", "status": "True", "lastProbeTime": None},
+                      now=self._clock())
+        try:
+            self.storage.update(record.key, encode(pod), expected_revision=record.mod_revision)
+        except (Conflict, KeyNotFound):
+            raise status.conflict("pods/binding", name, status.STALE_OBJECT) from None
+
+    # -- deleting -----------------------------------------------------------------------------------
+
+    def delete(self, resource: Resource, namespace: str, name: str, options: DeleteOptions) -> tuple[dict[str, Any], bool]:
+        """Returns (object, removed now). Not removed now means marked deleting: graceful pod, finalizers,
+        or a namespace waiting for its controller."""
+        for _ in range(_PATCH_ATTEMPTS):
+            record = self._record(resource, namespace, name)
+            if record is None:
+                raise _not_found(resource, name)
+            obj = decode(record.value, record.mod_revision)
+            metadata = obj["metadata"]
+            if options.precondition_uid and options.precondition_uid != metadata.get("uid"):
+                raise status.conflict(resource.plural, name, f"Precondition failed: UID in precondition: "
+                                      f"{options.precondition_uid}, UID in object meta: {metadata.get('uid')}",
+                                      group=resource.group)
+            if options.precondition_resource_version and options.precondition_resource_version != str(
+                    record.mod_revision):
+                raise status.conflict(resource.plural, name, f"Precondition failed: ResourceVersion in "
+                                      f"precondition: {options.precondition_resource_version}, ResourceVersion in "
+                                      f"object meta: {record.mod_revision}", group=resource.group)
+            try:
+                return self._delete_once(resource, namespace, record, obj, options)
+            except (Conflict, KeyNotFound):
+                continue  # someone wrote meanwhile: decide again on the new state
+        raise status.conflict(resource.plural, name, status.STALE_OBJECT, group=resource.group)
+
+    def _delete_once(self, resource: Resource, namespace: str, record: Record, obj: dict[str, Any],
+                     options: DeleteOptions) -> tuple[dict[str, Any], bool]:
+        metadata = obj["metadata"]
+        key = storage_key(resource, namespace, metadata["name"])
+        new = deep_copy(obj)
+        finalizers = new["metadata"].setdefault("finalizers", [])
+        wanted = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}.get(options.propagation_policy or "")
+        if wanted and wanted not in finalizers and not metadata.get("deletionTimestamp"):
+            finalizers.append(wanted)
+        if not finalizers:
+            del new["metadata"]["finalizers"]
+        now = self._clock()
+        grace = strategy.graceful_pod_seconds(obj, options.grace_period_seconds) if resource is PODS else 0
+        if resource is NAMESPACES:
+            new.setdefault("status", {})["phase"] = "Terminating"
+        strategy.mark_deleting(new, now=now, grace_seconds=grace)
+        if not self._removable(resource, new):
+            if options.dry_run or encode(new) == encode(obj):
+                return obj, False
+            updated = self.storage.update(key, encode(new), expected_revision=record.mod_revision)
+            return decode(updated.value, updated.mod_revision), False
+        if options.dry_run:
+            return obj, True
+        removed = self.storage.delete(key, expected_revision=record.mod_revision)
+        if resource is SERVICES:
+            self.services.release_unused(obj, None)
+        return decode(removed.value, removed.mod_revision), True
+
+    def delete_collection(self, resource: Resource, namespace: str, flt: Filter,
+                          options: DeleteOptions) -> list[dict[str, Any]]:
+        deleted = []
+        for obj in self.list(resource, namespace, flt).items:
+            try:
+                deleted.append(self.delete(resource, obj["metadata"].get("namespace", ""), obj["metadata"]["name"],
+                                           options)[0])
+            except APIError as exc:
+                if exc.code != 404:
+                    raise
+        return deleted
+
+    # -- start-up -----------------------------------------------------------------------------------
+
+    def bootstrap(self, *, api_port: int) -> None:
+        """What upstream's bootstrap controllers ensure before serving: the system namespaces, the
+        `kubernetes` Service on the first service IP, and allocator reservations matching the Services
+        actually stored (repair after a crash between reservation and write)."""
+        assert NAMESPACES is not None and SERVICES is not None
+        for name in SYSTEM_NAMESPACES:
+            if self.get(NAMESPACES, "", name) is None:
+                try:
+                    self.create(NAMESPACES, "", {"metadata": {"name": name}})
+                except APIError as exc:
+                    if exc.code != 409:
+                        raise
+        self.services.repair(self.list_all(SERVICES, ""))
+        if self.get(SERVICES, "default", "kubernetes") is None:
+            service = {
+                "metadata": {"name": "kubernetes", "namespace": "default",
+                             "labels": {"component": "apiserver", "provider": "kubernetes"}},
+                "spec": {"clusterIP": self.services.ips.kubernetes_ip, "type": "ClusterIP",
+                         "sessionAffinity": "None",
+                         "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": api_port}]},
+            }
+            try:
+                self.create(SERVICES, "default", service)
+            except APIError as exc:
+                if exc.code != 409:
+                    raise

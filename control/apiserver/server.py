@@ -1,0 +1,317 @@
+"""The API server process: storage → registry → watch cache → HTTP (upstream: cmd/kube-apiserver and
+k8s.io/apiserver/pkg/server — the handler chain with authentication, max-in-flight and panic recovery;
+k3s pkg/daemons/control for starting the pieces in order and writing the admin kubeconfig and node token).
+
+Lifecycle (aiohttp web_runner's explicit start/stop): `start` opens the store, bootstraps what must
+exist (system namespaces, the `kubernetes` Service, allocator repair), starts the watch cache and then
+listens; `stop` stops listening and closes open connections first (watch streams end, clients
+reconnect elsewhere), then stops the watch cache, then closes the store, so no request runs against a
+closed store.
+
+Authentication: bearer tokens. The admin token (in `DIR/admin.kubeconfig`) and the node token
+(`DIR/node-token`, what `slimkube agent --token` takes) are random, created on first start with mode
+0600 and kept across restarts. Both are allowed everything for now; authorization per identity and TLS
+come with the security issue, so bind to 127.0.0.1 or a private network until then. `/healthz`,
+`/livez`, `/readyz`, `/version` answer without a token, as upstream's public-info-viewer role allows.
+
+Overload: at most `max_inflight` non-watch requests run at once; the next gets 429 with Retry-After,
+as upstream's --max-requests-inflight filter does, so a burst degrades into client retries (the
+official client and kubectl both retry 429) rather than unbounded queues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hmac
+import logging
+import os
+import platform
+import secrets
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from control.apiserver import certs, discovery, openapi, status
+from control.apiserver.handlers import ResourceHandlers, json_response
+from control.apiserver.registry import Registry
+from control.apiserver.status import APIError
+from control.apiserver.watchcache import WatchCache
+from control.storage.factory import open_storage
+from control.storage.interface import Storage, StorageError, Unavailable
+
+log = logging.getLogger(__name__)
+
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    data_dir: str
+    bind_address: str = "0.0.0.0"
+    port: int = 6443
+    datastore: str = "sqlite://"
+    service_cidr: str = "10.96.0.0/12"
+    cluster_cidr: str = "10.244.0.0/16"
+    node_port_range: tuple[int, int] = (30000, 32767)
+    max_inflight: int = 400
+    bookmark_seconds: float = 60.0
+    tls: bool = True  # client-go sends the kubeconfig's token only over https (see certs.py)
+
+
+def _read_or_create_secret(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = handle.read().strip()
+        if value:
+            return value
+    except FileNotFoundError:
+        pass
+    value = secrets.token_hex(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(value + "\n")
+    return value
+
+
+def kubeconfig(server_url: str, token: str, *, name: str = "slimkube", ca_pem: bytes | None = None) -> dict[str, Any]:
+    """A kubeconfig any client reads: one cluster (with the CA that signed the serving certificate), one
+    user with a bearer token, one current context."""
+    cluster: dict[str, Any] = {"server": server_url}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
+    return {
+        "apiVersion": "v1", "kind": "Config", "preferences": {},
+        "clusters": [{"name": name, "cluster": cluster}],
+        "users": [{"name": "admin", "user": {"token": token}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": "admin", "namespace": "default"}}],
+        "current-context": name,
+    }
+
+
+def _write_private(path: str, text: str) -> None:
+    tmp = f"{path}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+def _status_response(error: APIError) -> web.Response:
+    response = json_response(error.status, error.code)
+    if error.code == 429:
+        response.headers["Retry-After"] = str((error.details or {}).get("retryAfterSeconds", 1))
+    return response
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every failure leaves as a Status with upstream's code; an unexpected exception is a 500 that is
+    logged with its traceback (a bug to fix, never an answer to bad input)."""
+    try:
+        return await handler(request)
+    except APIError as exc:
+        return _status_response(exc)
+    except web.HTTPNotFound:
+        return _status_response(APIError(404, "NotFound", "the server could not find the requested resource"))
+    except web.HTTPMethodNotAllowed:
+        return _status_response(status.method_not_allowed())
+    except web.HTTPRequestEntityTooLarge:
+        return _status_response(status.too_large(3 * 1024 * 1024))
+    except web.HTTPException:
+        raise
+    except Unavailable as exc:
+        return _status_response(status.service_unavailable(f"storage is unavailable: {exc}"))
+    except StorageError as exc:
+        log.exception("storage error on %s %s", request.method, request.path)
+        return _status_response(APIError(500, "InternalError", f"Internal error occurred: {exc}"))
+    except (ConnectionResetError, asyncio.CancelledError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the last line of defence must catch everything
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return _status_response(APIError(500, "InternalError", f"Internal error occurred: {type(exc).__name__}"))
+
+
+class APIServer:
+    """One API server; `await start()`, then `url`; `await stop()` to end it."""
+
+    def __init__(self, config: ServerConfig, *, storage: Storage | None = None) -> None:
+        self.config = config
+        os.makedirs(config.data_dir, mode=0o700, exist_ok=True)
+        self.admin_token = _read_or_create_secret(os.path.join(config.data_dir, "admin-token"))
+        self.node_token = _read_or_create_secret(os.path.join(config.data_dir, "node-token"))
+        self._tokens = (self.admin_token.encode(), self.node_token.encode())
+        self._storage = storage
+        self._owns_storage = storage is None
+        self._inflight = 0
+        self._runner: web.AppRunner | None = None
+        self._cache: WatchCache | None = None
+        self.registry: Registry | None = None
+        self.port = config.port
+        self.certs: certs.ServingCerts | None = None
+
+    @property
+    def url(self) -> str:
+        host = self.config.bind_address
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        scheme = "https" if self.config.tls else "http"
+        return f"{scheme}://{host}:{self.port}"
+
+    @property
+    def kubeconfig_path(self) -> str:
+        return os.path.join(self.config.data_dir, "admin.kubeconfig")
+
+    async def start(self) -> None:
+        if self._storage is None:
+            self._storage = await asyncio.to_thread(open_storage, self.config.datastore, data_dir=self.config.data_dir)
+        self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
+                                 node_port_range=self.config.node_port_range)
+        await asyncio.to_thread(self.registry.bootstrap, api_port=self.config.port)
+        self._cache = WatchCache(self._storage)
+        await self._cache.start()
+        app = self._app()
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
+        await self._runner.setup()
+        ssl_context = None
+        if self.config.tls:
+            self.certs = await asyncio.to_thread(certs.ensure_serving_certs, self.config.data_dir,
+                                                 bind_address=self.config.bind_address,
+                                                 service_ip=self.registry.services.ips.kubernetes_ip)
+            ssl_context = self.certs.ssl_context()
+        site = web.TCPSite(self._runner, self.config.bind_address, self.config.port, reuse_address=True,
+                           ssl_context=ssl_context)
+        await site.start()
+        sockets = site._server.sockets if site._server else []  # the real port when 0 was asked for
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+        _write_private(self.kubeconfig_path, yaml.safe_dump(kubeconfig(
+            self.url, self.admin_token, ca_pem=self.certs.ca_pem() if self.certs else None), sort_keys=False))
+        log.info("API server listening on %s (kubeconfig %s)", self.url, self.kubeconfig_path)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._cache is not None:
+            await self._cache.stop()
+            self._cache = None
+        if self._storage is not None and self._owns_storage:
+            await asyncio.to_thread(self._storage.close)
+            self._storage = None
+
+    # -- the handler chain --------------------------------------------------------------------------
+
+    @web.middleware
+    async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path in PUBLIC_PATHS or request.path.startswith(("/healthz/", "/livez/", "/readyz/")):
+            return await handler(request)
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() == "bearer" and any(hmac.compare_digest(token.strip().encode(), t) for t in self._tokens):
+            return await handler(request)
+        raise APIError(401, "Unauthorized", "Unauthorized")
+
+    @web.middleware
+    async def _limit_inflight(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.query.get("watch") in ("1", "true") or request.path.endswith("/log"):
+            return await handler(request)  # long-running requests are not counted, as upstream
+        if self._inflight >= self.config.max_inflight:
+            raise status.too_many_requests(1)
+        self._inflight += 1
+        try:
+            return await handler(request)
+        finally:
+            self._inflight -= 1
+
+    def _app(self) -> web.Application:
+        assert self.registry is not None and self._cache is not None
+        app = web.Application(middlewares=[_errors, self._authenticate, self._limit_inflight],
+                              client_max_size=4 * 1024 * 1024)
+        resources = ResourceHandlers(self.registry, self._cache, bookmark_seconds=self.config.bookmark_seconds)
+        version = discovery.version_info(platform=f"{sys.platform}/{platform.machine()}",
+                                         python_version=platform.python_version())
+
+        async def get_version(request: web.Request) -> web.Response:
+            return json_response(version)
+
+        async def get_api(request: web.Request) -> web.Response:
+            return json_response(discovery.api_versions(request.host))
+
+        async def get_apis(request: web.Request) -> web.Response:
+            return json_response(discovery.api_group_list())
+
+        async def get_core(request: web.Request) -> web.Response:
+            return await self._resource_list("", "v1")
+
+        async def get_group_version(request: web.Request) -> web.Response:
+            return await self._resource_list(request.match_info["group"], request.match_info["version"])
+
+        routes = [
+            ("/version", get_version), ("/api", get_api), ("/apis", get_apis), ("/api/v1", get_core),
+            ("/apis/{group}", self._group), ("/apis/{group}/{version}", get_group_version),
+            ("/healthz", self._health), ("/livez", self._health), ("/readyz", self._ready),
+            ("/openapi/v2", self._openapi),
+        ]
+        for path, handler in routes:
+            app.router.add_get(path, handler)
+        app.router.add_route("*", "/api/v1/{tail:.+}", resources.handle)
+        app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", resources.handle)
+        return app
+
+    @staticmethod
+    async def _resource_list(group: str, version: str) -> web.Response:
+        body = discovery.api_resource_list(group, version)
+        if body is None:
+            raise web.HTTPNotFound()
+        return json_response(body)
+
+    @staticmethod
+    async def _group(request: web.Request) -> web.Response:
+        body = discovery.api_group(request.match_info["group"])
+        if body is None:
+            raise web.HTTPNotFound()
+        return json_response(body)
+
+    @staticmethod
+    async def _health(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _ready(self, request: web.Request) -> web.Response:
+        """Ready while the store answers; a load balancer then stops sending to a server without one."""
+        assert self._storage is not None
+        try:
+            await asyncio.wait_for(asyncio.to_thread(self._storage.revision), timeout=5)
+        except (StorageError, TimeoutError) as exc:
+            return web.Response(status=503, text=f"[-]storage failed: {exc}\nreadyz check failed")
+        return web.Response(text="ok")
+
+    @staticmethod
+    async def _openapi(request: web.Request) -> web.Response:
+        accept = request.headers.get("Accept", "")
+        if "protobuf" in accept:
+            return web.Response(body=openapi.openapi_v2_protobuf(), content_type="application/octet-stream")
+        return json_response(openapi.openapi_v2_json())
+
+
+async def serve_forever(config: ServerConfig, *, ready: Callable[[APIServer], None] | None = None) -> None:
+    """Run until SIGINT/SIGTERM, then stop in order."""
+    import signal
+
+    server = APIServer(config)
+    await server.start()
+    if ready is not None:
+        ready(server)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()

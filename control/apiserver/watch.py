@@ -1,0 +1,172 @@
+"""Watch streams (upstream: k8s.io/apiserver/pkg/endpoints/handlers/watch.go, and the event filtering of
+storage/cacher's cacheWatcher).
+
+A watch is a chunked HTTP response of JSON lines `{"type": ..., "object": ...}`. What a client may rely on:
+- `resourceVersion` "" or "0": synthetic ADDED events for what exists now, then changes; any other
+  revision: exactly the changes after it, or one ERROR event with a 410 Status when it is older than the
+  watch cache's window (the client relists; upstream's cacher does the same).
+- Selectors are applied to both sides of a change, so a pod that stops matching is seen as DELETED and
+  one that starts matching as ADDED (cacheWatcher's `convertToWatchEvent`).
+- `allowWatchBookmarks`: BOOKMARK events carrying only the current revision, sent when the stream has
+  been quiet, so a client resumes from a recent revision after a reconnect; with `sendInitialEvents`
+  one marked `k8s.io/initial-events-end` follows the synthetic ADDED events.
+- `timeoutSeconds` ends the stream cleanly; without it the stream lasts 30-60 minutes (upstream's
+  minRequestTimeout jitter); otherwise it stays open. A watcher too slow to keep up is closed, not
+  buffered without bound.
+
+Serialising an event is the costly part with many watchers, so the JSON line of a plain event is cached
+per (revision, key, type): 100 watchers of the same change encode it once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import random
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+
+from control.apiserver import status, tables
+from control.apiserver.registry import Registry, decode
+from control.apiserver.request import Target
+from control.apiserver.resources import storage_prefix
+from control.apiserver.selection import Filter
+from control.apiserver.watchcache import TooOld, WatchCache
+from control.storage.interface import Event, EventType
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+_LINE_CACHE_SIZE = 4096
+
+
+class EventLines:
+    """Encoded watch lines shared by every watcher of one server."""
+
+    def __init__(self) -> None:
+        self._lines: collections.OrderedDict[tuple[int, str, str], bytes] = collections.OrderedDict()
+
+    def line(self, revision: int, key: str, kind: str, obj: dict[str, Any]) -> bytes:
+        cache_key = (revision, key, kind)
+        line = self._lines.get(cache_key)
+        if line is None:
+            line = encode_line(kind, obj)
+            self._lines[cache_key] = line
+            if len(self._lines) > _LINE_CACHE_SIZE:
+                self._lines.popitem(last=False)
+        return line
+
+
+def encode_line(kind: str, obj: dict[str, Any]) -> bytes:
+    return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+
+def _visible(event: Event, flt: Filter) -> tuple[str, dict[str, Any]] | None:
+    """The event this watcher sees, if any (type, object)."""
+    new = decode(event.value, event.revision)
+    if event.type is EventType.DELETED:
+        return ("DELETED", new) if flt.matches(new) else None
+    if event.type is EventType.ADDED or event.prev_value is None:
+        return ("ADDED", new) if flt.matches(new) else None
+    if flt.everything:
+        return "MODIFIED", new
+    now_matches = flt.matches(new)
+    was_matching = flt.matches(decode(event.prev_value, event.revision))
+    if now_matches and was_matching:
+        return "MODIFIED", new
+    if now_matches:
+        return "ADDED", new
+    if was_matching:
+        return "DELETED", new
+    return None
+
+
+class WatchStream:
+    """One client watch, from the request to the end of the stream."""
+
+    def __init__(self, request: web.Request, target: Target, flt: Filter, *, registry: Registry,
+                 cache: WatchCache, lines: EventLines, bookmark_seconds: float) -> None:
+        self.request = request
+        self.target = target
+        self.flt = flt
+        self.registry = registry
+        self.cache = cache
+        self.lines = lines
+        self.bookmark_seconds = bookmark_seconds
+        self.table = tables.parse_accept_table(request.headers.get("Accept"))
+        self.include_object = tables.parse_include_object(request.query.get("includeObject"))
+        self._first_table = True
+
+    def _encode(self, kind: str, obj: dict[str, Any], *, revision: int = 0, key: str = "") -> bytes:
+        if self.table is not None and kind != "BOOKMARK" and kind != "ERROR":
+            row = tables.watch_event_table(self.target.resource, obj, now=datetime.now(UTC), first=self._first_table,
+                                           include_object=self.include_object, table_version=self.table.version)
+            self._first_table = False
+            return encode_line(kind, row)
+        if revision:
+            return self.lines.line(revision, key, kind, obj)
+        return encode_line(kind, obj)
+
+    def _bookmark(self, revision: int, *, initial_end: bool = False) -> bytes:
+        resource = self.target.resource
+        metadata: dict[str, Any] = {"resourceVersion": str(revision)}
+        if initial_end:
+            metadata["annotations"] = {INITIAL_EVENTS_END: "true"}
+        return encode_line("BOOKMARK", {"kind": resource.kind, "apiVersion": resource.api_version,
+                                        "metadata": metadata})
+
+    async def serve(self, *, resource_version: str, timeout_seconds: int | None, bookmarks: bool,
+                    send_initial: bool | None) -> web.StreamResponse:
+        resource = self.target.resource
+        prefix = storage_prefix(resource)
+        if self.target.namespace and resource.namespaced:
+            prefix += f"{self.target.namespace}/"
+        synthetic = send_initial if send_initial is not None else resource_version in ("", "0")
+        initial: list[dict[str, Any]] = []
+        if synthetic:
+            page = await asyncio.to_thread(self.registry.list, resource, self.target.namespace, self.flt)
+            initial, after = page.items, int(page.resource_version)
+        else:
+            after = int(resource_version) if resource_version else 0
+        response = web.StreamResponse(headers={"Content-Type": "application/json",
+                                               "Cache-Control": "no-cache, private"})
+        response.enable_chunked_encoding()
+        await response.prepare(self.request)
+        try:
+            subscription = self.cache.subscribe(prefix, after)
+        except TooOld as exc:
+            gone = status.gone(f"too old resource version: {exc.requested} ({exc.oldest})").status
+            await response.write(encode_line("ERROR", gone))
+            return response
+        loop = asyncio.get_running_loop()
+        duration = timeout_seconds if timeout_seconds is not None else random.uniform(1800, 3600)
+        deadline = loop.time() + duration
+        try:
+            for obj in initial:
+                await response.write(self._encode("ADDED", obj))
+            if send_initial and bookmarks:
+                await response.write(self._bookmark(after, initial_end=True))
+            last_sent = after
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                wait = min(remaining, self.bookmark_seconds) if bookmarks else remaining
+                event = await subscription.next(timeout=wait)
+                if event is None:
+                    if subscription.closed:
+                        break
+                    if bookmarks and self.cache.revision > last_sent:
+                        last_sent = self.cache.revision
+                        await response.write(self._bookmark(last_sent))
+                    continue
+                visible = _visible(event, self.flt)
+                if visible is None:
+                    continue
+                kind, obj = visible
+                await response.write(self._encode(kind, obj, revision=event.revision, key=event.key))
+                last_sent = event.revision
+        finally:
+            self.cache.unsubscribe(subscription)
+        return response

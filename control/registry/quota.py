@@ -1,0 +1,162 @@
+"""ResourceQuota admission, the pure part (upstream: pkg/quota/v1/evaluator/core/pods.go and services.go
+for what an object counts, plugin/pkg/admission/resourcequota/controller.go for the check and its message).
+
+The API server lists the namespace's quotas and objects, and asks here: what does the new object add
+(`usage`), what do the existing ones use (`used_in`), does a quota apply (`matches_scope`), and would
+the sum exceed `spec.hard` (`check`). Keeping I/O out makes the counting rules testable as tables.
+
+Counting as upstream:
+- A pod's request of a resource is the larger of the sum over its app containers and the largest init
+  container (init containers run one at a time, before the app containers). A limit without a request
+  counts as the request too (the API server's defaulting copies it).
+- Pods that finished (Succeeded/Failed) or are being deleted count nothing: they hold no node resources.
+- Bare `cpu`/`memory` in `spec.hard` mean requests.
+- When a quota constrains a compute resource, every container must say it (`must specify ...`), or the
+  quota could never be enforced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from control.apimachinery.quantity import Quantity, QuantityError, add_resource_lists
+
+_COMPUTE = ("requests.cpu", "requests.memory", "limits.cpu", "limits.memory", "cpu", "memory")
+_LEGACY_COUNTS = {"configmaps", "secrets", "persistentvolumeclaims", "replicationcontrollers", "resourcequotas",
+                  "services"}
+_ZERO = Quantity("0")
+
+
+def _quantity(value: Any) -> Quantity | None:
+    try:
+        return Quantity(str(value))
+    except (QuantityError, ValueError):
+        return None
+
+
+def _containers(spec: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    containers = spec.get(key)
+    return [c for c in containers if isinstance(c, Mapping)] if isinstance(containers, list) else []
+
+
+def _container_amount(container: Mapping[str, Any], kind: str, resource: str) -> Quantity | None:
+    resources = container.get("resources") if isinstance(container.get("resources"), Mapping) else {}
+    values = resources.get(kind) if isinstance(resources.get(kind), Mapping) else {}
+    amount = values.get(resource)
+    if amount is None and kind == "requests":
+        limits = resources.get("limits") if isinstance(resources.get("limits"), Mapping) else {}
+        amount = limits.get(resource)
+    return _quantity(amount) if amount is not None else None
+
+
+def _pod_amount(spec: Mapping[str, Any], kind: str, resource: str) -> Quantity:
+    total = _ZERO
+    for container in _containers(spec, "containers"):
+        total = total + (_container_amount(container, kind, resource) or _ZERO)
+    for container in _containers(spec, "initContainers"):
+        amount = _container_amount(container, kind, resource)
+        if amount is not None and amount > total:
+            total = amount
+    return total
+
+
+def _terminal(pod: Mapping[str, Any]) -> bool:
+    status = pod.get("status") if isinstance(pod.get("status"), Mapping) else {}
+    metadata = pod.get("metadata") if isinstance(pod.get("metadata"), Mapping) else {}
+    return status.get("phase") in ("Succeeded", "Failed") or bool(metadata.get("deletionTimestamp"))
+
+
+def usage(plural: str, obj: Mapping[str, Any], *, group: str = "") -> dict[str, Quantity]:
+    """What one object counts against a quota."""
+    counted = f"count/{plural}.{group}" if group else f"count/{plural}"
+    one = Quantity("1")
+    if plural == "pods":
+        if _terminal(obj):
+            return {}
+        spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+        result = {"pods": one, counted: one}
+        for resource in ("cpu", "memory"):
+            request = _pod_amount(spec, "requests", resource)
+            result[f"requests.{resource}"] = result[resource] = request
+            result[f"limits.{resource}"] = _pod_amount(spec, "limits", resource)
+        return result
+    result = {counted: one}
+    if not group and plural in _LEGACY_COUNTS:
+        result[plural] = one
+    if plural == "services":
+        spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+        kind = spec.get("type")
+        ports = spec.get("ports") if isinstance(spec.get("ports"), list) else []
+        result["services.nodeports"] = Quantity(str(len(ports) if kind in ("NodePort", "LoadBalancer") else 0))
+        result["services.loadbalancers"] = Quantity("1" if kind == "LoadBalancer" else "0")
+    return result
+
+
+def used_in(plural: str, objects: Iterable[Mapping[str, Any]], *, group: str = "") -> dict[str, Quantity]:
+    return add_resource_lists(*(usage(plural, obj, group=group) for obj in objects))
+
+
+def matches_scope(quota: Mapping[str, Any], plural: str, obj: Mapping[str, Any]) -> bool:
+    """Whether `quota` (its spec.scopes) applies to `obj`; non-pods only match unscoped quotas."""
+    spec = quota.get("spec") if isinstance(quota.get("spec"), Mapping) else {}
+    scopes = spec.get("scopes") if isinstance(spec.get("scopes"), list) else []
+    if not scopes:
+        return True
+    if plural != "pods":
+        return False
+    pod_spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    terminating = pod_spec.get("activeDeadlineSeconds") is not None
+    best_effort = not any(
+        (c.get("resources") or {}).get(kind) for key in ("containers", "initContainers")
+        for c in _containers(pod_spec, key) if isinstance(c.get("resources"), Mapping)
+        for kind in ("requests", "limits"))
+    answers = {"Terminating": terminating, "NotTerminating": not terminating, "BestEffort": best_effort,
+               "NotBestEffort": not best_effort}
+    return all(answers.get(scope, True) for scope in scopes)
+
+
+def _missing_compute(constrained: list[str], obj: Mapping[str, Any]) -> str | None:
+    """Upstream's `must specify limits.memory for: app` when a constrained compute resource is unset."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    missing_resources, missing_containers = [], []
+    for name in constrained:
+        kind, _, resource = name.rpartition(".")
+        kind = kind or "requests"
+        for container in _containers(spec, "containers") + _containers(spec, "initContainers"):
+            if _container_amount(container, kind, resource) is None:
+                if name not in missing_resources:
+                    missing_resources.append(name)
+                if container.get("name") not in missing_containers:
+                    missing_containers.append(str(container.get("name")))
+    if not missing_resources:
+        return None
+    return f"must specify {','.join(sorted(missing_resources))} for: {','.join(sorted(missing_containers))}"
+
+
+def check(quota: Mapping[str, Any], used: Mapping[str, Quantity], delta: Mapping[str, Quantity],
+          *, obj: Mapping[str, Any] | None = None) -> str | None:
+    """None if `used + delta` fits every hard limit that `delta` touches; else upstream's message."""
+    spec = quota.get("spec") if isinstance(quota.get("spec"), Mapping) else {}
+    hard = spec.get("hard") if isinstance(spec.get("hard"), Mapping) else {}
+    name = (quota.get("metadata") or {}).get("name", "")
+    if obj is not None and "pods" in delta:
+        missing = _missing_compute([r for r in hard if r in _COMPUTE], obj)
+        if missing:
+            return missing
+    exceeded = []
+    for resource in sorted(hard):
+        limit = _quantity(hard[resource])
+        amount = delta.get(resource)
+        if limit is None or amount is None or amount == _ZERO:
+            continue
+        if used.get(resource, _ZERO) + amount > limit:
+            exceeded.append(resource)
+    if not exceeded:
+        return None
+
+    def listed(values: Mapping[str, Any]) -> str:
+        return ",".join(f"{r}={values.get(r, _ZERO)}" for r in exceeded)
+
+    return (f"exceeded quota: {name}, requested: {listed(delta)}, used: {listed(used)}, "
+            f"limited: {listed({r: _quantity(hard[r]) for r in exceeded})}")

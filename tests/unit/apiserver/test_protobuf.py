@@ -1,0 +1,53 @@
+"""Decoding the Kubernetes protobuf envelope that kubectl 1.33's typed clients send."""
+
+from __future__ import annotations
+
+import pytest
+
+from control.apiserver import protobuf
+from control.apiserver.openapi import encode_varint, length_delimited
+
+
+def entry(key: str, value: bytes) -> bytes:
+    return length_delimited(1, key.encode()) + length_delimited(2, value)
+
+
+def envelope(api_version: str, kind: str, raw: bytes) -> bytes:
+    type_meta = length_delimited(1, api_version.encode()) + length_delimited(2, kind.encode())
+    return protobuf.MAGIC + length_delimited(1, type_meta) + length_delimited(2, raw) + length_delimited(
+        3, b"") + length_delimited(4, b"")
+
+
+def metadata(name: str, **extra: bytes) -> bytes:
+    # gogo-protobuf writes every string field, empty or not, and a zero creationTimestamp
+    fields = length_delimited(1, name.encode()) + length_delimited(2, b"") + length_delimited(3, b"")
+    fields += encode_varint(7 << 3) + encode_varint(0)
+    fields += length_delimited(8, b"")
+    for key, value in extra.items():
+        fields += length_delimited(11, entry(key, value))
+    return length_delimited(1, fields)
+
+
+def test_namespace_as_kubectl_create_namespace_sends_it() -> None:
+    raw = metadata("team-a", env=b"dev") + length_delimited(2, b"") + length_delimited(3, length_delimited(1, b""))
+    assert protobuf.decode_object(envelope("v1", "Namespace", raw)) == {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"env": "dev"}}}
+
+
+def test_configmap_and_secret_maps() -> None:
+    raw = metadata("cfg") + length_delimited(2, entry("mode", b"fast")) + length_delimited(3, entry("bin", b"\x00\x01"))
+    assert protobuf.decode_object(envelope("v1", "ConfigMap", raw)) == {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
+        "data": {"mode": "fast"}, "binaryData": {"bin": "AAE="}}
+    raw = metadata("s") + length_delimited(2, entry("password", b"s3cret")) + length_delimited(3, b"Opaque")
+    assert protobuf.decode_object(envelope("v1", "Secret", raw)) == {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"password": "czNjcmV0"},
+        "type": "Opaque"}
+
+
+def test_unknown_kind_is_none_and_garbage_is_an_error() -> None:
+    assert protobuf.decode_object(envelope("apps/v1", "Deployment", metadata("d"))) is None
+    with pytest.raises(protobuf.ProtobufError):
+        protobuf.decode_object(b'{"kind": "Namespace"}')
+    with pytest.raises(protobuf.ProtobufError):
+        protobuf.decode_object(protobuf.MAGIC + b"\x0a\xff")

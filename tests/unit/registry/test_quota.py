@@ -1,0 +1,101 @@
+"""ResourceQuota counting and checks (quota.py), as upstream's evaluators and admission plugin count."""
+
+from __future__ import annotations
+
+import pytest
+
+from control.apimachinery.quantity import Quantity
+from control.registry import quota
+
+
+def pod(*containers, init=(), phase="Pending", **spec):
+    return {"metadata": {"name": "p"}, "spec": {"containers": list(containers), "initContainers": list(init), **spec},
+            "status": {"phase": phase}}
+
+
+def container(name="c", requests=None, limits=None):
+    resources = {}
+    if requests:
+        resources["requests"] = requests
+    if limits:
+        resources["limits"] = limits
+    return {"name": name, "resources": resources}
+
+
+def q(hard, scopes=None, name="q"):
+    spec = {"hard": hard}
+    if scopes:
+        spec["scopes"] = scopes
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+@pytest.mark.parametrize("obj,resource,expected", [
+    pytest.param(pod(container(requests={"cpu": "100m"}), container(requests={"cpu": "200m"})), "requests.cpu",
+                 "300m", id="sum-of-app-containers"),
+    pytest.param(pod(container(requests={"cpu": "100m"}), init=[container("i", requests={"cpu": "1"})]),
+                 "requests.cpu", "1", id="bigger-init-container-wins"),
+    pytest.param(pod(container(limits={"memory": "64Mi"})), "requests.memory", "64Mi", id="limit-counts-as-request"),
+    pytest.param(pod(container(limits={"memory": "64Mi"})), "limits.memory", "64Mi", id="limits"),
+    pytest.param(pod(container()), "pods", "1", id="pod-count"),
+    pytest.param(pod(container()), "count/pods", "1", id="object-count"),
+])
+def test_pod_usage(obj, resource, expected):
+    assert quota.usage("pods", obj)[resource] == Quantity(expected)
+
+
+@pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
+def test_finished_pods_count_nothing(phase):
+    assert quota.usage("pods", pod(container(requests={"cpu": "1"}), phase=phase)) == {}
+
+
+@pytest.mark.parametrize("kind,nodeports,lbs", [
+    pytest.param("ClusterIP", "0", "0", id="cluster-ip"),
+    pytest.param("NodePort", "2", "0", id="node-port"),
+    pytest.param("LoadBalancer", "2", "1", id="load-balancer"),
+])
+def test_service_usage(kind, nodeports, lbs):
+    used = quota.usage("services", {"spec": {"type": kind, "ports": [{"port": 1}, {"port": 2}]}})
+    assert used["services"] == Quantity("1")
+    assert used["services.nodeports"] == Quantity(nodeports)
+    assert used["services.loadbalancers"] == Quantity(lbs)
+
+
+def test_group_resources_are_counted_by_group():
+    assert quota.usage("deployments", {}, group="apps") == {"count/deployments.apps": Quantity("1")}
+
+
+def test_check_allows_up_to_the_limit_and_names_what_is_exceeded():
+    hard = q({"pods": "2", "requests.cpu": "1"})
+    delta = quota.usage("pods", pod(container(requests={"cpu": "500m"})))
+    used = quota.used_in("pods", [pod(container(requests={"cpu": "500m"}))])
+    assert quota.check(hard, used, delta) is None
+    used = quota.used_in("pods", [pod(container(requests={"cpu": "500m"}))] * 2)
+    assert quota.check(hard, used, delta) == (
+        "exceeded quota: q, requested: pods=1,requests.cpu=500m, used: pods=2,requests.cpu=1, "
+        "limited: pods=2,requests.cpu=1")
+
+
+def test_unconstrained_resources_are_ignored():
+    delta = quota.usage("pods", pod(container(requests={"memory": "10Gi"})))
+    assert quota.check(q({"pods": "10"}), {}, delta) is None
+
+
+def test_constrained_compute_must_be_specified():
+    obj = pod(container("app"))
+    message = quota.check(q({"limits.memory": "1Gi"}), {}, quota.usage("pods", obj), obj=obj)
+    assert message == "must specify limits.memory for: app"
+
+
+@pytest.mark.parametrize("scopes,obj,expected", [
+    pytest.param(["BestEffort"], pod(container()), True, id="best-effort"),
+    pytest.param(["BestEffort"], pod(container(requests={"cpu": "1"})), False, id="not-best-effort"),
+    pytest.param(["Terminating"], pod(container(), activeDeadlineSeconds=5), True, id="terminating"),
+    pytest.param(["NotTerminating"], pod(container(), activeDeadlineSeconds=5), False, id="not-terminating"),
+])
+def test_scopes(scopes, obj, expected):
+    assert quota.matches_scope(q({"pods": "1"}, scopes), "pods", obj) is expected
+
+
+def test_scoped_quota_does_not_apply_to_other_kinds():
+    assert not quota.matches_scope(q({"pods": "1"}, ["BestEffort"]), "services", {})
+    assert quota.matches_scope(q({"services": "1"}), "services", {})
