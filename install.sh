@@ -17,7 +17,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 # 1. Debian packages. policy-rc.d (exit 101) keeps apt from starting docker through an init script that
 #    cannot work without systemd; we start dockerd ourselves below.
-packages=(docker.io iptables conntrack busybox-static etcd-server gcc libc6-dev iproute2 python3-venv ca-certificates)
+packages=(docker.io iptables conntrack busybox-static etcd-server gcc libc6-dev iproute2 python3-venv ca-certificates openssl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
