@@ -118,6 +118,7 @@ class ResourceHandlers:
         resource_version = req.resource_version(query)
         if req.query_bool(query, "watch"):
             timeout = req.query_int(query, "timeoutSeconds")
+            self._include_object(query)  # a bad includeObject is a 400 here, not a ValueError in the stream
             send_initial = query.get("sendInitialEvents")
             stream = WatchStream(request, target, flt, registry=self.registry, cache=self.cache, lines=self.lines,
                                  bookmark_seconds=self.bookmark_seconds)
@@ -243,8 +244,14 @@ class ResourceHandlers:
             patch_type = "merge"
             document = {"spec": {"replicas": (body.get("spec") or {}).get("replicas") if isinstance(
                 body.get("spec"), dict) else None}}
-            if (body.get("metadata") or {}).get("resourceVersion"):
-                document["metadata"] = {"resourceVersion": body["metadata"]["resourceVersion"]}
+            metadata = body.get("metadata")
+            if metadata is not None and not isinstance(metadata, dict):
+                raise status.bad_request("metadata: expected an object")
+            wanted = (metadata or {}).get("resourceVersion")
+            if wanted is not None and not isinstance(wanted, str):
+                raise status.bad_request("metadata.resourceVersion: expected a string")
+            if wanted:
+                document["metadata"] = {"resourceVersion": wanted}
         else:
             patch_type = req.PATCH_TYPES.get(request.content_type, "")
             if not patch_type:
@@ -318,10 +325,14 @@ async def _read(request: web.Request) -> bytes:
     """The body, refusing more than upstream's 3 MiB with a 413 before reading it all."""
     if request.content_length is not None and request.content_length > req.MAX_BODY_BYTES:
         raise status.too_large(req.MAX_BODY_BYTES)
-    data = await request.content.read(req.MAX_BODY_BYTES + 1)
-    if len(data) > req.MAX_BODY_BYTES:
-        raise status.too_large(req.MAX_BODY_BYTES)
-    return data
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await request.content.read(req.MAX_BODY_BYTES + 1 - size):  # read() may return a part
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > req.MAX_BODY_BYTES:
+            raise status.too_large(req.MAX_BODY_BYTES)
+    return b"".join(chunks)
 
 
 async def _optional_body(request: web.Request) -> Any:

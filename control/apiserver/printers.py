@@ -365,7 +365,7 @@ def event_cells(event: Obj, now: datetime) -> list[Any]:
     component = source.get("component") or event.get("reportingComponent") or ""
     instance = source.get("host") or event.get("reportingInstance") or ""
     return [since(last_seen, now), event.get("type", ""), event.get("reason", ""),
-            f"{involved.get('kind', '').lower()}/{involved.get('name', '')}", involved.get("fieldPath", ""),
+            f"{(involved.get('kind') or '').lower()}/{involved.get('name') or ''}", involved.get("fieldPath", ""),
             f"{component}, {instance}" if instance else component, (event.get("message") or "").strip(),
             since(first_seen, now), series.get("count") if series else event.get("count", 0), _name(event)]
 

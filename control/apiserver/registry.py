@@ -46,6 +46,7 @@ ALLOW_CREATE_ON_UPDATE = frozenset({"endpoints", "events", "leases"})
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # upstream's utilrand alphabet: no vowels, no 0/1/3
 _GENERATE_ATTEMPTS = 8
 _PATCH_ATTEMPTS = 5
+_MAX_PAGE = 10_000  # records read from storage at once; a larger `limit` (up to 2^63-1) reads several
 _CONTINUE_VERSION = "meta.k8s.io/v1"
 SERVICES = by_path("", "v1", "services")
 PODS = by_path("", "v1", "pods")
@@ -168,6 +169,8 @@ class Registry:
         revision, start_after = 0, ""
         if continue_token:
             revision, relative = decode_continue(continue_token)
+            if revision > self.storage.revision():  # forged: no list was ever served at that revision
+                raise status.bad_request(f"continue key is not valid: {continue_token[:64]}")
             start_after = base + relative
             if not start_after.startswith(prefix):
                 raise status.bad_request("continue key is not valid: it belongs to another list")
@@ -180,7 +183,8 @@ class Registry:
         items: list[dict[str, Any]] = []
         while True:
             try:
-                page = self.storage.list(prefix, start_after=start_after, limit=limit, revision=revision)
+                page = self.storage.list(prefix, start_after=start_after, limit=min(limit, _MAX_PAGE),
+                                         revision=revision)
             except Compacted:
                 raise status.gone("The provided continue parameter is too old to display a consistent list "
                                   "result. You can start a new list without the continue parameter.") from None
@@ -213,7 +217,9 @@ class Registry:
         if kind not in (None, resource.kind):
             raise status.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({resource.kind})")
         obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
-        metadata = obj.setdefault("metadata", {})
+        if obj.get("metadata") is None:  # `"metadata": null` decodes to empty metadata upstream
+            obj["metadata"] = {}
+        metadata = obj["metadata"]
         if resource.namespaced:
             if metadata.get("namespace", namespace) != namespace:
                 raise status.bad_request("the namespace of the provided object does not match the namespace "
@@ -343,7 +349,11 @@ class Registry:
         if subresource in ("status", "finalize"):
             new = strategy.prepare_for_status_update(obj, old) if subresource == "status" else deep_copy(old)
             if subresource == "finalize":
-                new.setdefault("spec", {})["finalizers"] = deep_copy((obj.get("spec") or {}).get("finalizers") or [])
+                spec = obj.get("spec") or {}
+                if not isinstance(spec, dict):
+                    raise status.invalid(resource.kind, name, [FieldError.invalid("spec", spec,
+                                                                                  "must be of type object")])
+                new.setdefault("spec", {})["finalizers"] = deep_copy(spec.get("finalizers") or [])
         else:
             new = obj
             apply_defaults(resource.plural, new)

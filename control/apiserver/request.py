@@ -86,6 +86,8 @@ def query_int(query: Mapping[str, str], name: str, *, minimum: int | None = 0) -
         number = int(value)
     except ValueError:
         raise status.bad_request(f'{name}: Invalid value: "{value}": must be an integer') from None
+    if not -(2**63) <= number < 2**63:  # upstream parses an int64
+        raise status.bad_request(f'{name}: Invalid value: "{value}": value out of range')
     if minimum is not None and number < minimum:
         raise status.bad_request(f'{name}: Invalid value: {number}: must be greater than or equal to {minimum}')
     return number
@@ -94,7 +96,7 @@ def query_int(query: Mapping[str, str], name: str, *, minimum: int | None = 0) -
 def resource_version(query: Mapping[str, str]) -> str:
     """`resourceVersion` as given ("" and "0" mean "now" and "any"); anything not a revision is a 400."""
     value = query.get("resourceVersion", "")
-    if value and (not value.isdigit() or len(value) > 19):
+    if value and (not (value.isascii() and value.isdigit()) or len(value) > 19):  # "²".isdigit() too
         raise status.bad_request(f'resourceVersion: Invalid value: "{value}": must be a non-negative integer')
     return value
 

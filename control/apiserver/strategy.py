@@ -56,12 +56,15 @@ def _spec_of(obj: Mapping[str, Any]) -> Any:
 def qos_class(pod_spec: Mapping[str, Any]) -> str:
     """Upstream pkg/apis/core/helper/qos: Guaranteed when every container has cpu and memory limits equal
     to its requests, BestEffort when no container asks for anything, Burstable otherwise."""
-    containers = [c for key in ("initContainers", "containers") for c in (pod_spec.get(key) or [])
-                  if isinstance(c, Mapping)]
+    containers = [c for key in ("initContainers", "containers")
+                  for c in (pod_spec.get(key) if isinstance(pod_spec.get(key), list) else [])
+                  if isinstance(c, Mapping)]  # wrong types are validation's 422, not a crash here
     any_set = False
     guaranteed = True
     for container in containers:
         resources = container.get("resources") or {}
+        if not isinstance(resources, Mapping):
+            return "BestEffort"
         requests = resources.get("requests") or {}
         limits = resources.get("limits") or {}
         if not isinstance(requests, Mapping) or not isinstance(limits, Mapping):
@@ -155,7 +158,11 @@ def mark_deleting(obj: dict[str, Any], *, now: datetime, grace_seconds: int) -> 
     current = metadata.get("deletionGracePeriodSeconds")
     if metadata.get("deletionTimestamp") and current is not None and current <= grace_seconds:
         return False
-    metadata["deletionTimestamp"] = format_timestamp(now + timedelta(seconds=grace_seconds))
+    try:
+        deadline = now + timedelta(seconds=grace_seconds)
+    except OverflowError:  # a grace period of centuries (int64 allows it): the latest time there is
+        deadline = datetime.max.replace(tzinfo=now.tzinfo) if grace_seconds > 0 else now
+    metadata["deletionTimestamp"] = format_timestamp(deadline)
     metadata["deletionGracePeriodSeconds"] = grace_seconds
     return True
 

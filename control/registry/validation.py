@@ -518,8 +518,19 @@ def _endpoints(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) 
 
 
 def _event(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
-    if c.obj(obj, "involvedObject", "involvedObject") == {}:
+    involved = c.obj(obj, "involvedObject", "involvedObject")
+    if involved == {}:
         c.add([FieldError.required("involvedObject")])
+    for key in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"):
+        c.text(involved or {}, key, join("involvedObject", key))
+    for key in ("reason", "message", "type", "firstTimestamp", "lastTimestamp", "eventTime", "action",
+                "reportingComponent", "reportingInstance"):
+        c.text(obj, key, key)
+    c.integer(obj, "count", "count")
+    c.strings(obj, "source", "source")
+    if (series := c.obj(obj, "series", "series")) is not None:
+        c.integer(series, "count", "series.count")
+        c.text(series, "lastObservedTime", "series.lastObservedTime")
 
 
 def _lease(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
@@ -542,6 +553,40 @@ def _resource_quota(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | N
             c.add([FieldError.invalid(path, value, NEGATIVE_MESSAGE)])
 
 
+def _namespace(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+    """spec and status are typed upstream (spec.finalizers a list of strings); the finalizers decide
+    when a terminating namespace goes, so they must never be stored as anything else."""
+    if (spec := c.obj(obj, "spec", "spec")) is not None:
+        c.texts(spec, "finalizers", "spec.finalizers")
+    if (status := c.obj(obj, "status", "status")) is not None:
+        c.text(status, "phase", "status.phase")
+
+
+def _node(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+    """The typed shape of what the kubelet reports and the scheduler, printers and controllers read."""
+    if (spec := c.obj(obj, "spec", "spec")) is not None:
+        c.text(spec, "podCIDR", "spec.podCIDR")
+        c.texts(spec, "podCIDRs", "spec.podCIDRs")
+        for path, taint in c.items(spec, "taints", "spec.taints"):
+            for key in ("key", "value", "effect"):
+                c.text(taint, key, join(path, key))
+    if (status := c.obj(obj, "status", "status")) is None:
+        return
+    for path, condition in c.items(status, "conditions", "status.conditions"):
+        for key in ("type", "status", "reason", "message"):
+            c.text(condition, key, join(path, key))
+    for path, address in c.items(status, "addresses", "status.addresses"):
+        for key in ("type", "address"):
+            c.text(address, key, join(path, key))
+    c.strings(status, "nodeInfo", "status.nodeInfo")
+    for key in ("capacity", "allocatable"):
+        for name, value in (c.obj(status, key, f"status.{key}") or {}).items():
+            c.quantity(value, f"status.{key}[{name}]")
+    if (endpoints := c.obj(status, "daemonEndpoints", "status.daemonEndpoints")) is not None:
+        if (kubelet := c.obj(endpoints, "kubeletEndpoint", "status.daemonEndpoints.kubeletEndpoint")) is not None:
+            c.integer(kubelet, "Port", "status.daemonEndpoints.kubeletEndpoint.Port")
+
+
 Validator = Callable[[Check, Mapping[str, Any], Mapping[str, Any] | None], None]
 
 _VALIDATORS: dict[str, Validator] = {
@@ -553,6 +598,8 @@ _VALIDATORS: dict[str, Validator] = {
     "events": _event,
     "leases": _lease,
     "resourcequotas": _resource_quota,
+    "namespaces": _namespace,
+    "nodes": _node,
 }
 
 
