@@ -3,8 +3,9 @@ storage/cacher's cacheWatcher).
 
 A watch is a chunked HTTP response of JSON lines `{"type": ..., "object": ...}`. What a client may rely on:
 - `resourceVersion` "" or "0": synthetic ADDED events for what exists now, then changes; any other
-  revision: exactly the changes after it, or one ERROR event with a 410 Status when it is older than the
-  watch cache's window (the client relists; upstream's cacher does the same).
+  revision: exactly the changes after it — from the watch cache's window, or from the store's history
+  when it is older (e.g. a client resuming across a restart of this server) — or one ERROR event with a
+  410 Status when the store has compacted it (the client relists).
 - Selectors are applied to both sides of a change, so a pod that stops matching is seen as DELETED and
   one that starts matching as ADDED (cacheWatcher's `convertToWatchEvent`).
 - `allowWatchBookmarks`: BOOKMARK events carrying only the current revision, sent when the stream has
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import logging
 import random
 from datetime import UTC, datetime
 from typing import Any
@@ -35,7 +37,9 @@ from control.apiserver.request import Target
 from control.apiserver.resources import storage_prefix
 from control.apiserver.selection import Filter
 from control.apiserver.watchcache import TooOld, WatchCache
-from control.storage.interface import Event, EventType
+from control.storage.interface import Event, EventType, StorageError
+
+log = logging.getLogger(__name__)
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _LINE_CACHE_SIZE = 4096
@@ -134,10 +138,13 @@ class WatchStream:
         response.enable_chunked_encoding()
         await response.prepare(self.request)
         try:
-            subscription = self.cache.subscribe(prefix, after)
+            subscription = await self.cache.subscribe_from(prefix, after)
         except TooOld as exc:
             gone = status.gone(f"too old resource version: {exc.requested} ({exc.oldest})").status
             await response.write(encode_line("ERROR", gone))
+            return response
+        except StorageError as exc:  # the store cannot replay history now: end; the client resumes
+            log.warning("watch from %s: cannot read the store's history (%s)", after, exc)
             return response
         loop = asyncio.get_running_loop()
         duration = timeout_seconds if timeout_seconds is not None else random.uniform(1800, 3600)
@@ -157,8 +164,8 @@ class WatchStream:
                 if event is None:
                     if subscription.closed:
                         break
-                    if bookmarks and self.cache.revision > last_sent:
-                        last_sent = self.cache.revision
+                    if bookmarks and self.cache.progress(subscription) > last_sent:
+                        last_sent = self.cache.progress(subscription)
                         await response.write(self._bookmark(last_sent))
                     continue
                 visible = _visible(event, self.flt)

@@ -5,6 +5,7 @@ graceful deletion and finalizers, namespace lifecycle, quota, service allocation
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import uuid
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 import requests
 
+from control.storage.sqlite import SQLiteStorage
 from tests.support.apiserver import Endpoint, ThreadServer
 
 
@@ -108,6 +110,13 @@ def test_watch_without_revision_starts_with_synthetic_adds(api, ns):
 
 
 def test_watch_too_old_is_410(api):
+    """Old revisions are served from the store's history; only a compacted one is 410. Compact the
+    server's SQLite file from a second connection (as another server sharing it would)."""
+    store = SQLiteStorage(os.path.join(os.path.dirname(api.kubeconfig), "state.db"))
+    try:
+        store.compact(2)
+    finally:
+        store.close()
     events = watch_lines(api, "/api/v1/configmaps?watch=1&resourceVersion=1", count=1)
     assert events[0]["type"] == "ERROR"
     assert events[0]["object"]["code"] == 410 and events[0]["object"]["reason"] == "Expired"

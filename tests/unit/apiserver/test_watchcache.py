@@ -128,3 +128,96 @@ def test_stop_closes_every_subscriber(store):
 
     sub, event = run(scenario())
     assert sub.closed and event is None
+
+
+def test_older_than_the_window_is_replayed_from_the_store_then_handed_over(store):
+    async def scenario():
+        cache = WatchCache(store, capacity=3)
+        await cache.start()
+        start = cache.revision
+        for i in range(5):
+            rec = await asyncio.to_thread(store.create, f"/registry/pods/default/p{i}", b"x")
+        await asyncio.to_thread(store.create, "/registry/services/default/s", b"s")  # filtered by prefix
+        assert await cache.wait_for(rec.mod_revision, 5)
+        sub = await cache.subscribe_from("/registry/pods/", start)
+        history = await collect(sub, 5)
+        for i in range(5, 7):
+            await asyncio.to_thread(store.create, f"/registry/pods/default/p{i}", b"x")
+        live = await collect(sub, 2)
+        extra = await sub.next(0.3)
+        replaying = sub.replaying
+        await cache.stop()
+        return history, live, extra, replaying
+
+    history, live, extra, replaying = run(scenario())
+    assert [e.key[-2:] for e in history + live] == [f"p{i}" for i in range(7)]
+    assert extra is None and not replaying  # handed over to the shared window: one store watch again
+
+
+def test_a_restarted_cache_serves_revisions_from_before_the_restart(store):
+    async def scenario():
+        first = WatchCache(store)
+        await first.start()
+        before = first.revision
+        a = await asyncio.to_thread(store.create, "/registry/pods/default/a", b"1")
+        await asyncio.to_thread(store.update, "/registry/pods/default/a", b"2", expected_revision=a.mod_revision)
+        await first.stop()
+        second = WatchCache(store)  # a new server process: its window starts empty at the current revision
+        await second.start()
+        assert second.revision > before
+        sub = await second.subscribe_from("/registry/pods/", before)
+        await asyncio.to_thread(store.delete, "/registry/pods/default/a")
+        got = await collect(sub, 3)
+        extra = await sub.next(0.3)
+        await second.stop()
+        return got, extra
+
+    got, extra = run(scenario())
+    assert [e.type for e in got] == [EventType.ADDED, EventType.MODIFIED, EventType.DELETED]
+    assert [e.revision for e in got] == sorted({e.revision for e in got})
+    assert extra is None
+
+
+def test_handover_under_concurrent_writes_has_no_gap_and_no_duplicate(store):
+    async def scenario():
+        cache = WatchCache(store, capacity=5)
+        await cache.start()
+        start = cache.revision
+        for i in range(20):
+            await asyncio.to_thread(store.create, f"/registry/pods/default/old{i}", b"x")
+
+        def writer():
+            for i in range(60):
+                store.create(f"/registry/pods/default/new{i}", b"x")
+
+        writing = asyncio.create_task(asyncio.to_thread(writer))
+        sub = await cache.subscribe_from("/registry/", start)
+        got = await collect(sub, 80)
+        await writing
+        await cache.stop()
+        return got
+
+    got = run(scenario())
+    keys = [e.key.rsplit("/", 1)[1] for e in got]
+    assert keys == [f"old{i}" for i in range(20)] + [f"new{i}" for i in range(60)]
+
+
+def test_a_compacted_revision_is_too_old_even_with_history_replay(store):
+    async def scenario():
+        cache = WatchCache(store, capacity=2)
+        await cache.start()
+        start = cache.revision
+        for i in range(4):
+            rec = await asyncio.to_thread(store.create, f"/registry/pods/default/p{i}", b"x")
+        assert await cache.wait_for(rec.mod_revision, 5)
+        await asyncio.to_thread(store.compact, rec.mod_revision - 1)
+        with pytest.raises(TooOld) as excinfo:
+            await cache.subscribe_from("/registry/pods/", start)
+        ok = await cache.subscribe_from("/registry/pods/", rec.mod_revision - 1)
+        got = await collect(ok, 1)
+        await cache.stop()
+        return excinfo.value, got
+
+    error, got = run(scenario())
+    assert error.requested < error.oldest
+    assert [e.key[-2:] for e in got] == ["p3"]
