@@ -23,6 +23,9 @@ def remove_test_containers(api: object) -> int:
             removed += 1
         except docker.errors.NotFound:
             pass
+        except docker.errors.APIError as exc:  # 409 "removal already in progress": someone else removes it
+            if exc.status_code != 409:
+                raise
     return removed
 
 
