@@ -1,0 +1,248 @@
+"""Pod networking against the real kernel, dockerd and iptables: a bridge and chains of this test's own
+(`sktest<run>`, KUBE-SKTEST-<run>-*), a real pause container (wired through /proc/PID/ns/net) and a plain
+network namespace as the two sandboxes. Traffic goes only between the namespaces, containers and links
+this test made, and to the host's own addresses on them; everything is removed at teardown."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import random
+import re
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import docker.errors
+import pytest
+
+from nodeagent.network import iptables as iptables_backend
+from nodeagent.network import rules
+from nodeagent.network.bridge import delete_bridge, ensure_bridge
+from nodeagent.network.ipam import LocalIPAM
+from nodeagent.network.manager import NetworkConfig, PodNetworkManager
+from nodeagent.network.podnet import NetlinkPodNetwork, teardown_pod_network
+
+PAUSE, BUSYBOX = "slimkube/pause:1", "slimkube/busybox:1"
+NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # ignore http_proxy: pod IPs are local
+
+
+def free_pod_cidr() -> str:
+    """A 10.244.N.0/24 no route on this host overlaps (a real node of this host uses low N)."""
+    routes = json.loads(subprocess.run(["ip", "-j", "route"], capture_output=True, text=True, check=True).stdout)
+    taken = [ipaddress.ip_network(r["dst"]) for r in routes if r["dst"] != "default"]
+    for n in random.sample(range(100, 255), 155):
+        candidate = ipaddress.ip_network(f"10.244.{n}.0/24")
+        if not any(candidate.overlaps(t) for t in taken):
+            return str(candidate)
+    pytest.fail("no free 10.244.N.0/24 on this host")
+
+
+def run(*argv: str, timeout: float = 10) -> subprocess.CompletedProcess:
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+
+
+def in_netns(path: str, *argv: str, timeout: float = 10) -> subprocess.CompletedProcess:
+    """Run a host binary (busybox-static) inside the network namespace at `path` (netns file or /proc/PID)."""
+    return run("nsenter", f"--net={path}", *argv, timeout=timeout)
+
+
+def ping(path: str, address: str) -> subprocess.CompletedProcess:
+    return in_netns(path, "busybox", "ping", "-c", "1", "-W", "2", address)
+
+
+def saved_tables(ipt: iptables_backend.Iptables) -> str:
+    """filter + nat as iptables-save prints them, without counters and comment lines."""
+    text = ipt.save("filter") + ipt.save("nat")
+    return "\n".join(re.sub(r"\[\d+:\d+\]", "[0:0]", line) for line in text.splitlines() if not line.startswith("#"))
+
+
+def links() -> set[str]:
+    out = run("ip", "-j", "link").stdout
+    return {link["ifname"] for link in json.loads(out)}
+
+
+@pytest.fixture
+def detected(iptables: str) -> iptables_backend.Iptables:
+    return iptables_backend.detect()
+
+
+@pytest.fixture
+def config(root, run_id: str) -> NetworkConfig:
+    return NetworkConfig(pod_cidr=free_pod_cidr(), cluster_cidr="10.244.0.0/16", bridge=f"sktest{run_id}",
+                         veth_prefix="sktest", forward_chain=f"KUBE-SKTEST-{run_id}-FWD",
+                         masq_chain=f"KUBE-SKTEST-{run_id}-MASQ")
+
+
+@pytest.fixture
+def manager(config, detected, tmp_path, cleanup) -> PodNetworkManager:
+    """Bridge and chains of this test, set up; removed (chains first) at teardown even on failure."""
+    manager = PodNetworkManager(config, ipam=LocalIPAM(tmp_path / "ipam.json", config.pod_cidr),
+                                network=NetlinkPodNetwork(), iptables=detected)
+    cleanup(lambda: delete_bridge(config.bridge))
+    cleanup(manager.remove_host_rules)
+    manager.start([])
+    return manager
+
+
+@pytest.fixture
+def pause_sandbox(docker_api, images, container_labels, cleanup):
+    """Start a pause container with network_mode none, as the kubelet does; returns (id, pid)."""
+
+    def make() -> tuple[str, int]:
+        created = docker_api.create_container(PAUSE, labels=container_labels,
+                                              host_config=docker_api.create_host_config(network_mode="none"))
+        cleanup(removal(docker_api, created["Id"]))
+        docker_api.start(created["Id"])
+        return created["Id"], docker_api.inspect_container(created["Id"])["State"]["Pid"]
+
+    return make
+
+
+def removal(api, container_id: str):
+    """Undo action: force-remove a container, tolerating one that is gone or being removed already (the
+    session's label sweep of a concurrent run may get there first)."""
+
+    def undo() -> None:
+        try:
+            api.remove_container(container_id, force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:
+                raise
+
+    return undo
+
+
+def wired(manager: PodNetworkManager, sandbox_id: str, netns: int | str, cleanup):
+    cleanup(lambda: teardown_pod_network(manager.host_veth(sandbox_id)))
+    return manager.attach(sandbox_id, f"uid-{sandbox_id}", netns)
+
+
+def test_two_sandboxes_reach_each_other_their_gateway_and_the_host_reaches_them(
+        manager, config, pause_sandbox, netns, docker_api, container_labels, run_id, cleanup):
+    pause_id, pid = pause_sandbox()
+    ns_path = f"/run/netns/{netns('pod')}"
+    a = wired(manager, pause_id, pid, cleanup)
+    b = wired(manager, "netns-sandbox", ns_path, cleanup)
+    a_ns = f"/proc/{pid}/ns/net"
+    assert a.ip != b.ip and a.gateway == b.gateway == config.gateway
+
+    for pod in (a, b):  # the host end: on our bridge, hairpin on, up; named from the sandbox id
+        sysfs = Path("/sys/class/net") / pod.host_veth
+        assert pod.host_veth.startswith("sktest") and len(pod.host_veth) == 15
+        assert (sysfs / "master").resolve().name == config.bridge
+        assert (sysfs / "brport" / "hairpin_mode").read_text().strip() == "1"
+        assert (sysfs / "operstate").read_text().strip() in ("up", "unknown")
+    inside = json.loads(in_netns(a_ns, "ip", "-j", "-4", "addr", "show", "eth0").stdout)
+    assert [(i["local"], i["prefixlen"]) for i in inside[0]["addr_info"]] == [(a.ip, 24)]
+    assert f"default via {config.gateway} dev eth0" in in_netns(a_ns, "ip", "route").stdout
+    assert in_netns(a_ns, "busybox", "ping", "-c", "1", "-W", "2", "127.0.0.1").returncode == 0  # lo is up
+
+    for result in (ping(ns_path, a.ip), ping(a_ns, b.ip), ping(a_ns, config.gateway)):
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    # an app container joined to the sandbox's namespace serves HTTP, as a pod's containers do
+    server = docker_api.create_container(
+        BUSYBOX, labels=container_labels, command=["sh", "-c", f"mkdir -p /www && echo hello-{run_id} > "
+                                                   "/www/index.html && exec httpd -f -p 8080 -h /www"],
+        host_config=docker_api.create_host_config(network_mode=f"container:{pause_id}"))
+    cleanup(removal(docker_api, server["Id"]))
+    docker_api.start(server["Id"])
+    deadline, body = time.monotonic() + 10, ""
+    while time.monotonic() < deadline:
+        try:
+            with NO_PROXY.open(f"http://{a.ip}:8080/", timeout=2) as response:  # host → pod, never via a proxy
+                body = response.read().decode()
+            break
+        except OSError:
+            time.sleep(0.1)
+    assert body.strip() == f"hello-{run_id}"
+    fetched = in_netns(ns_path, "timeout", "3", "busybox", "wget", "-qO-", f"http://{a.ip}:8080/")  # pod → pod TCP
+    assert fetched.stdout.strip() == f"hello-{run_id}", fetched.stderr
+
+
+def test_traffic_leaving_the_cluster_cidr_is_masqueraded(manager, config, detected, netns, link_name, cleanup):
+    """An "outside" namespace with no route back to the pod CIDR answers a pod only when the host
+    masquerades the pod's packets to its own address on the link."""
+    pod_ns = f"/run/netns/{netns('pod')}"
+    pod = wired(manager, "masq-sandbox", pod_ns, cleanup)
+    outside, host_end = netns("out"), link_name("o")
+    third = random.randrange(1, 255)
+    host_addr, outside_addr = f"169.254.{third}.1", f"169.254.{third}.2"
+    for argv in (["ip", "link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", outside],
+                 ["ip", "addr", "add", f"{host_addr}/30", "dev", host_end],
+                 ["ip", "link", "set", host_end, "up"],
+                 ["ip", "-n", outside, "addr", "add", f"{outside_addr}/30", "dev", "eth0"],
+                 ["ip", "-n", outside, "link", "set", "eth0", "up"]):
+        subprocess.run(argv, check=True, capture_output=True)
+
+    def masqueraded_packets() -> int:
+        listed = run(f"iptables-{detected.mode.value}", "-w", "-t", "nat", "-L", config.masq_chain, "-v", "-n", "-x")
+        (line,) = [row for row in listed.stdout.splitlines() if "MASQUERADE" in row]
+        return int(line.split()[0])
+
+    before = masqueraded_packets()
+    result = ping(pod_ns, outside_addr)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert masqueraded_packets() > before
+    assert run("ip", "-n", outside, "route", "get", pod.ip).returncode != 0  # no way back but the masquerade
+
+    neighbour = wired(manager, "masq-neighbour", f"/run/netns/{netns('pod2')}", cleanup)
+    counted = masqueraded_packets()
+    assert ping(pod_ns, neighbour.ip).returncode == 0
+    assert masqueraded_packets() == counted  # pod to pod keeps the pod's address
+
+
+def test_teardown_leaves_no_links_and_addresses_survive_a_restart(manager, config, netns, tmp_path, cleanup):
+    one = netns("one")
+    first = wired(manager, "sandbox-1", f"/run/netns/{one}", cleanup)
+    second = wired(manager, "sandbox-2", f"/run/netns/{netns('two')}", cleanup)
+
+    restarted = LocalIPAM(tmp_path / "ipam.json", config.pod_cidr)  # a new kubelet process on the same file
+    assert restarted.allocate("sandbox-1", "uid-sandbox-1") == first.ip
+    assert restarted.allocate("sandbox-3", "uid-3") not in (first.ip, second.ip)
+    assert set(restarted.reconcile({"sandbox-1", "sandbox-2"})) == {"sandbox-3"}
+
+    assert manager.detach("sandbox-1") == first.ip
+    assert manager.detach("sandbox-1") is None  # idempotent
+    assert first.host_veth not in links() and second.host_veth in links()
+    assert "eth0" not in run("ip", "-n", one, "link").stdout  # the peer went with the host end
+    manager.detach("sandbox-2")
+    assert not {first.host_veth, second.host_veth} & links()
+    assert LocalIPAM(tmp_path / "ipam.json", config.pod_cidr).allocations() == {}
+
+
+def test_rules_applied_then_removed_leave_iptables_as_before(config, detected, cleanup):
+    before = saved_tables(detected)
+    cleanup(lambda: rules.remove(detected, config.rules))
+    rules.apply(detected, config.rules)
+    rules.apply(detected, config.rules)  # a resync must not duplicate anything
+    during = saved_tables(detected)
+    for jump in rules.jump_rules(config.rules):
+        assert detected.has_rule(jump.table, jump.chain, jump.rule)
+    assert during.count(f"-j {config.forward_chain}") == 1 and during.count(f"-j {config.masq_chain}") == 1
+    assert re.search(rf"^-A FORWARD .*-j {config.forward_chain}$", during, re.MULTILINE)
+    assert during.splitlines().index(f":{config.forward_chain} - [0:0]") > 0
+    first_forward = next(line for line in during.splitlines() if line.startswith("-A FORWARD"))
+    assert first_forward.endswith(f"-j {config.forward_chain}")  # ahead of Docker's DOCKER-USER/DROP path
+    rules.remove(detected, config.rules)
+    rules.remove(detected, config.rules)  # `slimkube down` twice is fine
+    assert saved_tables(detected) == before
+
+
+def test_ensure_bridge_is_idempotent_and_resets_what_it_owns(config, cleanup):
+    cleanup(lambda: delete_bridge(config.bridge))
+    gateway = f"{config.gateway}/{config.prefix_len}"
+    first = ensure_bridge(config.bridge, gateway)
+    subprocess.run(["ip", "link", "set", config.bridge, "promisc", "on"], check=True)
+    assert ensure_bridge(config.bridge, gateway) == first
+    shown = json.loads(run("ip", "-j", "-4", "addr", "show", config.bridge).stdout)[0]
+    assert [(i["local"], i["prefixlen"]) for i in shown["addr_info"]] == [(config.gateway, config.prefix_len)]
+    assert "PROMISC" not in shown["flags"] and "UP" in shown["flags"]
+    assert Path(f"/proc/sys/net/ipv4/conf/{config.bridge}/route_localnet").read_text().strip() == "1"
+    assert Path("/proc/sys/net/ipv4/ip_forward").read_text().strip() == "1"
+    assert delete_bridge(config.bridge) and not delete_bridge(config.bridge)
+    assert config.bridge not in links()
