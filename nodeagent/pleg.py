@@ -1,0 +1,341 @@
+"""The pod lifecycle event generator: relist Docker, diff against the last relist, tell each pod's worker.
+
+Upstream: pkg/kubelet/pleg/generic.go (GenericPLEG) and pkg/kubelet/container/cache.go. Facts followed:
+- states are folded into running / exited / unknown / non-existent; Docker's "created" counts as unknown
+  (convertState), and an id absent from a list is non-existent;
+- generateEvents: no event when the state is unchanged; → running: ContainerStarted; → exited:
+  ContainerDied; → unknown: ContainerChanged; → non-existent: ContainerRemoved, preceded by
+  ContainerDied unless the container had already been seen exited;
+- sandboxes are diffed like containers (getContainersFromPods);
+- a pod whose inspection fails keeps its old record, so the same change is found and retried at the next
+  relist, and its events wait until then;
+- ContainerChanged is computed but not sent ("not reliable", upstream filters it out too);
+- sending never blocks the relist: events go to a bounded queue; when it is full they are dropped and
+  counted (upstream's PLEGDiscardEvents), the periodic sync being the safety net;
+- Healthy() is false before the first successful relist and when the last one is older than the
+  threshold (3 minutes upstream);
+- the cache keeps a status and its time per pod plus a global time set after every relist;
+  GetNewerThan blocks until either is newer than the caller's time.
+
+Where slimkube differs, for cost: upstream re-reads a whole pod's status when any of its containers
+changes; here the list entry's (id, State) pair is the change detector and only containers whose pair is
+new are inspected, the statuses of the others being kept from earlier relists (shared/RECIPES.md: the
+low-level list is ~10x cheaper than the high-level one, one inspect ~1 ms). Each pod's PodStatus is
+rebuilt every relist from those kept statuses (no Docker call), so a pod IP assigned after its sandbox
+started still reaches the cache.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+from nodeagent.runtime.docker_status import AnyStatus, assemble, list_state
+from nodeagent.runtime.labels import Identity, parse_entry
+from nodeagent.runtime.types import ContainerState, PodStatus, SandboxStatus
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RELIST_PERIOD = 1.0
+DEFAULT_RELIST_THRESHOLD = 180.0
+DEFAULT_EVENT_CAPACITY = 1000  # upstream's plegChannelCapacity
+
+
+class PlegState(str, Enum):
+    RUNNING = "running"
+    EXITED = "exited"
+    UNKNOWN = "unknown"
+    NON_EXISTENT = "non-existent"
+
+
+class EventType(str, Enum):
+    CONTAINER_STARTED = "ContainerStarted"
+    CONTAINER_DIED = "ContainerDied"
+    CONTAINER_REMOVED = "ContainerRemoved"
+    CONTAINER_CHANGED = "ContainerChanged"
+
+
+@dataclass(frozen=True)
+class PodLifecycleEvent:
+    pod_uid: str
+    type: EventType
+    container_id: str
+
+
+def convert_state(state: ContainerState | None) -> PlegState:
+    if state is None:
+        return PlegState.NON_EXISTENT
+    if state is ContainerState.RUNNING:
+        return PlegState.RUNNING
+    if state is ContainerState.EXITED:
+        return PlegState.EXITED
+    return PlegState.UNKNOWN  # created, unknown
+
+
+def generate_events(pod_uid: str, container_id: str, old: PlegState, new: PlegState) -> tuple[PodLifecycleEvent, ...]:
+    """The events for one container going from `old` to `new` between two relists."""
+    if old is new:
+        return ()
+
+    def event(kind: EventType) -> PodLifecycleEvent:
+        return PodLifecycleEvent(pod_uid, kind, container_id)
+
+    if new is PlegState.RUNNING:
+        return (event(EventType.CONTAINER_STARTED),)
+    if new is PlegState.EXITED:
+        return (event(EventType.CONTAINER_DIED),)
+    if new is PlegState.UNKNOWN:
+        return (event(EventType.CONTAINER_CHANGED),)
+    if old is PlegState.EXITED:  # its death was reported already
+        return (event(EventType.CONTAINER_REMOVED),)
+    return (event(EventType.CONTAINER_DIED), event(EventType.CONTAINER_REMOVED))
+
+
+def compute_pod_events(
+    pod_uid: str, old: Mapping[str, PlegState], new: Mapping[str, PlegState]
+) -> tuple[PodLifecycleEvent, ...]:
+    """Diff two relists of one pod (container id → state, sandboxes included), old ids first."""
+    ids = list(old) + [cid for cid in new if cid not in old]
+    events: list[PodLifecycleEvent] = []
+    for cid in ids:
+        events += generate_events(pod_uid, cid, old.get(cid, PlegState.NON_EXISTENT),
+                                  new.get(cid, PlegState.NON_EXISTENT))
+    return tuple(events)
+
+
+class RelistSource(Protocol):
+    """What the PLEG reads: `nodeagent.runtime.docker.DockerRuntime` provides it."""
+
+    pod_ip: Callable[[SandboxStatus], str] | None
+
+    def list_containers(self) -> list[dict]: ...
+
+    def inspect_status(self, container_id: str, identity: Identity) -> AnyStatus: ...
+
+
+class PodCache:
+    """uid → (PodStatus, time it was written) and a global time: upstream's kubecontainer cache. Times
+    come from the PLEG's clock; a pod missing from the cache reads as an empty PodStatus (no containers)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._pods: dict[str, tuple[PodStatus, float]] = {}
+        self._time = float("-inf")  # no relist yet
+        self._changed = threading.Condition()
+
+    def get(self, uid: str) -> PodStatus:
+        with self._changed:
+            found = self._pods.get(uid)
+        return found[0] if found else PodStatus(uid=uid, name="", namespace="")
+
+    def set(self, uid: str, status: PodStatus, timestamp: float) -> None:
+        with self._changed:
+            self._pods[uid] = (status, timestamp)
+            self._changed.notify_all()
+
+    def delete(self, uid: str) -> None:
+        with self._changed:
+            self._pods.pop(uid, None)
+            self._changed.notify_all()
+
+    def update_time(self, timestamp: float) -> None:
+        with self._changed:
+            self._time = max(self._time, timestamp)
+            self._changed.notify_all()
+
+    def uids(self) -> list[str]:
+        with self._changed:
+            return list(self._pods)
+
+    def _newer(self, uid: str, min_time: float) -> bool:
+        found = self._pods.get(uid)
+        return self._time > min_time or (found is not None and found[1] > min_time)
+
+    def get_newer_than(self, uid: str, min_time: float, *, timeout: float | None = None) -> PodStatus | None:
+        """The pod's status once the cache holds data newer than `min_time` (a worker passes the time it
+        last acted, so it never decides on a status older than its own action); None on timeout."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._newer(uid, min_time), timeout=timeout):
+                return None
+            found = self._pods.get(uid)
+        return found[0] if found else PodStatus(uid=uid, name="", namespace="")
+
+
+@dataclass
+class _Record:
+    """What the last relist knew of one container: its list key (id, State), identity and status."""
+
+    key: tuple[str, str]
+    identity: Identity
+    status: AnyStatus
+
+
+@dataclass
+class RelistResult:
+    """One relist's outcome, for tests and metrics."""
+
+    events: list[PodLifecycleEvent] = field(default_factory=list)
+    inspected: int = 0
+    failed_pods: set[str] = field(default_factory=set)
+
+
+class GenericPLEG:
+    """Relists every `period` seconds on its own thread; `on_events(uid, events)` is called on a separate
+    dispatcher thread once per pod and relist with that pod's events (it should only wake the worker)."""
+
+    def __init__(
+        self,
+        source: RelistSource,
+        *,
+        on_events: Callable[[str, tuple[PodLifecycleEvent, ...]], None] | None = None,
+        cache: PodCache | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        period: float = DEFAULT_RELIST_PERIOD,
+        threshold: float = DEFAULT_RELIST_THRESHOLD,
+        capacity: int = DEFAULT_EVENT_CAPACITY,
+    ) -> None:
+        self.source = source
+        self.on_events = on_events
+        self.clock = clock
+        self.cache = cache or PodCache(clock)
+        self.period = period
+        self.threshold = threshold
+        self.discarded = 0
+        self._records: dict[str, _Record] = {}  # container id → record, as of the last relist
+        self._pods: dict[str, dict[str, PlegState]] = {}  # uid → container id → state, last relist
+        self._relist_time: float | None = None
+        self._lock = threading.Lock()  # one relist at a time
+        self._queue: queue.Queue[tuple[str, tuple[PodLifecycleEvent, ...]] | None] = queue.Queue(capacity)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # ---- health ----
+
+    def healthy(self) -> tuple[bool, str]:
+        if self._relist_time is None:
+            return False, "pleg has yet to be successful"
+        elapsed = self.clock() - self._relist_time
+        if elapsed > self.threshold:
+            return False, f"pleg was last seen active {elapsed:.0f}s ago; threshold is {self.threshold:.0f}s"
+        return True, ""
+
+    # ---- relist ----
+
+    def relist(self) -> RelistResult:
+        with self._lock:
+            return self._relist()
+
+    def _relist(self) -> RelistResult:
+        result = RelistResult()
+        timestamp = self.clock()
+        try:
+            entries = self.source.list_containers()
+        except Exception:  # Docker down or slow: health goes stale, the next period tries again
+            log.exception("PLEG: unable to list containers")
+            return result
+        self._relist_time = timestamp
+        current = self._observe(entries, result)
+        for uid in sorted(set(self._pods) | set(current)):
+            new = {cid: convert_state(ContainerState(rec.key[1])) for cid, rec in current.get(uid, {}).items()}
+            old = self._pods.get(uid, {})
+            if uid in result.failed_pods:
+                continue  # keep the old record: the change is found again and retried next relist
+            events = compute_pod_events(uid, old, new)
+            self._commit(uid, current.get(uid, {}), new, timestamp)
+            if events:
+                result.events += events
+                self._deliver(uid, tuple(e for e in events if e.type is not EventType.CONTAINER_CHANGED))
+        self.cache.update_time(timestamp)
+        return result
+
+    def _observe(self, entries: Iterable[dict[str, Any]], result: RelistResult) -> dict[str, dict[str, _Record]]:
+        """Group the list by pod, inspecting only containers whose (id, State) is new."""
+        current: dict[str, dict[str, _Record]] = {}
+        for entry in entries:
+            identity = parse_entry(entry)
+            if identity is None:
+                continue
+            cid = entry["Id"]
+            key = (cid, list_state(entry).value)
+            known = self._records.get(cid)
+            if known is not None and known.key == key:
+                current.setdefault(identity.pod_uid, {})[cid] = known
+                continue
+            result.inspected += 1
+            try:
+                status = self.source.inspect_status(cid, identity)
+            except Exception as exc:  # gone since the list, or Docker failing: retry the pod next relist
+                log.info("PLEG: inspecting %s of pod %s failed: %s", cid[:12], identity.pod_uid, exc)
+                result.failed_pods.add(identity.pod_uid)
+                continue
+            current.setdefault(identity.pod_uid, {})[cid] = _Record(key, identity, status)
+        return current
+
+    def _commit(self, uid: str, records: dict[str, _Record], states: dict[str, PlegState], timestamp: float) -> None:
+        for cid in self._pods.get(uid, {}):
+            if cid not in records:
+                self._records.pop(cid, None)
+        self._records.update(records)
+        if not records:
+            self._pods.pop(uid, None)
+            self.cache.delete(uid)
+            return
+        self._pods[uid] = states
+        status = assemble(uid, ((r.identity, r.status) for r in records.values()), pod_ip=self.source.pod_ip)
+        if self.cache.get(uid) != status:
+            self.cache.set(uid, status, timestamp)
+
+    def _deliver(self, uid: str, events: tuple[PodLifecycleEvent, ...]) -> None:
+        if not events:
+            return
+        try:
+            self._queue.put_nowait((uid, events))
+        except queue.Full:
+            self.discarded += len(events)
+            log.error("PLEG: event queue full, %d events of pod %s dropped", len(events), uid)
+
+    # ---- threads ----
+
+    def start(self) -> None:
+        if self._threads:
+            return
+        self._stop.clear()
+        self._threads = [
+            threading.Thread(target=self._relist_loop, name="pleg-relist", daemon=True),
+            threading.Thread(target=self._dispatch_loop, name="pleg-dispatch", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        try:
+            self._queue.put_nowait(None)
+        except queue.Full:  # the dispatcher also checks the stop flag after every delivery
+            pass
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self._threads = []
+
+    def _relist_loop(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.relist()
+            self._stop.wait(max(0.0, self.period - (time.monotonic() - started)))
+
+    def _dispatch_loop(self) -> None:
+        while not self._stop.is_set():
+            item = self._queue.get()
+            if item is None:
+                return
+            if self.on_events is not None:
+                try:
+                    self.on_events(*item)
+                except Exception:  # a failing subscriber must not stop the others' events
+                    log.exception("PLEG: event handler failed for pod %s", item[0])

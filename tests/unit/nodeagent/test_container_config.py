@@ -1,0 +1,177 @@
+"""The pure container configuration (nodeagent/runtime/container_config.py) and pod files' content
+(nodeagent/runtime/pod_files.py), table-driven; numbers from upstream helpers_linux_test.go."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from nodeagent.runtime.container_config import (
+    build_container_config,
+    milli_cpu_to_quota,
+    milli_cpu_to_shares,
+    resource_kwargs,
+    security_kwargs,
+)
+from nodeagent.runtime.pod_files import (
+    ensure_termination_log,
+    hosts_content,
+    pod_hostname,
+    read_termination_message,
+    resolv_conf_content,
+    write_pod_files,
+)
+
+POD = {"metadata": {"name": "web", "namespace": "ns", "uid": "u1"}, "spec": {"containers": []}}
+
+
+def build(container, pod=POD, **kw):
+    kw.setdefault("env", [])
+    kw.setdefault("mounts", [])
+    kw.setdefault("image", "img:1")
+    kw.setdefault("pod_dir", None)
+    return build_container_config(pod, container, **kw)
+
+
+@pytest.mark.parametrize(("command", "args", "entrypoint", "cmd"), [
+    pytest.param(None, None, None, None, id="image-defaults"),
+    pytest.param(["/bin/app"], None, ["/bin/app"], None, id="command-only-drops-image-cmd"),
+    pytest.param(None, ["-v"], None, ["-v"], id="args-only-keeps-entrypoint"),
+    pytest.param(["sh", "-c"], ["echo hi"], ["sh", "-c"], ["echo hi"], id="both"),
+    pytest.param([], [], None, None, id="empty-lists-are-unset"),
+    pytest.param(["echo", "$(NAME)", "$$(NAME)"], ["$(MISSING)"], ["echo", "web", "$(NAME)"], ["$(MISSING)"],
+                 id="expanded"),
+])
+def test_command_and_args(command, args, entrypoint, cmd):
+    container = {"name": "c"} | ({"command": command} if command is not None else {}) | (
+        {"args": args} if args is not None else {})
+    config = build(container, env=["NAME=web"])
+    assert config.create_kwargs["entrypoint"] == entrypoint
+    assert config.create_kwargs["command"] == cmd
+
+
+def test_basic_fields():
+    config = build({"name": "c", "workingDir": "/w", "tty": True, "stdin": True, "ports": [{"containerPort": 80}]},
+                   env={"A": "1", "B": "x=y"})
+    kwargs = config.create_kwargs
+    assert kwargs["image"] == "img:1" and kwargs["working_dir"] == "/w"
+    assert kwargs["environment"] == ["A=1", "B=x=y"]
+    assert kwargs["tty"] is True and kwargs["stdin_open"] is True and kwargs["detach"] is True
+    assert "ports" not in kwargs  # Docker refuses exposed ports with container: network mode
+    assert kwargs["use_config_proxy"] is False
+    assert build({"name": "c", "stdin": True, "stdinOnce": True}).create_kwargs["detach"] is False
+    assert config.host_config_kwargs["binds"] == []
+
+
+# upstream helpers_linux_test.go TestMilliCPUToQuota / shares
+@pytest.mark.parametrize(("milli", "shares", "quota"), [
+    (0, 2, 0), (1, 2, 1000), (5, 5, 1000), (10, 10, 1000), (20, 20, 2000), (200, 204, 20000),
+    (500, 512, 50000), (1000, 1024, 100000), (1500, 1536, 150000), (2000, 2048, 200000),
+])
+def test_cpu_math(milli, shares, quota):
+    assert milli_cpu_to_shares(milli) == shares
+    assert milli_cpu_to_quota(milli, 100000) == quota
+
+
+@pytest.mark.parametrize(("resources", "expected"), [
+    pytest.param({}, {"cpu_shares": 2}, id="best-effort"),
+    pytest.param({"requests": {"cpu": "250m"}}, {"cpu_shares": 256}, id="request-only"),
+    pytest.param({"limits": {"cpu": "500m"}}, {"cpu_shares": 512, "cpu_period": 100000, "cpu_quota": 50000},
+                 id="limit-only-request-defaults-to-limit"),
+    pytest.param({"requests": {"cpu": "100m"}, "limits": {"cpu": "2"}},
+                 {"cpu_shares": 102, "cpu_period": 100000, "cpu_quota": 200000}, id="burstable"),
+    pytest.param({"limits": {"cpu": "1m"}}, {"cpu_shares": 2, "cpu_period": 100000, "cpu_quota": 1000},
+                 id="tiny-limit-min-quota"),
+    pytest.param({"limits": {"memory": "64Mi"}}, {"cpu_shares": 2, "mem_limit": 67108864,
+                                                  "memswap_limit": 67108864}, id="memory"),
+    pytest.param({"limits": {"memory": "1G"}}, {"cpu_shares": 2, "mem_limit": 10**9, "memswap_limit": 10**9},
+                 id="memory-decimal"),
+])
+def test_resources(resources, expected):
+    assert resource_kwargs({"resources": resources}) == expected
+
+
+@pytest.mark.parametrize(("pod_sc", "sc", "create", "host"), [
+    pytest.param({}, {}, {}, {}, id="none"),
+    pytest.param({"runAsUser": 1000}, {}, {"user": "1000"}, {}, id="pod-user"),
+    pytest.param({"runAsUser": 1000, "runAsGroup": 3000}, {"runAsUser": 0}, {"user": "0:3000"}, {},
+                 id="container-overrides-user"),
+    pytest.param({}, {"runAsGroup": 5}, {}, {}, id="group-alone-ignored"),
+    pytest.param({"supplementalGroups": [5, 6], "fsGroup": 2000}, {}, {}, {"group_add": ["2000", "5", "6"]},
+                 id="groups"),
+    pytest.param({}, {"privileged": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False}, {},
+                 {"privileged": True, "read_only": True, "security_opt": ["no-new-privileges"]}, id="flags"),
+    pytest.param({}, {"allowPrivilegeEscalation": True}, {}, {}, id="escalation-allowed"),
+    pytest.param({}, {"capabilities": {"add": ["NET_ADMIN", "cap_sys_time"], "drop": ["all"]}}, {},
+                 {"cap_add": ["CAP_NET_ADMIN", "CAP_SYS_TIME"], "cap_drop": ["ALL"]}, id="capabilities"),
+])
+def test_security_context(pod_sc, sc, create, host):
+    pod = {"spec": {"securityContext": pod_sc}}
+    assert security_kwargs(pod, {"securityContext": sc}) == (create, host)
+
+
+def test_managed_binds_and_tmpfs(tmp_path):
+    pod_dir = str(tmp_path)
+    config = build({"name": "app"}, mounts=["/v:/data:rw"], tmpfs={"/mem": "size=1"}, pod_dir=pod_dir,
+                   attempt=3, pod_ips=["10.244.0.9"])
+    assert config.host_config_kwargs["binds"] == [
+        "/v:/data:rw", f"{pod_dir}/etc-hosts:/etc/hosts:rw", f"{pod_dir}/resolv.conf:/etc/resolv.conf:ro",
+        f"{pod_dir}/containers/app/3:/dev/termination-log:rw",
+    ]
+    assert config.host_config_kwargs["tmpfs"] == {"/mem": "size=1"}
+    # no pod IP yet → no hosts file; a volume at /etc/hosts wins; custom/empty termination path
+    config = build({"name": "app", "terminationMessagePath": ""}, mounts=["/x:/etc/resolv.conf:ro"],
+                   pod_dir=pod_dir)
+    assert config.host_config_kwargs["binds"] == ["/x:/etc/resolv.conf:ro"]
+    config = build({"name": "app", "terminationMessagePath": "/tmp/msg"}, mounts=["/h:/etc/hosts:rw"],
+                   pod_dir=pod_dir, pod_ips=["10.0.0.1"])
+    assert config.host_config_kwargs["binds"] == [
+        "/h:/etc/hosts:rw", f"{pod_dir}/resolv.conf:/etc/resolv.conf:ro", f"{pod_dir}/containers/app/0:/tmp/msg:rw"]
+
+
+def test_hosts_content():
+    pod = {"metadata": {"name": "web", "namespace": "ns"},
+           "spec": {"hostAliases": [{"ip": "1.2.3.4", "hostnames": ["a", "b"]}]}}
+    assert hosts_content(pod, ["10.244.0.5"]) == (
+        "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+        "fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n"
+        "10.244.0.5\tweb\n\n# Entries added by HostAliases.\n1.2.3.4\ta\tb\n")
+    sub = {"metadata": {"name": "web", "namespace": "ns"}, "spec": {"hostname": "h", "subdomain": "s"}}
+    assert hosts_content(sub, ["10.0.0.1"]).endswith("10.0.0.1\th.s.ns.svc.cluster.local\th\n")
+    host_net = {"metadata": {"name": "w"}, "spec": {"hostNetwork": True}}
+    assert hosts_content(host_net, ["192.168.0.1"], node_hosts="127.0.0.1 node\n") == (
+        "# Kubernetes-managed hosts file (host network).\n127.0.0.1 node\n")
+    assert pod_hostname({"metadata": {"name": "a" * 62 + "-b-c"}}) == ("a" * 62, "")
+
+
+@pytest.mark.parametrize(("spec", "node", "expected"), [
+    pytest.param({}, "nameserver 127.0.0.53\nnameserver 10.0.0.2\nsearch corp\noptions edns0\n",
+                 "nameserver 10.0.0.2\nsearch corp\noptions edns0\n", id="loopback-dropped"),
+    pytest.param({"dnsPolicy": "None", "dnsConfig": {"nameservers": ["1.1.1.1"], "searches": ["x"],
+                                                     "options": [{"name": "ndots", "value": "2"}]}},
+                 "nameserver 10.0.0.2\n", "nameserver 1.1.1.1\nsearch x\noptions ndots:2\n", id="none"),
+    pytest.param({"dnsConfig": {"nameservers": ["1.1.1.1"], "options": [{"name": "ndots", "value": "5"}]}},
+                 "# c\nnameserver 10.0.0.2\noptions ndots:1 rotate\n",
+                 "nameserver 10.0.0.2\nnameserver 1.1.1.1\noptions rotate ndots:5\n", id="merged"),
+])
+def test_resolv_conf(spec, node, expected):
+    assert resolv_conf_content({"spec": spec}, node) == expected
+
+
+def test_pod_files_on_disk(tmp_path):
+    node_resolv = tmp_path / "node-resolv"
+    node_resolv.write_text("nameserver 10.9.9.9\n")
+    pod_dir = tmp_path / "pod"
+    write_pod_files(pod_dir, POD, ["10.244.1.2"], node_resolv_file=str(node_resolv))
+    assert (pod_dir / "etc-hosts").read_text().endswith("10.244.1.2\tweb\n")
+    assert (pod_dir / "resolv.conf").read_text() == "nameserver 10.9.9.9\n"
+    assert stat.S_IMODE(os.stat(pod_dir / "etc-hosts").st_mode) == 0o644
+    path = ensure_termination_log(pod_dir, "app", 2)
+    assert path == str(pod_dir / "containers" / "app" / "2") and stat.S_IMODE(os.stat(path).st_mode) == 0o666
+    assert read_termination_message(pod_dir, "app", 2) == ""
+    with open(path, "w") as handle:
+        handle.write("x" * 5000)
+    assert read_termination_message(pod_dir, "app", 2) == "x" * 4096
+    assert read_termination_message(pod_dir, "app", 9) == ""

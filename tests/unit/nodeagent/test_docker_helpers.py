@@ -1,0 +1,95 @@
+"""Pure helpers of the Docker runtime: image references, pull-policy defaults, hostnames, Docker times,
+exit reasons and PodStatus assembly order."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from nodeagent.runtime import labels as L
+from nodeagent.runtime.docker import default_pull_policy, pod_hostname, split_reference
+from nodeagent.runtime.docker_status import (
+    assemble,
+    container_status,
+    exit_reason,
+    parse_time,
+    sandbox_status,
+)
+from nodeagent.runtime.interface import InvalidImageNameError
+from nodeagent.runtime.types import ContainerState
+
+
+@pytest.mark.parametrize(
+    "image, expected",
+    [
+        ("busybox", ("busybox", "latest")),
+        ("slimkube/busybox:1", ("slimkube/busybox", "1")),
+        ("127.0.0.1:5000/team/app", ("127.0.0.1:5000/team/app", "latest")),
+        ("127.0.0.1:5000/team/app:v2", ("127.0.0.1:5000/team/app", "v2")),
+        ("app@sha256:abc", ("app", "sha256:abc")),
+    ],
+)
+def test_split_reference(image, expected):
+    assert split_reference(image) == expected
+
+
+@pytest.mark.parametrize("image", ["", " busybox", "bad name", "busybox:"])
+def test_invalid_image_names(image):
+    with pytest.raises(InvalidImageNameError):
+        split_reference(image)
+
+
+@pytest.mark.parametrize(
+    "image, policy",
+    [("busybox", "Always"), ("busybox:latest", "Always"), ("host:5000/app", "Always"),
+     ("slimkube/busybox:1", "IfNotPresent"), ("app@sha256:abc", "IfNotPresent")],
+)
+def test_default_pull_policy(image, policy):
+    assert default_pull_policy(image) == policy
+
+
+def test_pod_hostname_prefers_spec_hostname_and_truncates():
+    assert pod_hostname({"metadata": {"name": "web"}}) == "web"
+    assert pod_hostname({"metadata": {"name": "web"}, "spec": {"hostname": "db-0"}}) == "db-0"
+    assert pod_hostname({"metadata": {"name": "a" * 62 + "-b"}}) == "a" * 62
+
+
+def test_parse_time():
+    assert parse_time("0001-01-01T00:00:00Z") is None
+    assert parse_time("2026-11-23T09:15:12.611339971Z") == datetime(2026, 11, 23, 9, 15, 12, 611339, timezone.utc)
+    assert parse_time("2026-11-23T09:15:12Z") == datetime(2026, 11, 23, 9, 15, 12, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(
+    "state, reason",
+    [({"ExitCode": 0}, "Completed"), ({"ExitCode": 1}, "Error"), ({"ExitCode": 137, "OOMKilled": True}, "OOMKilled")],
+)
+def test_exit_reason(state, reason):
+    assert exit_reason(state) == reason
+
+
+def inspect(cid: str, second: int, *, running: bool = True) -> dict:
+    stamp = f"2026-01-01T00:00:0{second}Z"
+    return {"Id": cid, "Created": stamp, "Config": {"Image": "img"},
+            "State": {"Running": running, "Status": "running" if running else "exited", "ExitCode": 0,
+                      "StartedAt": stamp, "FinishedAt": stamp}}
+
+
+def test_assemble_orders_newest_first_and_takes_the_ready_sandboxes_ip():
+    pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u"}}
+    sb = L.parse_labels(L.sandbox_labels(pod, node="n", attempt=0))
+    sb1 = L.parse_labels(L.sandbox_labels(pod, node="n", attempt=1))
+    app0 = L.parse_labels(L.container_labels(pod, {"name": "app"}, node="n", sandbox_id="s", attempt=0, spec_hash="h"))
+    app1 = L.parse_labels(L.container_labels(pod, {"name": "app"}, node="n", sandbox_id="s", attempt=1, spec_hash="h"))
+    items = [
+        (sb, sandbox_status(sb, inspect("s0", 1, running=False))),
+        (app0, container_status(app0, inspect("a0", 2, running=False), message="m")),
+        (sb1, sandbox_status(sb1, inspect("s1", 3))),
+        (app1, container_status(app1, inspect("a1", 4))),
+    ]
+    status = assemble("u", items, pod_ip=lambda s: {"s1": "10.0.0.7"}.get(s.id, ""))
+    assert [s.id for s in status.sandboxes] == ["s1", "s0"] and status.ips == ("10.0.0.7",)
+    assert [c.id for c in status.containers] == ["a1", "a0"]
+    assert status.latest("app").state is ContainerState.RUNNING
+    assert (status.containers[1].message, status.containers[1].reason) == ("m", "Completed")

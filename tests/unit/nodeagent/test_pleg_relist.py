@@ -1,0 +1,224 @@
+"""GenericPLEG relisting a fake low-level Docker API through the real DockerRuntime: only containers whose
+(id, State) changed are inspected, events per pod, the pod cache, retries and health."""
+
+from __future__ import annotations
+
+import threading
+
+import docker.errors
+import pytest
+
+from nodeagent.pleg import EventType, GenericPLEG, PodLifecycleEvent
+from nodeagent.runtime import labels as L
+from nodeagent.runtime.docker import DockerRuntime
+from nodeagent.runtime.types import ContainerState, SandboxState
+
+POD = {"metadata": {"name": "web", "namespace": "ns", "uid": "uid-1"}, "spec": {}}
+T0 = "2026-01-01T00:00:0{}.000000001Z"
+
+
+class FakeAPI:
+    """Containers as (list entry, inspect) pairs; counts inspects."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict] = {}
+        self.inspects: list[str] = []
+        self.fail_inspect: set[str] = set()
+        self.fail_list = False
+
+    def add(self, cid: str, labels: dict, *, state: str = "running", exit_code: int = 0, second: int = 0) -> None:
+        self.items[cid] = {"labels": labels, "state": state, "exit_code": exit_code, "created": T0.format(second)}
+
+    def containers(self, all: bool = False, filters: dict | None = None) -> list[dict]:
+        if self.fail_list:
+            raise docker.errors.APIError("daemon down")
+        key, value = filters["label"].split("=", 1)
+        return [
+            {"Id": cid, "Names": [f"/{cid}"], "Labels": c["labels"], "State": c["state"]}
+            for cid, c in self.items.items()
+            if c["labels"].get(key) == value
+        ]
+
+    def inspect_container(self, cid: str) -> dict:
+        self.inspects.append(cid)
+        if cid in self.fail_inspect or cid not in self.items:
+            raise docker.errors.NotFound(f"no such container {cid}")
+        c = self.items[cid]
+        return {
+            "Id": cid, "Created": c["created"], "Image": "sha256:img",
+            "Config": {"Image": "busybox", "Labels": c["labels"]},
+            "HostConfig": {"NetworkMode": "none"},
+            "State": {"Status": c["state"], "Running": c["state"] == "running", "ExitCode": c["exit_code"],
+                      "OOMKilled": False, "StartedAt": c["created"], "FinishedAt": "0001-01-01T00:00:00Z"},
+        }
+
+    def get_archive(self, cid: str, path: str):
+        raise docker.errors.NotFound("no termination file")
+
+    def logs(self, cid: str, **kwargs) -> bytes:
+        return b"last words\n"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def sandbox_labels(node: str = "n1", pod=POD) -> dict:
+    return L.sandbox_labels(pod, node=node, attempt=0)
+
+
+def app_labels(name: str = "app", attempt: int = 0, policy: str = "File", pod=POD) -> dict:
+    spec = {"name": name, "terminationMessagePolicy": policy}
+    return L.container_labels(pod, spec, node="n1", sandbox_id="sb", attempt=attempt, spec_hash="h")
+
+
+@pytest.fixture
+def api() -> FakeAPI:
+    return FakeAPI()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def pleg(api, clock) -> GenericPLEG:
+    ips = {"sb": "10.244.0.5"}
+    runtime = DockerRuntime(api, node_name="n1", pod_ip=lambda sandbox: ips.get(sandbox.id, ""))
+    return GenericPLEG(runtime, clock=clock, threshold=180)
+
+
+def types(result) -> list[tuple[EventType, str]]:
+    return [(e.type, e.container_id) for e in result.events]
+
+
+def test_first_relist_inspects_everything_and_fills_the_cache(api, pleg):
+    api.add("sb", sandbox_labels())
+    api.add("c1", app_labels(), second=1)
+    result = pleg.relist()
+    assert sorted(types(result)) == [(EventType.CONTAINER_STARTED, "c1"), (EventType.CONTAINER_STARTED, "sb")]
+    assert sorted(api.inspects) == ["c1", "sb"]
+    status = pleg.cache.get("uid-1")
+    assert (status.name, status.namespace, status.ips) == ("web", "ns", ("10.244.0.5",))
+    assert status.sandboxes[0].state is SandboxState.READY
+    assert [(c.id, c.name, c.state) for c in status.containers] == [("c1", "app", ContainerState.RUNNING)]
+
+
+def test_unchanged_containers_are_not_inspected_again(api, pleg):
+    api.add("sb", sandbox_labels())
+    api.add("c1", app_labels())
+    pleg.relist()
+    api.inspects.clear()
+    result = pleg.relist()
+    assert (result.events, result.inspected, api.inspects) == ([], 0, [])
+
+
+def test_a_death_inspects_only_that_container(api, pleg):
+    api.add("sb", sandbox_labels())
+    api.add("c1", app_labels(policy="FallbackToLogsOnError"))
+    api.add("c2", app_labels("side"))
+    pleg.relist()
+    api.inspects.clear()
+    api.items["c1"].update(state="exited", exit_code=2)
+    result = pleg.relist()
+    assert types(result) == [(EventType.CONTAINER_DIED, "c1")]
+    assert api.inspects == ["c1"]
+    c1 = pleg.cache.get("uid-1").latest("app")
+    assert (c1.state, c1.exit_code, c1.reason, c1.message) == (ContainerState.EXITED, 2, "Error", "last words\n")
+
+
+def test_removal_and_a_vanished_pod(api, pleg):
+    api.add("sb", sandbox_labels())
+    api.add("c1", app_labels(), state="exited", exit_code=0)
+    pleg.relist()
+    del api.items["c1"]
+    assert types(pleg.relist()) == [(EventType.CONTAINER_REMOVED, "c1")]
+    assert pleg.cache.get("uid-1").containers == ()
+    del api.items["sb"]
+    assert types(pleg.relist()) == [(EventType.CONTAINER_DIED, "sb"), (EventType.CONTAINER_REMOVED, "sb")]
+    assert "uid-1" not in pleg.cache.uids()
+    assert pleg.cache.get("uid-1").sandboxes == ()
+
+
+def test_a_failed_inspection_is_retried_next_relist(api, pleg):
+    api.add("sb", sandbox_labels())
+    api.fail_inspect.add("sb")
+    first = pleg.relist()
+    assert (first.events, first.failed_pods) == ([], {"uid-1"})
+    assert "uid-1" not in pleg.cache.uids()
+    api.fail_inspect.clear()
+    assert types(pleg.relist()) == [(EventType.CONTAINER_STARTED, "sb")]
+
+
+def test_other_nodes_and_non_pod_containers_are_ignored(api, pleg):
+    api.add("theirs", sandbox_labels(node="n2"))
+    api.add("stray", {L.NODE: "n1"})
+    assert (pleg.relist().events, api.inspects) == ([], [])
+
+
+def test_a_pod_ip_assigned_later_updates_the_cache_without_events(api, clock):
+    ips: dict[str, str] = {}
+    pleg = GenericPLEG(DockerRuntime(api, node_name="n1", pod_ip=lambda s: ips.get(s.id, "")), clock=clock)
+    api.add("sb", sandbox_labels())
+    pleg.relist()
+    assert pleg.cache.get("uid-1").ips == ()
+    ips["sb"] = "10.244.0.9"
+    clock.now += 1
+    assert pleg.relist().events == []
+    assert pleg.cache.get("uid-1").ips == ("10.244.0.9",)
+
+
+def test_health_follows_the_last_successful_relist(api, pleg, clock):
+    assert pleg.healthy()[0] is False
+    pleg.relist()
+    assert pleg.healthy() == (True, "")
+    api.fail_list = True
+    clock.now += 181
+    pleg.relist()
+    healthy, why = pleg.healthy()
+    assert not healthy and "threshold" in why
+
+
+def test_get_newer_than_waits_for_a_later_relist(api, pleg, clock):
+    api.add("sb", sandbox_labels())
+    pleg.relist()
+    acted = clock.now
+    assert pleg.cache.get_newer_than("uid-1", acted, timeout=0.05) is None
+    clock.now += 1
+    threading.Timer(0.05, pleg.relist).start()
+    status = pleg.cache.get_newer_than("uid-1", acted, timeout=5)
+    assert status is not None and status.sandboxes[0].id == "sb"
+    assert pleg.cache.get_newer_than("unknown-pod", acted, timeout=0).uid == "unknown-pod"
+
+
+def test_a_full_event_queue_drops_instead_of_blocking(api, clock):
+    pleg = GenericPLEG(DockerRuntime(api, node_name="n1"), clock=clock, capacity=1)
+    other = {"metadata": {"name": "db", "namespace": "ns", "uid": "uid-2"}}
+    api.add("sb", sandbox_labels())
+    api.add("sb2", sandbox_labels(pod=other))
+    pleg.relist()  # two pods with events, no dispatcher running: the second does not fit
+    assert pleg.discarded == 1
+
+
+def test_events_reach_the_callback_per_pod(api):
+    got: list[tuple[str, tuple[PodLifecycleEvent, ...]]] = []
+    delivered = threading.Event()
+
+    def on_events(uid, events):
+        got.append((uid, events))
+        delivered.set()
+
+    pleg = GenericPLEG(DockerRuntime(api, node_name="n1"), on_events=on_events, period=0.02)
+    api.add("sb", sandbox_labels())
+    api.add("c0", app_labels(), state="created")  # ContainerChanged: computed, not sent
+    pleg.start()
+    try:
+        assert delivered.wait(5)
+    finally:
+        pleg.stop()
+    assert got == [("uid-1", (PodLifecycleEvent("uid-1", EventType.CONTAINER_STARTED, "sb"),))]
