@@ -1,0 +1,202 @@
+"""The kubelet's configuration: a YAML file with upstream KubeletConfiguration field names
+(kubelet.config.k8s.io/v1beta1) where a field exists, slimkube's own names where it does not, and
+command-line flags on top (issue 5 item 11; upstream: flags override the config file).
+
+Durations are Go duration strings as upstream writes them ("10s", "1m30s", "500ms"); bare numbers are
+seconds. Unknown fields are an error, not silently ignored: a typo in a config file must not leave a
+node running on defaults the operator did not choose.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import re
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+API_VERSION = "kubelet.config.k8s.io/v1beta1"
+KIND = "KubeletConfiguration"
+DEFAULT_DATA_DIR = "/var/lib/slimkube"
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class ConfigError(ValueError):
+    """A configuration file or flag that cannot be used; the message names the field."""
+
+
+def parse_duration(value: Any, *, name: str) -> float:
+    """Seconds from a Go duration string ("1m30s"), or from a number of seconds."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{name}: expected a duration such as \"10s\", got {value!r}")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    elif isinstance(value, str) and value and _DURATION_PART.sub("", value) == "":
+        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))
+    elif isinstance(value, str) and value.strip() == "0":
+        seconds = 0.0
+    else:
+        raise ConfigError(f"{name}: expected a duration such as \"10s\", got {value!r}")
+    if seconds < 0:
+        raise ConfigError(f"{name}: must not be negative")
+    return seconds
+
+
+@dataclass(frozen=True)
+class KubeletConfig:
+    """Everything the kubelet is told. Field names are the snake_case of the YAML names in `_FIELDS`."""
+
+    node_name: str = field(default_factory=lambda: socket.gethostname().lower())
+    data_dir: str = DEFAULT_DATA_DIR
+    address: str = "0.0.0.0"  # where the kubelet's HTTP API listens
+    port: int = 10250
+    node_ip: str = ""  # the InternalIP reported; "" = the address the host routes the API server through
+    pod_cidr: str = ""  # "" = whatever the Node object says (spec.podCIDR), else the cluster CIDR's /24 for us
+    pod_bridge: str = "cbr0"
+    veth_prefix: str = "veth"
+    max_pods: int = 110
+    static_pod_path: str = ""
+    static_pod_url: str = ""
+    file_check_frequency: float = 20.0
+    http_check_frequency: float = 20.0
+    sync_frequency: float = 60.0  # periodic resync of every pod worker
+    node_status_update_frequency: float = 10.0
+    node_lease_duration_seconds: int = 40
+    pleg_relist_period: float = 1.0
+    pleg_relist_threshold: float = 180.0  # relist older than this → the kubelet reports itself unhealthy
+    crash_loop_backoff_initial: float = 10.0
+    crash_loop_backoff_max: float = 300.0
+    image_pull_timeout: float = 120.0
+    cluster_domain: str = "cluster.local"
+    cluster_dns: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)  # extra node labels (--node-labels)
+
+    @property
+    def pods_dir(self) -> str:
+        return f"{self.data_dir}/kubelet/pods"
+
+    @property
+    def state_dir(self) -> str:
+        return f"{self.data_dir}/kubelet"
+
+
+# YAML name → (dataclass field, parser). Upstream's KubeletConfiguration names first, then ours.
+_Parser = Any
+_FIELDS: dict[str, tuple[str, _Parser]] = {
+    "address": ("address", str),
+    "port": ("port", int),
+    "podCIDR": ("pod_cidr", str),
+    "maxPods": ("max_pods", int),
+    "staticPodPath": ("static_pod_path", str),
+    "staticPodURL": ("static_pod_url", str),
+    "fileCheckFrequency": ("file_check_frequency", "duration"),
+    "httpCheckFrequency": ("http_check_frequency", "duration"),
+    "syncFrequency": ("sync_frequency", "duration"),
+    "nodeStatusUpdateFrequency": ("node_status_update_frequency", "duration"),
+    "nodeLeaseDurationSeconds": ("node_lease_duration_seconds", int),
+    "clusterDomain": ("cluster_domain", str),
+    "clusterDNS": ("cluster_dns", "strings"),
+    "runtimeRequestTimeout": ("image_pull_timeout", "duration"),
+    # slimkube's own (no upstream KubeletConfiguration field): flags upstream, or not configurable there
+    "nodeName": ("node_name", str),
+    "nodeIP": ("node_ip", str),
+    "dataDir": ("data_dir", str),
+    "podBridge": ("pod_bridge", str),
+    "vethPrefix": ("veth_prefix", str),
+    "plegRelistPeriod": ("pleg_relist_period", "duration"),
+    "plegRelistThreshold": ("pleg_relist_threshold", "duration"),
+    "crashLoopBackOffInitial": ("crash_loop_backoff_initial", "duration"),
+    "crashLoopBackOffMax": ("crash_loop_backoff_max", "duration"),
+    "nodeLabels": ("labels", "mapping"),
+}
+
+
+def _convert(name: str, parser: _Parser, value: Any) -> Any:
+    if parser == "duration":
+        return parse_duration(value, name=name)
+    if parser == "strings":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{name}: expected a list of strings")
+        return tuple(value)
+    if parser == "mapping":
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                  for k, v in value.items()):
+            raise ConfigError(f"{name}: expected a mapping of strings to strings")
+        return dict(value)
+    if parser is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigError(f"{name}: expected an integer, got {value!r}")
+    if parser is str and not isinstance(value, str):
+        raise ConfigError(f"{name}: expected a string, got {value!r}")
+    return value
+
+
+def from_document(document: Mapping[str, Any], base: KubeletConfig | None = None) -> KubeletConfig:
+    """A config from a parsed KubeletConfiguration document, on top of `base` (defaults if None)."""
+    if not isinstance(document, Mapping):
+        raise ConfigError("the config file must hold a mapping (a KubeletConfiguration)")
+    kind, api_version = document.get("kind"), document.get("apiVersion")
+    if kind not in (None, KIND) or api_version not in (None, API_VERSION):
+        raise ConfigError(f"expected kind {KIND} and apiVersion {API_VERSION}, got {kind!r} {api_version!r}")
+    changes: dict[str, Any] = {}
+    for name, value in document.items():
+        if name in ("kind", "apiVersion"):
+            continue
+        if name not in _FIELDS:
+            raise ConfigError(f"unknown field {name!r} (known: {', '.join(sorted(_FIELDS))})")
+        attr, parser = _FIELDS[name]
+        changes[attr] = _convert(name, parser, value)
+    return validate(dataclasses.replace(base or KubeletConfig(), **changes))
+
+
+def load(path: str | None, *, overrides: Mapping[str, Any] | None = None) -> KubeletConfig:
+    """The config file at `path` (none: defaults), then `overrides` (from flags; None values ignored)."""
+    config = KubeletConfig()
+    if path:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                document = yaml.safe_load(handle) or {}
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+        config = from_document(document, config)
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    unknown = set(given) - {f.name for f in dataclasses.fields(KubeletConfig)}
+    if unknown:
+        raise ConfigError(f"unknown settings {sorted(unknown)}")
+    return validate(dataclasses.replace(config, **given))
+
+
+def validate(config: KubeletConfig) -> KubeletConfig:
+    """Refuse values the kubelet cannot run with, naming the field."""
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", config.node_name):
+        raise ConfigError(f"nodeName: {config.node_name!r} is not a valid DNS-1123 subdomain")
+    if not 0 <= config.port <= 65535:
+        raise ConfigError(f"port: {config.port} is out of range")
+    if config.pod_cidr:
+        try:
+            network = ipaddress.ip_network(config.pod_cidr)
+        except ValueError as exc:
+            raise ConfigError(f"podCIDR: {exc}") from None
+        if network.version != 4 or network.num_addresses < 4:
+            raise ConfigError("podCIDR: must be an IPv4 network of at least 4 addresses")
+    if config.node_ip:
+        try:
+            ipaddress.ip_address(config.node_ip)
+        except ValueError as exc:
+            raise ConfigError(f"nodeIP: {exc}") from None
+    if len(config.pod_bridge) > 15 or not config.pod_bridge:
+        raise ConfigError("podBridge: an interface name of 1 to 15 characters")
+    if config.max_pods < 1:
+        raise ConfigError("maxPods: must be at least 1")
+    if config.crash_loop_backoff_initial <= 0 or config.crash_loop_backoff_max < config.crash_loop_backoff_initial:
+        raise ConfigError("crashLoopBackOffInitial must be > 0 and not above crashLoopBackOffMax")
+    if config.pleg_relist_period <= 0:
+        raise ConfigError("plegRelistPeriod: must be > 0")
+    return config

@@ -1,0 +1,255 @@
+"""The kubelet's HTTP API: /healthz, /pods, /stats/summary, /containerLogs/{namespace}/{pod}/{container}.
+
+Upstream: pkg/kubelet/server/server.go (InstallDefaultHandlers, getContainerLogs), pkg/kubelet/server/
+stats/summary.go and the Summary API types (k8s.io/kubelet/pkg/apis/stats/v1alpha1); DESIGN.md "Kubelet"
+last bullet. The API server's `pods/<name>/log` proxy (control/apiserver/handlers.py `_log`) calls
+`http://<node InternalIP>:<daemonEndpoints.kubeletEndpoint.Port>/containerLogs/<ns>/<pod>/<container>`
+with follow, previous, timestamps, tailLines, limitBytes, sinceSeconds and sinceTime, as here.
+
+Plain HTTP for now: upstream serves HTTPS with webhook authentication and authorization against the API
+server; that is a later issue, so bind it to a trusted address.
+
+aiohttp on its own event loop thread (the kubelet's other parts are plain threads); every runtime or
+callback call is blocking, so it runs in `asyncio.to_thread`. A followed log is read on a thread and fed
+to the response through a queue; it ends when the container stops logging for good or the client goes.
+The Summary is a subset: node cpu/memory/fs from psutil, per-pod container cpu/memory from Docker stats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+
+from control.apimachinery.meta import format_timestamp
+from nodeagent.runtime.interface import Runtime
+from nodeagent.runtime.types import ContainerState
+
+log = logging.getLogger(__name__)
+
+_END = object()
+SHUTDOWN_SECONDS = 2.0  # open log streams (kubectl logs -f) get this long before stop closes them
+
+
+def _now() -> str:
+    return format_timestamp(datetime.now(UTC))
+
+
+def _int(request: web.Request, name: str) -> int | None:
+    value = request.query.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"{name}: {value!r} is not an integer") from None
+    if number < 0:
+        raise web.HTTPBadRequest(text=f"{name}: must not be negative")
+    return number
+
+
+def _flag(request: web.Request, name: str) -> bool:
+    return request.query.get(name, "").lower() in ("1", "true")
+
+
+def _since(request: web.Request) -> int | None:
+    """Unix seconds from sinceSeconds or sinceTime (RFC 3339), whichever is given."""
+    seconds = _int(request, "sinceSeconds")
+    if seconds is not None:
+        return int(time.time()) - seconds
+    stamp = request.query.get("sinceTime")
+    if stamp:
+        try:
+            return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
+        except ValueError:
+            raise web.HTTPBadRequest(text=f"sinceTime: {stamp!r} is not an RFC 3339 time") from None
+    return None
+
+
+class KubeletServer:
+    """The HTTP API on `address:port` (port 0: any free one, see `.port` after `start`)."""
+
+    def __init__(self, address: str, port: int, *, pods: Callable[[], list[dict]], runtime: Runtime,
+                 health: Callable[[], list[str]], find_container: Callable[[str, str, str], str | None],
+                 node_name: str = "", fs_path: str = "/") -> None:
+        self.address = address
+        self.port = port
+        self._pods = pods
+        self._runtime = runtime
+        self._health = health
+        self._find_container = find_container
+        self._node_name = node_name
+        self._fs_path = fs_path
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._last_cpu: tuple[float, float] | None = None  # (monotonic, busy core-seconds)
+
+    # -- lifecycle: start binds before returning (a port in use raises here); stop cleans up the runner,
+    #    which closes open log streams, then ends the loop and its thread.
+
+    def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/pods", self._pods_handler)
+        app.router.add_get("/stats/summary", self._summary)
+        app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="kubelet-server", daemon=True)
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._serve(app), self._loop).result(timeout=30)
+
+    async def _serve(self, app: web.Application) -> None:
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.address, self.port)
+        await site.start()
+        server = site._server  # aiohttp exposes the bound sockets only here
+        if server is not None and server.sockets:
+            self.port = server.sockets[0].getsockname()[1]
+        log.info("kubelet API listening on %s:%d", self.address, self.port)
+
+    def stop(self) -> None:
+        if self._loop is None or self._thread is None:
+            return
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+        self._loop = self._thread = self._runner = None
+
+    # -- handlers ---------------------------------------------------------------------------------------
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        failed = await asyncio.to_thread(self._health)
+        if not failed:
+            return web.Response(text="ok")
+        lines = [f"[-]{check} failed" for check in failed]
+        return web.Response(status=500, text="\n".join([*lines, "healthz check failed"]) + "\n")
+
+    async def _pods_handler(self, request: web.Request) -> web.Response:
+        pods = await asyncio.to_thread(self._pods)
+        return web.json_response({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": pods})
+
+    async def _summary(self, request: web.Request) -> web.Response:
+        return web.json_response(await asyncio.to_thread(self.summary))
+
+    async def _logs(self, request: web.Request) -> web.StreamResponse:
+        namespace, pod, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
+        tail, limit = _int(request, "tailLines"), _int(request, "limitBytes")
+        since, follow, timestamps = _since(request), _flag(request, "follow"), _flag(request, "timestamps")
+        if _flag(request, "previous"):
+            container_id = await asyncio.to_thread(self._previous, namespace, pod, container)
+            if container_id is None:
+                raise web.HTTPBadRequest(text=f'previous terminated container "{container}" in pod "{pod}" '
+                                              "not found")
+        else:
+            container_id = await asyncio.to_thread(self._find_container, namespace, pod, container)
+            if container_id is None:
+                raise web.HTTPNotFound(text=f'container "{container}" in pod "{pod}" not found')
+        output = await asyncio.to_thread(self._runtime.logs, container_id, tail=tail, timestamps=timestamps,
+                                         follow=follow, since=since)
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await response.prepare(request)
+        if isinstance(output, (bytes, bytearray)):
+            await response.write(bytes(output[:limit] if limit is not None else output))
+        else:
+            await self._stream(response, output, limit)
+        await response.write_eof()
+        return response
+
+    async def _stream(self, response: web.StreamResponse, chunks: Iterator[bytes], limit: int | None) -> None:
+        """Copy `chunks` (a blocking iterator) to `response` until it ends, `limit` bytes or the client goes."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
+        gone = threading.Event()
+
+        def pump() -> None:
+            try:
+                for chunk in chunks:
+                    if gone.is_set():
+                        break
+                    asyncio.run_coroutine_threadsafe(queue.put(chunk), loop).result()
+            except Exception as exc:  # the container removed mid-stream, Docker gone: end the stream
+                log.debug("log stream ended: %s", exc)
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None and gone.is_set():
+                    close()
+                if not loop.is_closed():
+                    asyncio.run_coroutine_threadsafe(queue.put(_END), loop)
+
+        threading.Thread(target=pump, name="kubelet-log-pump", daemon=True).start()
+        left = limit
+        try:
+            while (chunk := await queue.get()) is not _END:
+                if left is not None:
+                    chunk, left = chunk[:left], left - min(left, len(chunk))
+                await response.write(chunk)
+                if left == 0:
+                    break
+        finally:
+            gone.set()
+
+    # -- data -------------------------------------------------------------------------------------------
+
+    def _previous(self, namespace: str, pod: str, container: str) -> str | None:
+        """The id of the instance before the newest one (upstream: the last terminated container)."""
+        for status in self._runtime.list_pods():
+            if status.namespace == namespace and status.name == pod:
+                found = sorted((c for c in status.containers if c.name == container),
+                               key=lambda c: c.restart_count, reverse=True)
+                return found[1].id if len(found) > 1 else None
+        return None
+
+    def summary(self) -> dict[str, Any]:
+        """The Summary API (stats/v1alpha1) subset: node cpu, memory, fs; pods' containers cpu, memory."""
+        import psutil
+
+        now = _now()
+        times = psutil.cpu_times()
+        busy = sum(times) - times.idle - getattr(times, "iowait", 0.0)
+        moment = time.monotonic()
+        cpu: dict[str, Any] = {"time": now, "usageCoreNanoSeconds": int(busy * 1e9)}
+        if self._last_cpu is not None and moment > self._last_cpu[0]:
+            cpu["usageNanoCores"] = max(0, int((busy - self._last_cpu[1]) / (moment - self._last_cpu[0]) * 1e9))
+        self._last_cpu = (moment, busy)
+        memory = psutil.virtual_memory()
+        disk = psutil.disk_usage(self._fs_path)
+        node = {
+            "nodeName": self._node_name, "startTime": format_timestamp(datetime.fromtimestamp(psutil.boot_time(), UTC)),
+            "cpu": cpu,
+            "memory": {"time": now, "availableBytes": memory.available, "usageBytes": memory.total - memory.free,
+                       "workingSetBytes": memory.total - memory.available},
+            "fs": {"time": now, "availableBytes": disk.free, "capacityBytes": disk.total, "usedBytes": disk.used},
+        }
+        pods = []
+        for status in self._runtime.list_pods():
+            containers = []
+            for container in status.containers:
+                if container.state is not ContainerState.RUNNING:
+                    continue
+                stats = self._runtime.stats(container.id)
+                if stats is None:
+                    continue
+                entry: dict[str, Any] = {
+                    "name": container.name,
+                    "cpu": {"time": now, "usageCoreNanoSeconds": stats.cpu_usage_ns},
+                    "memory": {"time": now, "usageBytes": stats.memory_usage_bytes},
+                }
+                if container.started_at is not None:
+                    entry["startTime"] = format_timestamp(container.started_at)
+                containers.append(entry)
+            pods.append({"podRef": {"name": status.name, "namespace": status.namespace, "uid": status.uid},
+                         "containers": containers,
+                         "cpu": {"time": now, "usageCoreNanoSeconds": sum(c["cpu"]["usageCoreNanoSeconds"]
+                                                                          for c in containers)},
+                         "memory": {"time": now, "usageBytes": sum(c["memory"]["usageBytes"] for c in containers)}})
+        return {"node": node, "pods": pods}

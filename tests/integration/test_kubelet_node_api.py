@@ -1,0 +1,164 @@
+"""The kubelet's node-facing parts against a real API server (in a thread) and the real dockerd:
+registration makes a Node with labels, capacity and a Ready condition; the Lease is renewed; a static
+pod file gets a mirror pod that goes with the file; the kubelet's HTTP API answers /healthz, /pods,
+/stats/summary and /containerLogs for a real busybox container, and the API server's pods/log proxy
+reaches it through the Node's InternalIP (127.0.0.1) and daemonEndpoints port."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+import requests
+
+from control.client.errors import NotFound
+from control.client.rest import RESTClient
+from nodeagent import node_lifecycle
+from nodeagent.config import KubeletConfig
+from nodeagent.images import BUSYBOX_IMAGE
+from nodeagent.mirror import MirrorPods
+from nodeagent.node_lifecycle import NodeReporter, runtime_facts
+from nodeagent.runtime import labels as L
+from nodeagent.runtime.docker import DockerRuntime
+from nodeagent.runtime.spechash import container_hash
+from nodeagent.server import KubeletServer
+from nodeagent.sources import CONFIG_MIRROR, FileSource
+from tests.support.apiserver import ThreadServer, free_port
+
+MANIFEST = """apiVersion: v1
+kind: Pod
+metadata: {name: static-web, namespace: kube-system}
+spec:
+  containers: [{name: web, image: "slimkube/busybox:1", command: ["httpd", "-f"]}]
+"""
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RESTClient]:
+    server = ThreadServer(str(tmp_path_factory.mktemp("apiserver")))
+    endpoint = server.start()
+    rest = RESTClient.from_kubeconfig(endpoint.kubeconfig)
+    try:
+        yield rest
+    finally:
+        rest.close()
+        server.stop()
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 10) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if result := predicate():
+            return result
+        time.sleep(0.1)
+    return predicate()
+
+
+@pytest.fixture
+def setup(client, docker_api, images, run_id, tmp_path):
+    config = KubeletConfig(node_name=f"sktest-{run_id}", node_ip="127.0.0.1", port=free_port(),
+                           data_dir=str(tmp_path), pod_cidr="10.244.77.0/24", labels={"slimkube.test": run_id})
+    runtime = DockerRuntime(docker_api, node_name=config.node_name)
+    facts = runtime_facts(config, runtime, docker_version=lambda: docker_api.version()["Version"])
+    reporter = NodeReporter(client, config, facts=facts, health=lambda: [])
+    return config, runtime, reporter
+
+
+def test_register_report_and_lease(client, setup):
+    config, _, reporter = setup
+    reporter.register()
+    node = client.get(f"/api/v1/nodes/{config.node_name}/status")
+    labels = node["metadata"]["labels"]
+    assert labels["kubernetes.io/hostname"] == config.node_name and labels["kubernetes.io/os"] == "linux"
+    assert node["spec"]["podCIDR"] == "10.244.77.0/24"
+    assert int(node["status"]["capacity"]["cpu"]) >= 1 and node["status"]["capacity"]["pods"] == "110"
+    ready = {c["type"]: c for c in node["status"]["conditions"]}["Ready"]
+    assert ready["status"] == "True" and reporter.ready
+    assert node["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("docker://")
+    assert any(BUSYBOX_IMAGE in image["names"] for image in node["status"]["images"])
+    assert {"type": "InternalIP", "address": "127.0.0.1"} in node["status"]["addresses"]
+    # a second kubelet start adopts the Node (same uid), keeping the CIDR it has
+    again = NodeReporter(client, KubeletConfig(node_name=config.node_name, node_ip="127.0.0.1", port=config.port,
+                                               pod_cidr="10.244.99.0/24"), facts=reporter._facts, health=lambda: [])
+    assert again.register()["metadata"]["uid"] == node["metadata"]["uid"] and again.pod_cidr == "10.244.77.0/24"
+    lease_path = node_lifecycle.lease_path(config.node_name)
+    reporter.renew_lease()
+    first = client.get(lease_path)["spec"]
+    time.sleep(0.01)
+    reporter.renew_lease()
+    second = client.get(lease_path)["spec"]
+    assert first["holderIdentity"] == config.node_name and second["leaseDurationSeconds"] == 40
+    assert second["renewTime"] > first["renewTime"]
+
+
+def test_static_pod_gets_a_mirror_that_goes_with_its_file(client, setup, tmp_path):
+    config, _, reporter = setup
+    node = reporter.register()
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "web.yaml").write_text(MANIFEST)
+    mirrors = MirrorPods(client, config.node_name)
+    source = FileSource(str(manifests), 60, mirrors.sync, config.node_name)
+    path = f"/api/v1/namespaces/kube-system/pods/static-web-{config.node_name}"
+    assert source.poll()
+    mirror = client.get(path)
+    assert mirror["metadata"]["annotations"][CONFIG_MIRROR] == mirror["metadata"]["annotations"][
+        "kubernetes.io/config.hash"]
+    assert mirror["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
+    client.delete(path)  # `kubectl delete`: graceful, so it waits for the kubelet; the next sync makes it again
+    assert client.get(path)["metadata"].get("deletionTimestamp")
+    mirrors.sync(source.read() or [])
+    again = client.get(path)["metadata"]
+    assert again["uid"] != mirror["metadata"]["uid"] and not again.get("deletionTimestamp")
+    os.unlink(manifests / "web.yaml")
+    assert source.poll()
+    with pytest.raises(NotFound):
+        client.get(path)
+
+
+def test_kubelet_server_and_the_api_servers_log_proxy(client, setup, docker_api, container_labels, cleanup):
+    config, runtime, reporter = setup
+    reporter.register()
+    spec = {"nodeName": config.node_name, "containers": [{"name": "echo", "image": BUSYBOX_IMAGE}]}
+    pod = client.create("/api/v1/namespaces/default/pods", {"apiVersion": "v1", "kind": "Pod",
+                                                           "metadata": {"name": f"echo-{config.node_name}"},
+                                                           "spec": spec})
+    cleanup(lambda: client.delete(f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}", grace_period_seconds=0))
+    container = pod["spec"]["containers"][0]
+    labels = L.container_labels(pod, container, node=config.node_name, sandbox_id="none", attempt=0,
+                                spec_hash=container_hash(container), extra=container_labels)
+    created = docker_api.create_container(BUSYBOX_IMAGE, labels=labels, command=[
+        "sh", "-c", "for i in 1 2 3; do echo line-$i; done; sleep 60"])
+    cid = created["Id"]
+    cleanup(lambda: docker_api.remove_container(cid, force=True))
+    docker_api.start(cid)
+    failed: list[str] = []
+    server = KubeletServer("127.0.0.1", config.port, pods=lambda: [pod], runtime=runtime, health=lambda: list(failed),
+                           find_container=lambda ns, name, c: cid if (name, c) == (pod["metadata"]["name"], "echo")
+                           else None, node_name=config.node_name)
+    server.start()
+    cleanup(server.stop)
+    base = f"http://127.0.0.1:{server.port}"
+    assert requests.get(f"{base}/healthz", timeout=5).text == "ok"
+    failed.append("pleg")
+    answer = requests.get(f"{base}/healthz", timeout=5)
+    assert answer.status_code == 500 and "[-]pleg failed" in answer.text
+    pods = requests.get(f"{base}/pods", timeout=5).json()
+    assert pods["kind"] == "PodList" and pods["items"][0]["metadata"]["uid"] == pod["metadata"]["uid"]
+    url = f"{base}/containerLogs/default/{pod['metadata']['name']}/echo"
+    assert wait_until(lambda: requests.get(url, timeout=5).text == "line-1\nline-2\nline-3\n")
+    assert requests.get(url, params={"tailLines": "1"}, timeout=5).text == "line-3\n"
+    assert requests.get(url, params={"limitBytes": "6"}, timeout=5).text == "line-1"
+    assert requests.get(f"{base}/containerLogs/default/nope/echo", timeout=5).status_code == 404
+    with requests.get(url, params={"follow": "true"}, stream=True, timeout=5) as followed:
+        assert next(followed.iter_lines()) == b"line-1"
+    summary = requests.get(f"{base}/stats/summary", timeout=10).json()
+    assert summary["node"]["memory"]["availableBytes"] > 0 and summary["node"]["fs"]["capacityBytes"] > 0
+    ours = [p for p in summary["pods"] if p["podRef"]["uid"] == pod["metadata"]["uid"]]
+    assert ours and ours[0]["containers"][0]["memory"]["usageBytes"] > 0
+    proxied = client._session.get(f"{client.config.server}/api/v1/namespaces/default/pods/"
+                                  f"{pod['metadata']['name']}/log", params={"tailLines": "2"},
+                                  verify=client._verify, timeout=10)
+    assert proxied.status_code == 200 and proxied.text == "line-2\nline-3\n"
