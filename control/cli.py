@@ -91,10 +91,208 @@ def _not_built(name: str, issue: int) -> None:
     command.help = f"Not built yet (issue {issue})."
 
 
-_not_built("agent", 5)
+def _logging(verbose: bool) -> None:
+    import logging
+
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _say(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _kubelet_config(config_file: str | None, **overrides: object):  # -> KubeletConfig
+    """The kubelet's settings: the file, then the flags given; a bad value is a usage error (exit 2)."""
+    from nodeagent.config import ConfigError, load
+
+    try:
+        return load(config_file, overrides=overrides)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _kubelet_options(command):  # the flags `agent` and `up` share, mapped to KubeletConfig fields
+    for option in reversed([
+        click.option("--config", "config_file", type=click.Path(dir_okay=False),
+                      help="KubeletConfiguration YAML (kubelet.config.k8s.io/v1beta1 names); flags override it."),
+        click.option("--node-name", help="Node name [default: this host's name]."),
+        click.option("--pod-cidr", help="This node's pod CIDR [default: the Node's spec.podCIDR; for up, the "
+                     "cluster CIDR's first /24]."),
+        click.option("--node-ip", help="The InternalIP to report [default: the address routing to the server]."),
+        click.option("-v", "--verbose", is_flag=True, help="Log at debug level."),
+    ]):
+        command = option(command)
+    return command
+
+
+def _make_kubelet(config, client_config):
+    from control.client.rest import RESTClient
+    from nodeagent.kubelet import Kubelet
+
+    return Kubelet(config, RESTClient(client_config, user_agent=f"slimkube-kubelet/{config.node_name}"))
+
+
+@main.command()
+@click.option("--server", help="The API server URL, e.g. https://10.0.0.1:6443.")
+@click.option("--token", help="The server's DIR/node-token (K10<CA hash>::node:<password>).")
+@click.option("--ca-file", type=click.Path(dir_okay=False, exists=True),
+              help="The server's CA; needed when the token has no CA hash.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False, exists=True),
+              help="Connect with this kubeconfig instead of --server/--token.")
+@click.option("--data-dir", help=f"Kubelet state (IPAM, pod volumes, the server's CA) [default: {DEFAULT_DATA_DIR}].")
+@click.option("--port", "--kubelet-port", "kubelet_port", type=click.IntRange(0, 65535),
+              help="The kubelet's HTTP port (logs, /pods, /stats) [default: 10250].")
+@_kubelet_options
+def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig: str | None, data_dir: str | None,
+          config_file: str | None, node_name: str | None, pod_cidr: str | None, node_ip: str | None,
+          kubelet_port: int | None, verbose: bool) -> None:
+    """Run a kubelet on this host that joins the cluster at --server (or --kubeconfig) until SIGINT/SIGTERM.
+
+    With a K10 token the agent checks the server's CA (GET /cacerts) against the token's hash before it sends
+    the token. Stopping the agent leaves the pods running; the next agent adopts them.
+    """
+    from control.allinone import NodeError, run_kubelet
+    from control.client.kubeconfig import KubeconfigError, load_kubeconfig
+    from control.nodelock import LockHeld, NodeLock
+    from control.stopsignal import StopOnSignal
+    from nodeagent.bootstrap import BootstrapError, join
+
+    if kubeconfig and (server or token or ca_file):
+        raise click.UsageError("give --kubeconfig or --server/--token, not both")
+    if not kubeconfig and not (server and token):
+        raise click.UsageError("--server and --token are required (or --kubeconfig)")
+    config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, pod_cidr=pod_cidr,
+                             node_ip=node_ip, port=kubelet_port)
+    _logging(verbose)
+    try:
+        if kubeconfig:
+            client_config = load_kubeconfig(kubeconfig)
+        else:
+            client_config = join(str(server), str(token), data_dir=config.data_dir, ca_file=ca_file)
+    except (BootstrapError, KubeconfigError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    _say(f"[agent] API server {client_config.server}" + (f" (CA {client_config.ca_file})"
+                                                          if client_config.ca_file else ""))
+    try:
+        with NodeLock(config.data_dir) as lock, StopOnSignal() as signals:
+            lock.acquire(what="starting another agent")
+            run_kubelet(_make_kubelet(config, client_config), signals.event, say=_say, tag="agent")
+    except (LockHeld, NodeError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _default_kubelet_config_file(data_dir: str, config_file: str | None) -> str | None:
+    """`up` and `down` read DIR/kubelet.yaml when no --config is given, so both see the same settings."""
+    import os
+
+    if config_file:
+        return config_file
+    candidate = os.path.join(data_dir, "kubelet.yaml")
+    return candidate if os.path.exists(candidate) else None
+
+
+@main.command()
+@click.option("--data-dir", default=DEFAULT_DATA_DIR, show_default=True,
+              help="Store, tokens, kubeconfig, kubelet state; DATA_DIR/kubelet.yaml is the kubelet's config if "
+              "present.")
+@click.option("--bind-address", default="0.0.0.0", show_default=True, help="Where the API server listens.")
+@click.option("--port", default=6443, show_default=True, type=click.IntRange(0, 65535), help="The API server's port.")
+@click.option("--datastore", default="sqlite://", show_default=True, help="As `slimkube server --datastore`.")
+@click.option("--service-cidr", default="10.96.0.0/12", show_default=True)
+@click.option("--cluster-cidr", default=None,
+              help="Pod addresses; this node gets its first /24 [default: the kubelet config's, 10.244.0.0/16].")
+@click.option("--kubelet-port", "kubelet_port", type=click.IntRange(0, 65535),
+              help="The kubelet's HTTP port (logs, /pods, /stats) [default: 10250].")
+@_kubelet_options
+def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
+       config_file: str | None, node_name: str | None, pod_cidr: str | None, node_ip: str | None,
+       kubelet_port: int | None, verbose: bool) -> None:
+    """Run a one-node cluster on this host: the API server and a kubelet, until Ctrl-C.
+
+    Prints progress, then the admin kubeconfig path once the node is Ready. Ctrl-C stops both; the pods keep
+    running and the next `up` adopts them; `slimkube down` removes them. Pods need spec.nodeName (no scheduler
+    yet); the kube-proxy (Services) joins `up` with issue 6.
+    """
+    import dataclasses
+    import ipaddress
+
+    from control.allinone import NodeError, run_up
+    from control.apiserver.server import ServerConfig
+    from control.nodelock import LockHeld, NodeLock
+    from control.stopsignal import StopOnSignal
+    from nodeagent.bootstrap import BootstrapError, join
+    from nodeagent.config import default_pod_cidr
+
+    for flag, value in (("--service-cidr", service_cidr), ("--cluster-cidr", cluster_cidr)):
+        try:
+            if value is not None:
+                ipaddress.ip_network(value, strict=True)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint=flag) from None
+    config_file = _default_kubelet_config_file(data_dir, config_file)
+    config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, node_ip=node_ip,
+                             port=kubelet_port, cluster_cidr=cluster_cidr, pod_cidr=pod_cidr)
+    if not config.pod_cidr:  # one node: it takes the first /24 (no node IPAM controller to hand one out)
+        config = dataclasses.replace(config, pod_cidr=default_pod_cidr(config.cluster_cidr))
+    server_config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
+                                 service_cidr=service_cidr, cluster_cidr=config.cluster_cidr)
+    _logging(verbose)
+
+    def join_local(api):  # the kubelet joins exactly as an agent would, trusting the CA it just made
+        try:
+            return join(api.url, api.node_token, data_dir=data_dir, ca_file=api.certs.ca_path if api.certs else None)
+        except BootstrapError as exc:
+            raise NodeError(str(exc)) from exc
+
+    try:
+        with NodeLock(data_dir) as lock, StopOnSignal() as signals:
+            lock.acquire(what="running `up` again")
+            _say(f"[up] data dir {data_dir}; node {config.node_name}, pod CIDR {config.pod_cidr}")
+            run_up(server_config, lambda client_config: _make_kubelet(config, client_config), join=join_local,
+                   signals=signals, say=_say)
+    except (LockHeld, NodeError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except ValueError as exc:  # a bad --datastore URL
+        raise click.UsageError(str(exc)) from None
+
+
+@main.command()
+@click.option("--data-dir", default=DEFAULT_DATA_DIR, show_default=True, help="The data dir `up` ran with.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="The kubelet config `up` ran with [default: DATA_DIR/kubelet.yaml if present].")
+@click.option("--node-name", help="Node name [default: this host's name].")
+def down(data_dir: str, config_file: str | None, node_name: str | None) -> None:
+    """Remove this node's pods (containers labelled slimkube.io/node=<node>), pod bridge, iptables chains and
+    IPAM state. Keeps the data store: the Pod objects remain and the next `up` starts them again. Refuses while
+    an `up` or `agent` runs with this data dir.
+    """
+    import docker
+
+    from control.nodelock import LockHeld, NodeLock
+    from nodeagent.network.iptables import detect
+    from nodeagent.teardown import RealHostNetwork, teardown
+
+    config = _kubelet_config(_default_kubelet_config_file(data_dir, config_file), data_dir=data_dir,
+                             node_name=node_name)
+    try:
+        with NodeLock(data_dir) as lock:
+            lock.acquire(what="`down`")
+            report = teardown(config, docker_api=docker.APIClient(version="auto"), iptables=detect(),
+                              network=RealHostNetwork(), log=lambda line: _say(f"[down] {line}"))
+    except LockHeld as exc:
+        raise click.ClickException(str(exc)) from None
+    _say(f"[down] removed {report.containers} containers, {report.veths} veths, "
+         f"bridge {'removed' if report.bridge else 'absent'}, chains {', '.join(report.chains) or 'not removed'}, "
+         f"IPAM state {'removed' if report.ipam_state else 'absent'}, {report.pod_dirs} pod directories")
+    _say(f"[down] kept the data store and tokens in {data_dir} (remove it to forget the cluster)")
+    if report.errors:
+        for error in report.errors:
+            _say(f"[down] error: {error}")
+        raise click.ClickException(f"{len(report.errors)} things could not be removed")
+
+
 _not_built("proxy", 6)
-_not_built("up", 5)
-_not_built("down", 5)
 
 
 if __name__ == "__main__":

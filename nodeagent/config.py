@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from nodeagent.network.manager import NetworkConfig
+
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KIND = "KubeletConfiguration"
 DEFAULT_DATA_DIR = "/var/lib/slimkube"
@@ -60,6 +62,9 @@ class KubeletConfig:
     pod_cidr: str = ""  # "" = whatever the Node object says (spec.podCIDR), else the cluster CIDR's /24 for us
     pod_bridge: str = "cbr0"
     veth_prefix: str = "veth"
+    cluster_cidr: str = "10.244.0.0/16"  # pod traffic inside it is not masqueraded (network/rules.py)
+    pod_forward_chain: str = "KUBE-POD-FORWARD"  # our iptables chains; tests and `down` use their own names
+    pod_masquerade_chain: str = "KUBE-POD-MASQ"
     max_pods: int = 110
     static_pod_path: str = ""
     static_pod_url: str = ""
@@ -85,6 +90,12 @@ class KubeletConfig:
     def state_dir(self) -> str:
         return f"{self.data_dir}/kubelet"
 
+    def network(self, pod_cidr: str) -> NetworkConfig:
+        """The pod network of this node once its podCIDR is known (the kubelet's, and `slimkube down`'s)."""
+        return NetworkConfig(pod_cidr=pod_cidr, cluster_cidr=self.cluster_cidr, bridge=self.pod_bridge,
+                             veth_prefix=self.veth_prefix, forward_chain=self.pod_forward_chain,
+                             masq_chain=self.pod_masquerade_chain)
+
 
 # YAML name → (dataclass field, parser). Upstream's KubeletConfiguration names first, then ours.
 _Parser = Any
@@ -109,6 +120,9 @@ _FIELDS: dict[str, tuple[str, _Parser]] = {
     "dataDir": ("data_dir", str),
     "podBridge": ("pod_bridge", str),
     "vethPrefix": ("veth_prefix", str),
+    "clusterCIDR": ("cluster_cidr", str),
+    "podForwardChain": ("pod_forward_chain", str),
+    "podMasqueradeChain": ("pod_masquerade_chain", str),
     "plegRelistPeriod": ("pleg_relist_period", "duration"),
     "plegRelistThreshold": ("pleg_relist_threshold", "duration"),
     "crashLoopBackOffInitial": ("crash_loop_backoff_initial", "duration"),
@@ -186,6 +200,10 @@ def validate(config: KubeletConfig) -> KubeletConfig:
             raise ConfigError(f"podCIDR: {exc}") from None
         if network.version != 4 or network.num_addresses < 4:
             raise ConfigError("podCIDR: must be an IPv4 network of at least 4 addresses")
+    try:
+        config.network(config.pod_cidr or default_pod_cidr(config.cluster_cidr))
+    except ValueError as exc:
+        raise ConfigError(f"pod network (clusterCIDR, podCIDR, podBridge, vethPrefix, chains): {exc}") from None
     if config.node_ip:
         try:
             ipaddress.ip_address(config.node_ip)
@@ -200,3 +218,9 @@ def validate(config: KubeletConfig) -> KubeletConfig:
     if config.pleg_relist_period <= 0:
         raise ConfigError("plegRelistPeriod: must be > 0")
     return config
+
+
+def default_pod_cidr(cluster_cidr: str) -> str:
+    """The cluster CIDR's first /24 (or itself if smaller): `slimkube up`'s node, and what validation checks."""
+    network = ipaddress.ip_network(cluster_cidr)
+    return str(next(network.subnets(new_prefix=24)) if network.prefixlen < 24 else network)

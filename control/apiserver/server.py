@@ -10,7 +10,11 @@ closed store.
 
 Authentication: bearer tokens. The admin token (in `DIR/admin.kubeconfig`) and the node token
 (`DIR/node-token`, what `slimkube agent --token` takes) are random, created on first start with mode
-0600 and kept across restarts. Both are allowed everything for now; authorization per identity and TLS
+0600 and kept across restarts. Once the CA exists, `DIR/node-token` is rewritten in k3s's secure form
+`K10<sha256 of the CA>::node:<password>` (control/jointoken.py); the password, or that whole string, is
+the bearer token, and `GET /cacerts` (no token, as k3s) serves the CA bundle the hash is taken over, so
+an agent given only the URL and the token verifies the server before sending the token. Both are
+allowed everything for now; authorization per identity and TLS
 come with the security issue, so bind to 127.0.0.1 or a private network until then. `/healthz`,
 `/livez`, `/readyz`, `/version` answer without a token, as upstream's public-info-viewer role allows.
 
@@ -36,6 +40,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from control import jointoken
 from control.apiserver import certs, discovery, openapi, status
 from control.apiserver.handlers import ResourceHandlers, json_response
 from control.apiserver.registry import Registry
@@ -46,7 +51,7 @@ from control.storage.interface import Storage, StorageError, Unavailable
 
 log = logging.getLogger(__name__)
 
-PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/cacerts"})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -144,8 +149,10 @@ class APIServer:
         self.config = config
         os.makedirs(config.data_dir, mode=0o700, exist_ok=True)
         self.admin_token = _read_or_create_secret(os.path.join(config.data_dir, "admin-token"))
-        self.node_token = _read_or_create_secret(os.path.join(config.data_dir, "node-token"))
-        self._tokens = (self.admin_token.encode(), self.node_token.encode())
+        # what DIR/node-token holds: the bare password until the CA exists, then the K10 form (start())
+        self.node_token = _read_or_create_secret(self._node_token_path)
+        self._node_password = jointoken.parse(self.node_token).password
+        self._tokens: tuple[bytes, ...] = (self.admin_token.encode(), self._node_password.encode())
         self._storage = storage
         self._owns_storage = storage is None
         self._inflight = 0
@@ -167,6 +174,18 @@ class APIServer:
     def kubeconfig_path(self) -> str:
         return os.path.join(self.config.data_dir, "admin.kubeconfig")
 
+    @property
+    def _node_token_path(self) -> str:
+        return os.path.join(self.config.data_dir, "node-token")
+
+    def _write_join_token(self, ca_pem: bytes) -> None:
+        """DIR/node-token in the secure form (rewritten only when it changes, e.g. a new CA)."""
+        token = str(jointoken.JoinToken(password=self._node_password, ca_hash=jointoken.ca_hash(ca_pem)))
+        if token != self.node_token:
+            _write_private(self._node_token_path, token + "\n")
+            self.node_token = token
+        self._tokens = (self.admin_token.encode(), self._node_password.encode(), token.encode())
+
     async def start(self) -> None:
         if self._storage is None:
             self._storage = await asyncio.to_thread(open_storage, self.config.datastore, data_dir=self.config.data_dir)
@@ -184,6 +203,7 @@ class APIServer:
                                                  bind_address=self.config.bind_address,
                                                  service_ip=self.registry.services.ips.kubernetes_ip)
             ssl_context = self.certs.ssl_context()
+            await asyncio.to_thread(self._write_join_token, self.certs.ca_pem())
         site = web.TCPSite(self._runner, self.config.bind_address, self.config.port, reuse_address=True,
                            ssl_context=ssl_context)
         await site.start()
@@ -256,7 +276,7 @@ class APIServer:
             ("/version", get_version), ("/api", get_api), ("/apis", get_apis), ("/api/v1", get_core),
             ("/apis/{group}", self._group), ("/apis/{group}/{version}", get_group_version),
             ("/healthz", self._health), ("/livez", self._health), ("/readyz", self._ready),
-            ("/openapi/v2", self._openapi),
+            ("/openapi/v2", self._openapi), ("/cacerts", self._cacerts),
         ]
         for path, handler in routes:
             app.router.add_get(path, handler)
@@ -290,6 +310,12 @@ class APIServer:
         except (StorageError, TimeoutError) as exc:
             return web.Response(status=503, text=f"[-]storage failed: {exc}\nreadyz check failed")
         return web.Response(text="ok")
+
+    async def _cacerts(self, request: web.Request) -> web.Response:
+        """The CA bundle, byte for byte as on disk (the join token's hash is over these bytes)."""
+        if self.certs is None:
+            raise web.HTTPNotFound()
+        return web.Response(body=await asyncio.to_thread(self.certs.ca_pem), content_type="application/x-pem-file")
 
     @staticmethod
     async def _openapi(request: web.Request) -> web.Response:

@@ -1,0 +1,127 @@
+"""`slimkube up` and `slimkube agent`: start the pieces in order, print progress, stop in reverse order
+(k3s pkg/cli/server + pkg/agent: the server's readiness gates the agent; the agent joins with the node
+token the server just wrote).
+
+`up`, in one process:
+1. take `DIR/node.lock` (control/nodelock.py) so `down` and a second `up` refuse while this runs;
+2. the API server on its own asyncio loop thread (control/apiserver/server.py), on 0.0.0.0:6443 unless
+   told otherwise; it writes DIR/admin.kubeconfig and DIR/node-token;
+3. a kubelet joining it exactly as `slimkube agent` would (nodeagent/bootstrap.py with the node token
+   and the server's CA file), node name = hostname, podCIDR = the cluster CIDR's first /24;
+4. wait for the node to report Ready, then print the kubeconfig path;
+5. on SIGINT/SIGTERM: kubelet.stop() (pods keep running; the next `up` adopts them), then the server.
+
+The kube-proxy joins this sequence with issue 6. A failure at any step stops what was started and
+raises `NodeError` (exit 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from control.apiserver.server import APIServer, ServerConfig
+from control.client.kubeconfig import ClientConfig
+from control.stopsignal import StopOnSignal
+
+PROGRESS_SECONDS = 10.0
+Say = Callable[[str], None]
+
+
+class NodeError(RuntimeError):
+    """Start-up failed; the message says which step."""
+
+
+class KubeletLike(Protocol):
+    node_name: str
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def is_ready(self) -> bool: ...
+
+
+class BackgroundServer:
+    """An APIServer on its own event-loop thread, so the main thread stays free for signals."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.server = APIServer(config)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="apiserver", daemon=True)
+
+    def start(self, *, timeout: float = 120.0) -> APIServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(timeout=timeout)
+        return self.server
+
+    def stop(self, *, timeout: float = 30.0) -> None:
+        if not self._thread.is_alive():
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(timeout=timeout)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            if not self._thread.is_alive():
+                self._loop.close()
+
+
+def run_kubelet(kubelet: KubeletLike, stop: threading.Event, *, say: Say,
+                on_ready: Callable[[], None] | None = None, tag: str = "agent") -> None:
+    """Start the kubelet, report its way to Ready, run until `stop` is set, then stop it (pods stay)."""
+    say(f"[{tag}] starting kubelet for node {kubelet.node_name}")
+    try:
+        kubelet.start()
+    except Exception as exc:
+        try:
+            kubelet.stop()  # whatever part of it did start
+        except Exception:  # noqa: BLE001 - the start-up error is the one to report
+            pass
+        raise NodeError(f"the kubelet did not start: {exc}") from exc
+    say(f"[{tag}] node {kubelet.node_name} registered")
+    try:
+        started = time.monotonic()
+        last_word = started
+        while not stop.is_set() and not kubelet.is_ready():
+            if time.monotonic() - last_word >= PROGRESS_SECONDS:
+                last_word = time.monotonic()
+                say(f"[{tag}] waiting for node {kubelet.node_name} to be Ready ({last_word - started:.0f} s)")
+            stop.wait(0.2)
+        if not stop.is_set():
+            say(f"[{tag}] node {kubelet.node_name} Ready")
+            if on_ready is not None:
+                on_ready()
+        stop.wait()
+    finally:
+        say(f"[{tag}] stopping kubelet (pods keep running)")
+        kubelet.stop()
+
+
+def run_up(server_config: ServerConfig, make_kubelet: Callable[[ClientConfig], KubeletLike], *,
+           join: Callable[[APIServer], ClientConfig], signals: StopOnSignal, say: Say) -> None:
+    """Steps 2-5 of the module notes (the caller holds the lock and installed `signals`)."""
+    background = BackgroundServer(server_config)
+    try:
+        try:
+            api = background.start()
+        except Exception as exc:
+            raise NodeError(f"the API server did not start: {exc}") from exc
+        say(f"[up] API server ready at {api.url}")
+        if signals.event.is_set():
+            return
+        kubelet = make_kubelet(join(api))
+
+        def ready() -> None:
+            say(f"[up] kubeconfig: {api.kubeconfig_path}")
+            say(f"[up] ready: export KUBECONFIG={api.kubeconfig_path}; Ctrl-C stops (pods keep running)")
+
+        run_kubelet(kubelet, signals.event, say=say, on_ready=ready, tag="up")
+    finally:
+        say("[up] stopping API server")
+        background.stop()
+        say("[up] stopped")
+

@@ -1,0 +1,178 @@
+"""`slimkube up` / Ctrl-C / `up` again / `down` as a user runs them (issue 5 item 12), against the real
+dockerd, kernel and iptables: `python -m control.cli up` as a child process with a kubelet config in its
+data dir (DATA_DIR/kubelet.yaml) naming a test node, bridge, veth prefix, pod CIDR and chains, so nothing
+collides with a real cluster on this host.
+
+A pod bound to the node runs; SIGINT ends `up` with exit 0 and leaves the pod's containers running; the
+next `up` adopts them (same container ids, restartCount unchanged); `down` removes containers, bridge and
+chains. Teardown removes everything labelled with the test's node name, the bridge and the chains even
+when the test fails (the containers carry no `slimkube.test` label: the CLI has no way to add one).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from control.client.rest import RESTClient
+from nodeagent.network import rules
+from nodeagent.network.iptables import detect
+from nodeagent.runtime import labels
+from tests.support.apiserver import free_port
+from tests.support.hostnet import free_pod_cidr
+from tests.support.substrate import delete_link
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 90.0
+STOP_TIMEOUT = 45.0
+
+
+class UpProcess:
+    """`slimkube up` as a child process; its output is collected line by line."""
+
+    def __init__(self, data_dir: str, port: int) -> None:
+        self.lines: list[str] = []
+        self._cond = threading.Condition()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "control.cli", "up", "--data-dir", data_dir, "--bind-address", "127.0.0.1",
+             "--port", str(port)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._cond:
+                self.lines.append(line.rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait_for(self, prefix: str, timeout: float = START_TIMEOUT) -> str:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                found = [line for line in self.lines if line.startswith(prefix)]
+                if found:
+                    return found[0]
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    raise AssertionError(f"no {prefix!r} line (exit {self.proc.poll()}):\n" + "\n".join(self.lines))
+                self._cond.wait(min(left, 0.5))
+
+    def interrupt(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("`up` did not stop on SIGINT:\n" + "\n".join(self.lines)) from None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()  # by PID: the child this test started
+            self.proc.wait(timeout=10)
+
+
+def node_containers(docker_api, node: str) -> dict[str, dict]:
+    return {c["Id"]: c for c in docker_api.containers(all=True, filters={"label": f"{labels.NODE}={node}"})}
+
+
+def wait_running(client: RESTClient, path: str, timeout: float = START_TIMEOUT) -> dict:
+    deadline = time.monotonic() + timeout
+    pod: dict = {}
+    while time.monotonic() < deadline:
+        pod = client.get(path)
+        statuses = pod.get("status", {}).get("containerStatuses") or []
+        if pod.get("status", {}).get("phase") == "Running" and statuses and all(s.get("ready") for s in statuses):
+            return pod
+        time.sleep(0.3)
+    raise AssertionError(f"pod not Running within {timeout} s: {pod.get('status')}")
+
+
+@pytest.fixture
+def node(root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanup: Callable) -> dict:
+    """A data dir whose kubelet.yaml names this test's node, bridge, pod CIDR and chains; all removed at
+    teardown."""
+    data_dir = tmp_path / "up"
+    data_dir.mkdir()
+    settings = {
+        "nodeName": f"sktest-{run_id}", "podBridge": f"sktest{run_id}", "vethPrefix": "skt",
+        "clusterCIDR": "10.244.0.0/16", "podCIDR": free_pod_cidr(), "address": "127.0.0.1", "port": free_port(),
+        "podForwardChain": f"KUBE-SKTEST-{run_id}-FWD", "podMasqueradeChain": f"KUBE-SKTEST-{run_id}-MASQ",
+        "nodeStatusUpdateFrequency": "2s",
+    }
+    (data_dir / "kubelet.yaml").write_text(yaml.safe_dump(settings))
+    pod_rules = rules.PodRulesConfig(bridge=settings["podBridge"], pod_cidr=settings["podCIDR"],
+                                     cluster_cidr=settings["clusterCIDR"], forward_chain=settings["podForwardChain"],
+                                     masq_chain=settings["podMasqueradeChain"])
+
+    def remove_containers() -> None:
+        for cid in node_containers(docker_api, settings["nodeName"]):
+            docker_api.remove_container(cid, force=True, v=True)
+
+    cleanup(lambda: rules.remove(detect(), pod_rules))
+    cleanup(lambda: delete_link(settings["podBridge"]))
+    cleanup(remove_containers)
+    return {"data_dir": str(data_dir), **settings}
+
+
+def test_up_ctrl_c_up_adopts_then_down_removes_everything(node: dict, docker_api, cleanup: Callable) -> None:
+    data_dir, name = node["data_dir"], node["nodeName"]
+    port = free_port()
+    first = UpProcess(data_dir, port)
+    cleanup(first.kill)
+    kubeconfig = first.wait_for("[up] kubeconfig: ").split(": ", 1)[1]
+    assert kubeconfig == os.path.join(data_dir, "admin.kubeconfig")
+    assert first.wait_for("[up] API server ready at https://127.0.0.1:")
+    assert first.wait_for(f"[up] node {name} registered")
+    with RESTClient.from_kubeconfig(kubeconfig) as client:
+        assert client.get(f"/api/v1/nodes/{name}")["spec"].get("podCIDR") == node["podCIDR"]
+        path = "/api/v1/namespaces/default/pods/sleeper"
+        client.create("/api/v1/namespaces/default/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sleeper"},
+            "spec": {"nodeName": name, "terminationGracePeriodSeconds": 1, "containers": [
+                {"name": "app", "image": "slimkube/busybox:1", "imagePullPolicy": "Never",
+                 "command": ["sleep", "3600"]}]}})
+        before = wait_running(client, path)
+    containers = node_containers(docker_api, name)
+    assert len(containers) == 2 and all(c["State"] == "running" for c in containers.values())
+
+    assert first.interrupt() == 0, "\n".join(first.lines)
+    assert any("pods keep running" in line for line in first.lines)
+    after_stop = node_containers(docker_api, name)
+    assert set(after_stop) == set(containers) and all(c["State"] == "running" for c in after_stop.values())
+
+    second = UpProcess(data_dir, port)
+    cleanup(second.kill)
+    second.wait_for("[up] kubeconfig: ")
+    with RESTClient.from_kubeconfig(kubeconfig) as client:
+        time.sleep(3)  # a sync or two after adoption: nothing may be restarted
+        adopted = wait_running(client, path)
+    old, new = before["status"]["containerStatuses"][0], adopted["status"]["containerStatuses"][0]
+    assert (new["containerID"], new["restartCount"]) == (old["containerID"], old["restartCount"])
+    assert adopted["status"]["podIP"] == before["status"]["podIP"]
+    assert set(node_containers(docker_api, name)) == set(containers)
+
+    refused = subprocess.run([sys.executable, "-m", "control.cli", "down", "--data-dir", data_dir], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "stop it before `down`" in refused.stderr
+    assert second.interrupt() == 0, "\n".join(second.lines)
+
+    down = subprocess.run([sys.executable, "-m", "control.cli", "down", "--data-dir", data_dir], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert down.returncode == 0, down.stderr
+    assert "removed 2 containers" in down.stderr and "kept the data store" in down.stderr
+    assert node_containers(docker_api, name) == {}
+    assert subprocess.run(["ip", "link", "show", node["podBridge"]], capture_output=True).returncode != 0
+    iptables = detect()
+    for table, chain in (("filter", node["podForwardChain"]), ("nat", node["podMasqueradeChain"])):
+        assert not iptables.has_chain(table, chain)
+    assert os.path.exists(os.path.join(data_dir, "state.db"))

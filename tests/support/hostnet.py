@@ -1,0 +1,19 @@
+"""Host network facts tests and benchmarks need to stay clear of a real node on the same host."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import random
+import subprocess
+
+
+def free_pod_cidr() -> str:
+    """A 10.244.N.0/24 (N ≥ 100) that no route on this host overlaps (a real node here uses a low N)."""
+    routes = json.loads(subprocess.run(["ip", "-j", "route"], capture_output=True, text=True, check=True).stdout)
+    taken = [ipaddress.ip_network(r["dst"]) for r in routes if r["dst"] != "default"]
+    for n in random.sample(range(100, 255), 155):
+        candidate = ipaddress.ip_network(f"10.244.{n}.0/24")
+        if not any(candidate.overlaps(t) for t in taken):
+            return str(candidate)
+    raise RuntimeError("no free 10.244.N.0/24 on this host")
