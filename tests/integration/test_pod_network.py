@@ -135,7 +135,9 @@ def test_two_sandboxes_reach_each_other_their_gateway_and_the_host_reaches_them(
         assert pod.host_veth.startswith("sktest") and len(pod.host_veth) == 15
         assert (sysfs / "master").resolve().name == config.bridge
         assert (sysfs / "brport" / "hairpin_mode").read_text().strip() == "1"
-        assert (sysfs / "operstate").read_text().strip() in ("up", "unknown")
+        # administratively up (IFF_UP); operstate follows the carrier asynchronously (the kernel's link
+        # watch can lag up to a second), so it is not what setup promises
+        assert int((sysfs / "flags").read_text(), 16) & 0x1
     inside = json.loads(in_netns(a_ns, "ip", "-j", "-4", "addr", "show", "eth0").stdout)
     assert [(i["local"], i["prefixlen"]) for i in inside[0]["addr_info"]] == [(a.ip, 24)]
     assert f"default via {config.gateway} dev eth0" in in_netns(a_ns, "ip", "route").stdout
