@@ -176,3 +176,46 @@ def test_up_ctrl_c_up_adopts_then_down_removes_everything(node: dict, docker_api
     for table, chain in (("filter", node["podForwardChain"]), ("nat", node["podMasqueradeChain"])):
         assert not iptables.has_chain(table, chain)
     assert os.path.exists(os.path.join(data_dir, "state.db"))
+
+
+def test_kill_9_of_up_leaves_pods_running_and_the_next_up_adopts_them(node: dict, docker_api,
+                                                                       cleanup: Callable) -> None:
+    """A crash, not a clean stop: SIGKILL gives the kubelet (and the API server in the same process) no
+    chance to tidy anything; the pod's containers keep running and the restarted kubelet adopts them from
+    Docker's labels, its IPAM file and the store, restarting nothing."""
+    data_dir, name = node["data_dir"], node["nodeName"]
+    port = free_port()
+    first = UpProcess(data_dir, port)
+    cleanup(first.kill)
+    kubeconfig = first.wait_for("[up] kubeconfig: ").split(": ", 1)[1]
+    path = "/api/v1/namespaces/default/pods/survivor"
+    with RESTClient.from_kubeconfig(kubeconfig) as client:
+        client.create("/api/v1/namespaces/default/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "survivor"},
+            "spec": {"nodeName": name, "terminationGracePeriodSeconds": 1, "containers": [
+                {"name": "app", "image": "slimkube/busybox:1", "imagePullPolicy": "Never",
+                 "command": ["sleep", "3600"]}]}})
+        before = wait_running(client, path)
+    containers = node_containers(docker_api, name)
+
+    first.kill()
+    assert first.proc.returncode == -signal.SIGKILL
+    after_kill = node_containers(docker_api, name)
+    assert set(after_kill) == set(containers) and all(c["State"] == "running" for c in after_kill.values())
+
+    second = UpProcess(data_dir, port)
+    cleanup(second.kill)
+    second.wait_for("[up] kubeconfig: ")
+    with RESTClient.from_kubeconfig(kubeconfig) as client:
+        time.sleep(3)  # a sync or two after adoption: nothing may be restarted
+        adopted = wait_running(client, path)
+        old, new = before["status"]["containerStatuses"][0], adopted["status"]["containerStatuses"][0]
+        assert (new["containerID"], new["restartCount"]) == (old["containerID"], old["restartCount"])
+        assert adopted["status"]["podIP"] == before["status"]["podIP"]
+        assert set(node_containers(docker_api, name)) == set(containers)
+        client.delete(path)
+        deadline = time.monotonic() + 30
+        while node_containers(docker_api, name) and time.monotonic() < deadline:
+            time.sleep(0.3)
+    assert node_containers(docker_api, name) == {}, "the adopted pod's containers outlived its deletion"
+    assert second.interrupt() == 0, "\n".join(second.lines)
