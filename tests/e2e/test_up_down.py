@@ -97,6 +97,26 @@ def wait_running(client: RESTClient, path: str, timeout: float = START_TIMEOUT) 
     raise AssertionError(f"pod not Running within {timeout} s: {pod.get('status')}")
 
 
+def run_sleeper(client: RESTClient, node: str, name: str) -> dict:
+    """Create a one-container pod bound to `node` and return it once Running."""
+    client.create("/api/v1/namespaces/default/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [
+            {"name": "app", "image": "slimkube/busybox:1", "imagePullPolicy": "Never",
+             "command": ["sleep", "3600"]}]}})
+    return wait_running(client, f"/api/v1/namespaces/default/pods/{name}")
+
+
+def assert_adopted(client: RESTClient, before: dict, docker_api, node: str, containers: dict) -> None:
+    """After a restart, a sync or two later: the same containers, restartCount and IP (nothing restarted)."""
+    time.sleep(3)
+    adopted = wait_running(client, f"/api/v1/namespaces/default/pods/{before['metadata']['name']}")
+    old, new = before["status"]["containerStatuses"][0], adopted["status"]["containerStatuses"][0]
+    assert (new["containerID"], new["restartCount"]) == (old["containerID"], old["restartCount"])
+    assert adopted["status"]["podIP"] == before["status"]["podIP"]
+    assert set(node_containers(docker_api, node)) == set(containers)
+
+
 @pytest.fixture
 def node(root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanup: Callable) -> dict:
     """A data dir whose kubelet.yaml names this test's node, bridge, pod CIDR and chains; all removed at
@@ -135,13 +155,7 @@ def test_up_ctrl_c_up_adopts_then_down_removes_everything(node: dict, docker_api
     assert first.wait_for(f"[up] node {name} registered")
     with RESTClient.from_kubeconfig(kubeconfig) as client:
         assert client.get(f"/api/v1/nodes/{name}")["spec"].get("podCIDR") == node["podCIDR"]
-        path = "/api/v1/namespaces/default/pods/sleeper"
-        client.create("/api/v1/namespaces/default/pods", {
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sleeper"},
-            "spec": {"nodeName": name, "terminationGracePeriodSeconds": 1, "containers": [
-                {"name": "app", "image": "slimkube/busybox:1", "imagePullPolicy": "Never",
-                 "command": ["sleep", "3600"]}]}})
-        before = wait_running(client, path)
+        before = run_sleeper(client, name, "sleeper")
     containers = node_containers(docker_api, name)
     assert len(containers) == 2 and all(c["State"] == "running" for c in containers.values())
 
@@ -154,12 +168,7 @@ def test_up_ctrl_c_up_adopts_then_down_removes_everything(node: dict, docker_api
     cleanup(second.kill)
     second.wait_for("[up] kubeconfig: ")
     with RESTClient.from_kubeconfig(kubeconfig) as client:
-        time.sleep(3)  # a sync or two after adoption: nothing may be restarted
-        adopted = wait_running(client, path)
-    old, new = before["status"]["containerStatuses"][0], adopted["status"]["containerStatuses"][0]
-    assert (new["containerID"], new["restartCount"]) == (old["containerID"], old["restartCount"])
-    assert adopted["status"]["podIP"] == before["status"]["podIP"]
-    assert set(node_containers(docker_api, name)) == set(containers)
+        assert_adopted(client, before, docker_api, name, containers)
 
     refused = subprocess.run([sys.executable, "-m", "control.cli", "down", "--data-dir", data_dir], cwd=ROOT,
                              capture_output=True, text=True, timeout=60)
@@ -188,14 +197,8 @@ def test_kill_9_of_up_leaves_pods_running_and_the_next_up_adopts_them(node: dict
     first = UpProcess(data_dir, port)
     cleanup(first.kill)
     kubeconfig = first.wait_for("[up] kubeconfig: ").split(": ", 1)[1]
-    path = "/api/v1/namespaces/default/pods/survivor"
     with RESTClient.from_kubeconfig(kubeconfig) as client:
-        client.create("/api/v1/namespaces/default/pods", {
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "survivor"},
-            "spec": {"nodeName": name, "terminationGracePeriodSeconds": 1, "containers": [
-                {"name": "app", "image": "slimkube/busybox:1", "imagePullPolicy": "Never",
-                 "command": ["sleep", "3600"]}]}})
-        before = wait_running(client, path)
+        before = run_sleeper(client, name, "survivor")
     containers = node_containers(docker_api, name)
 
     first.kill()
@@ -207,13 +210,8 @@ def test_kill_9_of_up_leaves_pods_running_and_the_next_up_adopts_them(node: dict
     cleanup(second.kill)
     second.wait_for("[up] kubeconfig: ")
     with RESTClient.from_kubeconfig(kubeconfig) as client:
-        time.sleep(3)  # a sync or two after adoption: nothing may be restarted
-        adopted = wait_running(client, path)
-        old, new = before["status"]["containerStatuses"][0], adopted["status"]["containerStatuses"][0]
-        assert (new["containerID"], new["restartCount"]) == (old["containerID"], old["restartCount"])
-        assert adopted["status"]["podIP"] == before["status"]["podIP"]
-        assert set(node_containers(docker_api, name)) == set(containers)
-        client.delete(path)
+        assert_adopted(client, before, docker_api, name, containers)
+        client.delete("/api/v1/namespaces/default/pods/survivor")
         deadline = time.monotonic() + 30
         while node_containers(docker_api, name) and time.monotonic() < deadline:
             time.sleep(0.3)
