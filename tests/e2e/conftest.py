@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import unavailable
-from tests.support.apiserver import Endpoint, ThreadServer
+from tests.support.apiserver import Endpoint, running_server
 
 KUBECTLS = {
     "1.33": "/usr/lib/google-cloud-sdk/bin/kubectl.1.33",
@@ -26,12 +26,8 @@ KUBECTLS = {
 @pytest.fixture(scope="module")
 def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
     """One API server (embedded SQLite) per test module, stopped at the module's end."""
-    server = ThreadServer(str(tmp_path_factory.mktemp("apiserver")), bookmark_seconds=1.0)
-    endpoint = server.start()
-    try:
+    with running_server(str(tmp_path_factory.mktemp("apiserver")), bookmark_seconds=1.0) as endpoint:
         yield endpoint
-    finally:
-        server.stop()
 
 
 @dataclass

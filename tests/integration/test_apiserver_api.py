@@ -15,17 +15,13 @@ import pytest
 import requests
 
 from control.storage.sqlite import SQLiteStorage
-from tests.support.apiserver import Endpoint, ThreadServer
+from tests.support.apiserver import Endpoint, running_server
 
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
-    server = ThreadServer(str(tmp_path_factory.mktemp("apiserver")), bookmark_seconds=0.5)
-    endpoint = server.start()
-    try:
+    with running_server(str(tmp_path_factory.mktemp("apiserver")), bookmark_seconds=0.5) as endpoint:
         yield endpoint
-    finally:
-        server.stop()
 
 
 @pytest.fixture

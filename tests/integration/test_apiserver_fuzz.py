@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from control.apiserver.resources import by_path
-from tests.support.apiserver import Endpoint, ThreadServer
+from tests.support.apiserver import Endpoint, running_server
 
 NAMESPACE = "fuzz"
 VICTIM = "victim"  # the namespace the fuzzing may write to, delete or mark Terminating
@@ -278,13 +278,9 @@ def headers(draw: st.DrawFn) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
-    server = ThreadServer(str(tmp_path_factory.mktemp("apiserver")), bookmark_seconds=0.5)
-    endpoint = server.start()
-    try:
+    with running_server(str(tmp_path_factory.mktemp("apiserver")), bookmark_seconds=0.5) as endpoint:
         _seed(endpoint)
         yield endpoint
-    finally:
-        server.stop()
 
 
 def _seed(api: Endpoint) -> None:

@@ -15,21 +15,16 @@ import pytest
 from control.client.events import EventRecorder
 from control.client.leaderelection import LeaderElector
 from control.client.rest import RESTClient
-from tests.support.apiserver import ThreadServer
+from tests.support.apiserver import running_server
 
 LEASE = dict(lease_duration=2.0, renew_deadline=1.5, retry_period=0.3)
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RESTClient]:
-    server = ThreadServer(str(tmp_path_factory.mktemp("apiserver")))
-    endpoint = server.start()
-    rest = RESTClient.from_kubeconfig(endpoint.kubeconfig)
-    try:
+    with running_server(str(tmp_path_factory.mktemp("apiserver"))) as endpoint, \
+            RESTClient.from_kubeconfig(endpoint.kubeconfig) as rest:
         yield rest
-    finally:
-        rest.close()
-        server.stop()
 
 
 @pytest.fixture

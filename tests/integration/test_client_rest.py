@@ -16,17 +16,13 @@ from control.client import errors
 from control.client.paths import resource_path
 from control.client.rest import RESTClient, WatchEvent
 from control.storage.sqlite import SQLiteStorage
-from tests.support.apiserver import Endpoint, ProcessServer, ThreadServer
+from tests.support.apiserver import Endpoint, ProcessServer, running_server
 
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
-    server = ThreadServer(str(tmp_path_factory.mktemp("client-api")), bookmark_seconds=0.5)
-    endpoint = server.start()
-    try:
+    with running_server(str(tmp_path_factory.mktemp("client-api")), bookmark_seconds=0.5) as endpoint:
         yield endpoint
-    finally:
-        server.stop()
 
 
 @pytest.fixture

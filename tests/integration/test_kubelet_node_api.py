@@ -25,7 +25,7 @@ from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.server import KubeletServer
 from nodeagent.sources import CONFIG_MIRROR, FileSource
-from tests.support.apiserver import ThreadServer, free_port
+from tests.support.apiserver import free_port, running_server
 
 MANIFEST = """apiVersion: v1
 kind: Pod
@@ -37,14 +37,9 @@ spec:
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RESTClient]:
-    server = ThreadServer(str(tmp_path_factory.mktemp("apiserver")))
-    endpoint = server.start()
-    rest = RESTClient.from_kubeconfig(endpoint.kubeconfig)
-    try:
+    with running_server(str(tmp_path_factory.mktemp("apiserver"))) as endpoint, \
+            RESTClient.from_kubeconfig(endpoint.kubeconfig) as rest:
         yield rest
-    finally:
-        rest.close()
-        server.stop()
 
 
 def wait_until(predicate: Callable[[], object], timeout: float = 10) -> object:

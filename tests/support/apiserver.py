@@ -12,6 +12,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import requests
@@ -70,6 +72,18 @@ class ThreadServer:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         self._loop.close()
+
+
+@contextmanager
+def running_server(data_dir: str, **config) -> Iterator[Endpoint]:
+    """A ThreadServer for the duration of a `with` block (a test module's fixture), stopped even when the
+    block fails."""
+    server = ThreadServer(data_dir, **config)
+    endpoint = server.start()
+    try:
+        yield endpoint
+    finally:
+        server.stop()
 
 
 class ProcessServer:
