@@ -1,0 +1,139 @@
+"""What the proxy knows about services and endpoints, as plain frozen values.
+
+Follows upstream's pkg/proxy: `ServicePortName` (types.go) names one port of one service and is the key of
+everything else; `ServicePortInfo` is the part of a Service that matters to the rules for that port
+(serviceport.go BaseServicePortInfo); `EndpointInfo` one backend address of it (endpoint.go
+BaseEndpointInfo). The change trackers turn Service and Endpoints objects (wire-format dicts) into these
+with the pure functions below, and the renderer reads only these values, so rendering needs no API
+objects and can be tested on tables.
+
+Endpoints objects are matched to service ports by port *name*, as upstream's endpoints change tracker does:
+the endpoints controller has already resolved each service port's targetPort (by name or number) into the
+Endpoints' ports, and gave them the service port's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_AFFINITY_TIMEOUT = 10800  # seconds; the API server's default for ClientIP affinity
+
+
+@dataclass(frozen=True, order=True)
+class ServicePortName:
+    """`ns/name:port` — the port name may be empty for a single unnamed port (upstream types.go String())."""
+
+    namespace: str
+    name: str
+    port: str
+    protocol: str  # "TCP" | "UDP" | "SCTP", as in the API
+
+    def __str__(self) -> str:
+        base = f"{self.namespace}/{self.name}"
+        return f"{base}:{self.port}" if self.port else base
+
+
+@dataclass(frozen=True)
+class ServicePortInfo:
+    """One port of a Service as the rules need it."""
+
+    name: ServicePortName
+    cluster_ip: str                      # "" or "None" means no ClusterIP rules
+    port: int
+    protocol: str
+    node_port: int = 0
+    session_affinity_seconds: int = 0    # 0: no ClientIP affinity
+    external_ips: tuple[str, ...] = ()
+    load_balancer_ips: tuple[str, ...] = ()
+    external_policy_local: bool = False  # externalTrafficPolicy: Local
+    internal_policy_local: bool = False  # internalTrafficPolicy: Local
+
+
+@dataclass(frozen=True, order=True)
+class EndpointInfo:
+    """One backend of one service port."""
+
+    ip: str
+    port: int
+    ready: bool = True
+    node_name: str = ""
+    is_local: bool = False  # on this proxy's node
+
+    @property
+    def address(self) -> str:
+        return f"{self.ip}:{self.port}"
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """This node's facts and the proxy options the rules depend on (KubeProxyConfiguration names in comments)."""
+
+    node_name: str
+    node_ips: tuple[str, ...] = ()            # the node's addresses, for NodePorts and "is local" checks
+    cluster_cidr: str = ""                    # clusterCIDR: masquerade service traffic from outside it
+    masquerade_all: bool = False              # iptables.masqueradeAll
+    masquerade_bit: int = 14                  # iptables.masqueradeBit → mark 0x4000
+    nodeport_addresses: tuple[str, ...] = ()  # nodePortAddresses (CIDRs); empty: every local address
+    localhost_nodeports: bool = True          # iptables.localhostNodePorts
+
+
+@dataclass(frozen=True)
+class ProxyState:
+    """Everything a sync renders from: every service port and its backends (ready and not)."""
+
+    services: Mapping[ServicePortName, ServicePortInfo]
+    endpoints: Mapping[ServicePortName, Sequence[EndpointInfo]]
+
+
+def service_ports(service: Mapping[str, Any]) -> list[ServicePortInfo]:
+    """The rule-relevant ports of a Service; none for headless or ExternalName services.
+
+    Upstream skips services whose ClusterIP is "" or "None" (headless) and type ExternalName
+    (serviceport.go newBaseServiceInfo callers in servicechangetracker.go).
+    """
+    meta, spec = service.get("metadata") or {}, service.get("spec") or {}
+    cluster_ip = spec.get("clusterIP") or ""
+    if spec.get("type") == "ExternalName" or cluster_ip in ("", "None"):
+        return []
+    affinity = 0
+    if spec.get("sessionAffinity") == "ClientIP":
+        config = ((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {})
+        affinity = int(config.get("timeoutSeconds") or DEFAULT_AFFINITY_TIMEOUT)
+    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    lb_ips = tuple(entry["ip"] for entry in ingress if entry.get("ip"))
+    result = []
+    for port in spec.get("ports") or []:
+        protocol = port.get("protocol") or "TCP"
+        name = ServicePortName(meta.get("namespace", ""), meta.get("name", ""), port.get("name") or "", protocol)
+        result.append(ServicePortInfo(
+            name=name, cluster_ip=cluster_ip, port=int(port["port"]), protocol=protocol,
+            node_port=int(port.get("nodePort") or 0), session_affinity_seconds=affinity,
+            external_ips=tuple(spec.get("externalIPs") or ()), load_balancer_ips=lb_ips,
+            external_policy_local=spec.get("externalTrafficPolicy") == "Local",
+            internal_policy_local=spec.get("internalTrafficPolicy") == "Local"))
+    return result
+
+
+def endpoints_by_port(endpoints: Mapping[str, Any], *, node_name: str = "") -> dict[ServicePortName, list[EndpointInfo]]:
+    """Backends of an Endpoints object per service port name, sorted; not-ready addresses flagged.
+
+    Ports are keyed by (name, protocol): the Endpoints port name equals the service port name.
+    """
+    meta = endpoints.get("metadata") or {}
+    result: dict[ServicePortName, list[EndpointInfo]] = {}
+    for subset in endpoints.get("subsets") or []:
+        addresses = [(address, True) for address in subset.get("addresses") or []]
+        addresses += [(address, False) for address in subset.get("notReadyAddresses") or []]
+        for port in subset.get("ports") or []:
+            key = ServicePortName(meta.get("namespace", ""), meta.get("name", ""), port.get("name") or "",
+                                  port.get("protocol") or "TCP")
+            for address, ready in addresses:
+                host = address.get("nodeName") or ""
+                result.setdefault(key, []).append(EndpointInfo(
+                    ip=address["ip"], port=int(port["port"]), ready=ready, node_name=host,
+                    is_local=bool(node_name) and host == node_name))
+    for backends in result.values():
+        backends.sort()
+    return result
