@@ -241,9 +241,10 @@ def _initialized(pod: Mapping[str, Any], inits: dict[str, dict[str, Any]], apps:
 
 
 def _containers_ready(apps: dict[str, dict[str, Any]], phase: str) -> dict[str, Any]:
-    """GenerateContainersReadyCondition."""
-    if phase == "Succeeded":
-        return _condition("ContainersReady", False, "PodCompleted")
+    """GenerateContainersReadyCondition: a terminal pod is never ready — upstream (1.27+) says so explicitly for
+    Failed too, since its containers may still be terminating (reasons PodCompleted / PodFailed)."""
+    if phase in TERMINAL_PHASES:
+        return _condition("ContainersReady", False, "PodCompleted" if phase == "Succeeded" else "PodFailed")
     unready = [name for name, s in apps.items() if not s.get("ready")]
     if unready:
         return _condition("ContainersReady", False, "ContainersNotReady",

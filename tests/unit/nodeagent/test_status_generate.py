@@ -143,6 +143,11 @@ CASES = [
         "phase": "Failed", "initContainerStatuses.0.state.terminated.exitCode": 1,
         "initContainerStatuses.0.ready": False, "conditions.Initialized.status": "False"},
      id="init-failed-never-pod-failed"),
+    pytest.param(pod(inits=("i1",), policy="Never"), runtime(ctr("i1", EXITED, exit=1), ctr("a")), {}, {
+        "phase": "Failed", "containerStatuses.0.state.running.startedAt": "2026-03-01T11:30:00Z",
+        "conditions.ContainersReady.status": "False", "conditions.ContainersReady.reason": "PodFailed",
+        "conditions.Ready.status": "False", "conditions.Ready.reason": "PodFailed"},
+     id="failed-pod-with-running-container-not-ready"),
     pytest.param(pod(inits=("i1",)), runtime(ctr("i1", EXITED, exit=1)),
                  {"waiting_reasons": {"i1": ("CrashLoopBackOff", "back-off 10s")}}, {
         "phase": "Pending", "initContainerStatuses.0.state.waiting.reason": "CrashLoopBackOff",
