@@ -4,9 +4,11 @@ k3s pkg/daemons/control for starting the pieces in order and writing the admin k
 
 Lifecycle (aiohttp web_runner's explicit start/stop): `start` opens the store, bootstraps what must
 exist (system namespaces, the `kubernetes` Service, allocator repair), starts the watch cache and then
-listens; `stop` stops listening and closes open connections first (watch streams end, clients
-reconnect elsewhere), then stops the watch cache, then closes the store, so no request runs against a
-closed store.
+listens, then keeps the `kubernetes` Endpoints pointing at itself (master_endpoints.py); `stop` stops
+listening and closes open connections first (watch streams end, clients reconnect elsewhere), then stops
+the watch cache, then closes the store, so no request runs against a closed store. `serve_forever` (and
+control/allinone.py's BackgroundServer) then start the controller manager with this server's admin
+credentials, and stop it before the server.
 
 Authentication: bearer tokens. The admin token (in `DIR/admin.kubeconfig`) and the node token
 (`DIR/node-token`, what `slimkube agent --token` takes) are random, created on first start with mode
@@ -35,19 +37,23 @@ import secrets
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from aiohttp import web
 
 from control import jointoken
-from control.apiserver import certs, discovery, openapi, status
+from control.apiserver import certs, discovery, master_endpoints, openapi, status
 from control.apiserver.handlers import ResourceHandlers, json_response
 from control.apiserver.registry import Registry
 from control.apiserver.status import APIError
 from control.apiserver.watchcache import WatchCache
+from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
+
+if TYPE_CHECKING:
+    from control.controllers.manager import ControllerManager
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +73,8 @@ class ServerConfig:
     max_inflight: int = 400
     bookmark_seconds: float = 60.0
     tls: bool = True  # client-go sends the kubeconfig's token only over https (see certs.py)
+    advertise_address: str | None = None  # the `kubernetes` Endpoints' IP (master_endpoints.advertise_address)
+    disable: frozenset[str] = frozenset()  # controllers serve_forever/BackgroundServer must not run (manager.py)
 
 
 def _read_or_create_secret(path: str) -> str:
@@ -161,6 +169,8 @@ class APIServer:
         self.registry: Registry | None = None
         self.port = config.port
         self.certs: certs.ServingCerts | None = None
+        self.advertise_address: str | None = None
+        self._endpoints_task: asyncio.Task | None = None
 
     @property
     def url(self) -> str:
@@ -169,6 +179,10 @@ class APIServer:
             host = "127.0.0.1"
         scheme = "https" if self.config.tls else "http"
         return f"{scheme}://{host}:{self.port}"
+
+    def client_config(self) -> ClientConfig:
+        """How components in this process (the controller manager) reach this server: URL, CA, admin token."""
+        return ClientConfig(server=self.url, token=self.admin_token, ca_file=self.certs.ca_path if self.certs else None)
 
     @property
     def kubeconfig_path(self) -> str:
@@ -212,9 +226,35 @@ class APIServer:
             self.port = sockets[0].getsockname()[1]
         _write_private(self.kubeconfig_path, yaml.safe_dump(kubeconfig(
             self.url, self.admin_token, ca_pem=self.certs.ca_pem() if self.certs else None), sort_keys=False))
+        self.advertise_address = await asyncio.to_thread(
+            master_endpoints.advertise_address, advertise=self.config.advertise_address,
+            bind_address=self.config.bind_address)
+        await asyncio.to_thread(self._reconcile_endpoints)
+        self._endpoints_task = asyncio.create_task(self._keep_endpoints())
         log.info("API server listening on %s (kubeconfig %s)", self.url, self.kubeconfig_path)
 
+    def _reconcile_endpoints(self) -> None:
+        assert self.registry is not None and self.advertise_address is not None
+        if master_endpoints.reconcile(self.registry, ip=self.advertise_address, port=self.port):
+            log.info("Endpoints default/kubernetes: %s:%d", self.advertise_address, self.port)
+
+    async def _keep_endpoints(self) -> None:
+        """Upstream's endpoint reconciler loop: put the `kubernetes` Endpoints back if someone changed it."""
+        while True:
+            await asyncio.sleep(master_endpoints.RECONCILE_SECONDS)
+            try:
+                await asyncio.to_thread(self._reconcile_endpoints)
+            except Exception:  # noqa: BLE001 - a storage hiccup must not end the loop
+                log.exception("reconciling Endpoints default/kubernetes failed")
+
     async def stop(self) -> None:
+        if self._endpoints_task is not None:
+            self._endpoints_task.cancel()
+            try:
+                await self._endpoints_task
+            except asyncio.CancelledError:
+                pass
+            self._endpoints_task = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -325,12 +365,23 @@ class APIServer:
         return json_response(openapi.openapi_v2_json())
 
 
+def start_controller_manager(server: APIServer) -> ControllerManager:
+    """The controllers `slimkube server` runs (all but `config.disable`), against `server`, started."""
+    from control.controllers.manager import ControllerManager
+
+    manager = ControllerManager(server.client_config(), disabled=server.config.disable)
+    manager.start()
+    return manager
+
+
 async def serve_forever(config: ServerConfig, *, ready: Callable[[APIServer], None] | None = None) -> None:
-    """Run until SIGINT/SIGTERM, then stop in order."""
+    """Run the API server, then the controller manager, until SIGINT/SIGTERM; stop the controllers first
+    (their last requests still reach the server), then the server."""
     import signal
 
     server = APIServer(config)
     await server.start()
+    manager = start_controller_manager(server)
     if ready is not None:
         ready(server)
     stop = asyncio.Event()
@@ -340,4 +391,5 @@ async def serve_forever(config: ServerConfig, *, ready: Callable[[APIServer], No
     try:
         await stop.wait()
     finally:
+        await asyncio.to_thread(manager.stop)
         await server.stop()

@@ -89,10 +89,12 @@ def running_server(data_dir: str, **config) -> Iterator[Endpoint]:
 class ProcessServer:
     """`slimkube server` as a child process (killed by PID, never by name)."""
 
-    def __init__(self, data_dir: str, *, port: int | None = None, datastore: str = "sqlite://") -> None:
+    def __init__(self, data_dir: str, *, port: int | None = None, datastore: str = "sqlite://",
+                 args: tuple[str, ...] = ()) -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
         self.datastore = datastore
+        self.args = args  # more `slimkube server` flags, e.g. ("--disable", "endpoint")
         self.process: subprocess.Popen | None = None
         self.log_path = os.path.join(data_dir, "server.log")
 
@@ -101,7 +103,7 @@ class ProcessServer:
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "control.cli", "server", "--data-dir", self.data_dir, "--bind-address",
-             "127.0.0.1", "--port", str(self.port), "--datastore", self.datastore],
+             "127.0.0.1", "--port", str(self.port), "--datastore", self.datastore, *self.args],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
         url = f"https://127.0.0.1:{self.port}"

@@ -1,0 +1,55 @@
+"""control/controllers/manager.py: enabled controllers run on their own threads until stop, disabled ones
+never start, unknown names are refused; `slimkube server --disable` checks names before starting."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from click.testing import CliRunner
+
+from control.cli import main
+from control.client.kubeconfig import ClientConfig
+from control.controllers.manager import CONTROLLERS, ControllerContext, ControllerManager
+
+CONFIG = ClientConfig(server="https://127.0.0.1:1", token="t")
+
+
+def test_runs_enabled_controllers_until_stop_and_skips_disabled():
+    ran: dict[str, threading.Event] = {"a": threading.Event(), "b": threading.Event()}
+    stopped: list[str] = []
+
+    def init(name: str):
+        def start(ctx: ControllerContext):
+            assert ctx.informers is not None and ctx.client is not None
+
+            def run(stop: threading.Event) -> None:
+                ran[name].set()
+                stop.wait()
+                stopped.append(name)
+            return run
+        return start
+
+    manager = ControllerManager(CONFIG, disabled={"b"}, controllers={"a": init("a"), "b": init("b")})
+    assert manager.enabled == ["a"]
+    manager.start()
+    assert ran["a"].wait(5)
+    manager.stop()
+    assert stopped == ["a"] and not ran["b"].is_set()
+
+
+def test_unknown_controller_names_are_refused():
+    with pytest.raises(ValueError, match="nope"):
+        ControllerManager(CONFIG, disabled={"nope"})
+    assert "endpoint" in CONTROLLERS
+
+
+def test_server_refuses_unknown_disable_names(tmp_path):
+    result = CliRunner().invoke(main, ["server", "--data-dir", str(tmp_path), "--disable", "endpoint,bogus"])
+    assert result.exit_code == 2
+    assert "bogus" in result.output
+
+
+def test_server_refuses_a_bad_advertise_address(tmp_path):
+    result = CliRunner().invoke(main, ["server", "--data-dir", str(tmp_path), "--advertise-address", "not-an-ip"])
+    assert result.exit_code == 2
