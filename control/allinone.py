@@ -5,14 +5,16 @@ token the server just wrote).
 `up`, in one process:
 1. take `DIR/node.lock` (control/nodelock.py) so `down` and a second `up` refuse while this runs;
 2. the API server on its own asyncio loop thread (control/apiserver/server.py), on 0.0.0.0:6443 unless
-   told otherwise; it writes DIR/admin.kubeconfig and DIR/node-token;
+   told otherwise; it writes DIR/admin.kubeconfig and DIR/node-token; then the controller manager;
 3. a kubelet joining it exactly as `slimkube agent` would (nodeagent/bootstrap.py with the node token
    and the server's CA file), node name = hostname, podCIDR = the cluster CIDR's first /24;
-4. wait for the node to report Ready, then print the kubeconfig path;
-5. on SIGINT/SIGTERM: kubelet.stop() (pods keep running; the next `up` adopts them), then the server.
+4. once the node is registered, the kube-proxy (proxy/app.py) with the same credential, this node's
+   name and the cluster CIDR, so the Node's InternalIP is known to it;
+5. wait for the node to report Ready, then print the kubeconfig path;
+6. on SIGINT/SIGTERM: kubelet.stop() (pods keep running; the next `up` adopts them), then the proxy (its
+   rules stay, so Services keep answering; the next `up` re-syncs them), then the server.
 
-The kube-proxy joins this sequence with issue 6. A failure at any step stops what was started and
-raises `NodeError` (exit 1).
+A failure at any step stops what was started and raises `NodeError` (exit 1).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from control.apiserver.server import APIServer, ServerConfig
+from control.apiserver.server import APIServer, ServerConfig, start_controller_manager
 from control.client.kubeconfig import ClientConfig
+from control.controllers.manager import ControllerManager
 from control.stopsignal import StopOnSignal
 
 PROGRESS_SECONDS = 10.0
@@ -45,20 +48,32 @@ class KubeletLike(Protocol):
     def is_ready(self) -> bool: ...
 
 
+class ProxyLike(Protocol):
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 class BackgroundServer:
-    """An APIServer on its own event-loop thread, so the main thread stays free for signals."""
+    """An APIServer on its own event-loop thread, so the main thread stays free for signals, and the
+    controller manager (all but `config.disable`) once it is ready; `stop` ends the controllers first."""
 
     def __init__(self, config: ServerConfig) -> None:
         self.server = APIServer(config)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="apiserver", daemon=True)
+        self._controllers: ControllerManager | None = None
 
     def start(self, *, timeout: float = 120.0) -> APIServer:
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(timeout=timeout)
+        self._controllers = start_controller_manager(self.server)
         return self.server
 
     def stop(self, *, timeout: float = 30.0) -> None:
+        if self._controllers is not None:
+            self._controllers.stop()
+            self._controllers = None
         if not self._thread.is_alive():
             return
         try:
@@ -71,8 +86,10 @@ class BackgroundServer:
 
 
 def run_kubelet(kubelet: KubeletLike, stop: threading.Event, *, say: Say,
-                on_ready: Callable[[], None] | None = None, tag: str = "agent") -> None:
-    """Start the kubelet, report its way to Ready, run until `stop` is set, then stop it (pods stay)."""
+                on_ready: Callable[[], None] | None = None, on_registered: Callable[[], None] | None = None,
+                tag: str = "agent") -> None:
+    """Start the kubelet, report its way to Ready, run until `stop` is set, then stop it (pods stay).
+    `on_registered` runs once the Node exists; if it raises, the kubelet is stopped and the error raised."""
     say(f"[{tag}] starting kubelet for node {kubelet.node_name}")
     try:
         kubelet.start()
@@ -84,6 +101,8 @@ def run_kubelet(kubelet: KubeletLike, stop: threading.Event, *, say: Say,
         raise NodeError(f"the kubelet did not start: {exc}") from exc
     say(f"[{tag}] node {kubelet.node_name} registered")
     try:
+        if on_registered is not None:
+            on_registered()
         started = time.monotonic()
         last_word = started
         while not stop.is_set() and not kubelet.is_ready():
@@ -102,7 +121,8 @@ def run_kubelet(kubelet: KubeletLike, stop: threading.Event, *, say: Say,
 
 
 def run_up(server_config: ServerConfig, make_kubelet: Callable[[ClientConfig], KubeletLike], *,
-           join: Callable[[APIServer], ClientConfig], signals: StopOnSignal, say: Say) -> None:
+           join: Callable[[APIServer], ClientConfig], signals: StopOnSignal, say: Say,
+           make_proxy: Callable[[ClientConfig], ProxyLike] | None = None) -> None:
     """Steps 2-5 of the module notes (the caller holds the lock and installed `signals`)."""
     background = BackgroundServer(server_config)
     try:
@@ -113,13 +133,32 @@ def run_up(server_config: ServerConfig, make_kubelet: Callable[[ClientConfig], K
         say(f"[up] API server ready at {api.url}")
         if signals.event.is_set():
             return
-        kubelet = make_kubelet(join(api))
+        client_config = join(api)
+        kubelet = make_kubelet(client_config)
+        proxies: list[ProxyLike] = []  # the started one, for the stop path
+
+        def registered() -> None:
+            if make_proxy is None:
+                return
+            say("[up] starting kube-proxy")
+            proxy = make_proxy(client_config)
+            try:
+                proxy.start()
+            except Exception as exc:
+                raise NodeError(f"the kube-proxy did not start: {exc}") from exc
+            proxies.append(proxy)
+            say("[up] kube-proxy running")
 
         def ready() -> None:
             say(f"[up] kubeconfig: {api.kubeconfig_path}")
             say(f"[up] ready: export KUBECONFIG={api.kubeconfig_path}; Ctrl-C stops (pods keep running)")
 
-        run_kubelet(kubelet, signals.event, say=say, on_ready=ready, tag="up")
+        try:
+            run_kubelet(kubelet, signals.event, say=say, on_ready=ready, on_registered=registered, tag="up")
+        finally:
+            for proxy in proxies:
+                say("[up] stopping kube-proxy (its rules stay)")
+                proxy.stop()
     finally:
         say("[up] stopping API server")
         background.stop()

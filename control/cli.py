@@ -1,21 +1,16 @@
 """The `slimkube` command (shared/DESIGN.md, "Command-line contract").
 
-One console script with a subcommand per daemon, as k3s does (`k3s server`, `k3s agent`). Subcommands
-whose issue has not landed yet say so and exit 2, so scripts written against the contract fail loudly
-instead of doing nothing.
+One console script with a subcommand per daemon, as k3s does (`k3s server`, `k3s agent`); a bad flag or
+config value is a usage error (exit 2), a failure to start exit 1.
 """
 
 from __future__ import annotations
-
-import sys
 
 import click
 
 from control.version import KUBERNETES_VERSION, SLIMKUBE_VERSION
 
-NOT_BUILT_EXIT = 2
 DEFAULT_DATA_DIR = "/var/lib/slimkube"
-_PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -51,27 +46,41 @@ def images(rebuild: bool) -> None:
               help="sqlite:// (DATA_DIR/state.db), sqlite:///abs/path.db or etcd://host:port.")
 @click.option("--service-cidr", default="10.96.0.0/12", show_default=True)
 @click.option("--cluster-cidr", default="10.244.0.0/16", show_default=True)
-@click.option("--disable", default="", help="Comma-separated components not to run (none exist yet besides "
-              "the API server).")
+@click.option("--advertise-address", default=None,
+              help="The IP the `kubernetes` Service's Endpoints name [default: --bind-address if it is a "
+              "specific IP, else this host's address on the default route].")
+@click.option("--disable", default="", help="Comma-separated controllers not to run: endpoint.")
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
-           disable: str, verbose: bool) -> None:
-    """Run the control plane (today: the API server). Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
+           advertise_address: str | None, disable: str, verbose: bool) -> None:
+    """Run the control plane: the API server and the controller manager (the endpoints controller).
+    Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
     import asyncio
     import ipaddress
     import logging
 
     from control.apiserver.server import ServerConfig, serve_forever
+    from control.controllers.manager import CONTROLLERS
 
     for flag, value in (("--service-cidr", service_cidr), ("--cluster-cidr", cluster_cidr)):
         try:
             ipaddress.ip_network(value, strict=True)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint=flag) from None
+    if advertise_address is not None:
+        try:
+            ipaddress.ip_address(advertise_address)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--advertise-address") from None
+    disabled = frozenset(name.strip() for name in disable.split(",") if name.strip())
+    if unknown := sorted(disabled - set(CONTROLLERS)):
+        raise click.BadParameter(f"unknown {', '.join(unknown)} (known: {', '.join(CONTROLLERS)})",
+                                 param_hint="--disable")
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
-                          service_cidr=service_cidr, cluster_cidr=cluster_cidr)
+                          service_cidr=service_cidr, cluster_cidr=cluster_cidr, advertise_address=advertise_address,
+                          disable=disabled)
 
     def ready(api: object) -> None:
         click.echo(f"slimkube server: API at {api.url}; kubeconfig {api.kubeconfig_path}", err=True)  # type: ignore[attr-defined]
@@ -80,15 +89,6 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         asyncio.run(serve_forever(config, ready=ready))
     except ValueError as exc:  # a bad --datastore URL
         raise click.UsageError(str(exc)) from None
-
-
-def _not_built(name: str, issue: int) -> None:
-    @main.command(name=name, context_settings=_PASS_THROUGH, add_help_option=False)
-    def command() -> None:
-        click.echo(f"slimkube {name}: not built yet (issue {issue}); see README.md", err=True)
-        sys.exit(NOT_BUILT_EXIT)
-
-    command.help = f"Not built yet (issue {issue})."
 
 
 def _logging(verbose: bool) -> None:
@@ -133,6 +133,33 @@ def _make_kubelet(config, client_config):
     return Kubelet(config, RESTClient(client_config, user_agent=f"slimkube-kubelet/{config.node_name}"))
 
 
+def _check_credentials(kubeconfig: str | None, server: str | None, token: str | None, ca_file: str | None) -> None:
+    """`agent` and `proxy` reach the API server with a kubeconfig or with --server/--token, never both."""
+    if kubeconfig and (server or token or ca_file):
+        raise click.UsageError("give --kubeconfig or --server/--token, not both")
+    if not kubeconfig and not (server and token):
+        raise click.UsageError("--server and --token are required (or --kubeconfig)")
+
+
+def _client_config(kubeconfig: str | None, server: str | None, token: str | None, ca_file: str | None, *,
+                   data_dir: str, tag: str):  # -> ClientConfig
+    """The credential from a kubeconfig, or by joining with the node token (nodeagent/bootstrap.py: the CA
+    from /cacerts is checked against the K10 token's hash and kept under DATA_DIR/agent)."""
+    from control.client.kubeconfig import KubeconfigError, load_kubeconfig
+    from nodeagent.bootstrap import BootstrapError, join
+
+    try:
+        if kubeconfig:
+            client_config = load_kubeconfig(kubeconfig)
+        else:
+            client_config = join(str(server), str(token), data_dir=data_dir, ca_file=ca_file)
+    except (BootstrapError, KubeconfigError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    _say(f"[{tag}] API server {client_config.server}" + (f" (CA {client_config.ca_file})"
+                                                        if client_config.ca_file else ""))
+    return client_config
+
+
 @main.command()
 @click.option("--server", help="The API server URL, e.g. https://10.0.0.1:6443.")
 @click.option("--token", help="The server's DIR/node-token (K10<CA hash>::node:<password>).")
@@ -153,27 +180,14 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
     the token. Stopping the agent leaves the pods running; the next agent adopts them.
     """
     from control.allinone import NodeError, run_kubelet
-    from control.client.kubeconfig import KubeconfigError, load_kubeconfig
     from control.nodelock import LockHeld, NodeLock
     from control.stopsignal import StopOnSignal
-    from nodeagent.bootstrap import BootstrapError, join
 
-    if kubeconfig and (server or token or ca_file):
-        raise click.UsageError("give --kubeconfig or --server/--token, not both")
-    if not kubeconfig and not (server and token):
-        raise click.UsageError("--server and --token are required (or --kubeconfig)")
+    _check_credentials(kubeconfig, server, token, ca_file)
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, pod_cidr=pod_cidr,
                              node_ip=node_ip, port=kubelet_port)
     _logging(verbose)
-    try:
-        if kubeconfig:
-            client_config = load_kubeconfig(kubeconfig)
-        else:
-            client_config = join(str(server), str(token), data_dir=config.data_dir, ca_file=ca_file)
-    except (BootstrapError, KubeconfigError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
-    _say(f"[agent] API server {client_config.server}" + (f" (CA {client_config.ca_file})"
-                                                          if client_config.ca_file else ""))
+    client_config = _client_config(kubeconfig, server, token, ca_file, data_dir=config.data_dir, tag="agent")
     try:
         with NodeLock(config.data_dir) as lock, StopOnSignal() as signals:
             lock.acquire(what="starting another agent")
@@ -208,11 +222,12 @@ def _default_kubelet_config_file(data_dir: str, config_file: str | None) -> str 
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
        config_file: str | None, node_name: str | None, pod_cidr: str | None, node_ip: str | None,
        kubelet_port: int | None, verbose: bool) -> None:
-    """Run a one-node cluster on this host: the API server and a kubelet, until Ctrl-C.
+    """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
-    Prints progress, then the admin kubeconfig path once the node is Ready. Ctrl-C stops both; the pods keep
-    running and the next `up` adopts them; `slimkube down` removes them. Pods need spec.nodeName (no scheduler
-    yet); the kube-proxy (Services) joins `up` with issue 6.
+    Prints progress, then the admin kubeconfig path once the node is Ready. Ctrl-C stops them; the pods keep
+    running (and the proxy's rules stay) and the next `up` adopts them; `slimkube down` removes them. Pods
+    need spec.nodeName (no scheduler yet). DATA_DIR/kube-proxy.yaml, if present, is the proxy's
+    KubeProxyConfiguration (its node name and cluster CIDR are the kubelet's).
     """
     import dataclasses
     import ipaddress
@@ -223,6 +238,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     from control.stopsignal import StopOnSignal
     from nodeagent.bootstrap import BootstrapError, join
     from nodeagent.config import default_pod_cidr
+    from proxy.app import ProxyServer
 
     for flag, value in (("--service-cidr", service_cidr), ("--cluster-cidr", cluster_cidr)):
         try:
@@ -237,6 +253,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
         config = dataclasses.replace(config, pod_cidr=default_pod_cidr(config.cluster_cidr))
     server_config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
                                  service_cidr=service_cidr, cluster_cidr=config.cluster_cidr)
+    proxy_config = _proxy_config(_default_proxy_config_file(data_dir), hostname_override=config.node_name,
+                                 cluster_cidr=config.cluster_cidr)
     _logging(verbose)
 
     def join_local(api):  # the kubelet joins exactly as an agent would, trusting the CA it just made
@@ -250,7 +268,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
             lock.acquire(what="running `up` again")
             _say(f"[up] data dir {data_dir}; node {config.node_name}, pod CIDR {config.pod_cidr}")
             run_up(server_config, lambda client_config: _make_kubelet(config, client_config), join=join_local,
-                   signals=signals, say=_say)
+                   signals=signals, say=_say, make_proxy=lambda client: ProxyServer(proxy_config, client))
     except (LockHeld, NodeError) as exc:
         raise click.ClickException(str(exc)) from None
     except ValueError as exc:  # a bad --datastore URL
@@ -263,9 +281,9 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
               help="The kubelet config `up` ran with [default: DATA_DIR/kubelet.yaml if present].")
 @click.option("--node-name", help="Node name [default: this host's name].")
 def down(data_dir: str, config_file: str | None, node_name: str | None) -> None:
-    """Remove this node's pods (containers labelled slimkube.io/node=<node>), pod bridge, iptables chains and
-    IPAM state. Keeps the data store: the Pod objects remain and the next `up` starts them again. Refuses while
-    an `up` or `agent` runs with this data dir.
+    """Remove this node's pods (containers labelled slimkube.io/node=<node>), pod bridge, iptables chains (the
+    kubelet's and the kube-proxy's) and IPAM state. Keeps the data store: the Pod objects remain and the next
+    `up` starts them again. Refuses while an `up` or `agent` runs with this data dir.
     """
     import docker
 
@@ -278,21 +296,116 @@ def down(data_dir: str, config_file: str | None, node_name: str | None) -> None:
     try:
         with NodeLock(data_dir) as lock:
             lock.acquire(what="`down`")
-            report = teardown(config, docker_api=docker.APIClient(version="auto"), iptables=detect(),
+            iptables = detect()
+            report = teardown(config, docker_api=docker.APIClient(version="auto"), iptables=iptables,
                               network=RealHostNetwork(), log=lambda line: _say(f"[down] {line}"))
+            proxy_rules_removed = _cleanup_proxy_rules(iptables, "down")
     except LockHeld as exc:
         raise click.ClickException(str(exc)) from None
     _say(f"[down] removed {report.containers} containers, {report.veths} veths, "
          f"bridge {'removed' if report.bridge else 'absent'}, chains {', '.join(report.chains) or 'not removed'}, "
          f"IPAM state {'removed' if report.ipam_state else 'absent'}, {report.pod_dirs} pod directories")
     _say(f"[down] kept the data store and tokens in {data_dir} (remove it to forget the cluster)")
-    if report.errors:
+    if report.errors or not proxy_rules_removed:
         for error in report.errors:
             _say(f"[down] error: {error}")
-        raise click.ClickException(f"{len(report.errors)} things could not be removed")
+        raise click.ClickException(f"{len(report.errors) + (not proxy_rules_removed)} things could not be removed")
 
 
-_not_built("proxy", 6)
+def _proxy_config(config_file: str | None, **overrides: object):  # -> ProxyConfig
+    """The proxy's settings: the KubeProxyConfiguration file, then the flags given; bad values exit 2."""
+    from nodeagent.config import ConfigError
+    from proxy.config import load
+
+    try:
+        return load(config_file, overrides=overrides)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _default_proxy_config_file(data_dir: str) -> str | None:
+    """`up` reads DIR/kube-proxy.yaml when present, as it reads DIR/kubelet.yaml."""
+    import os
+
+    candidate = os.path.join(data_dir, "kube-proxy.yaml")
+    return candidate if os.path.exists(candidate) else None
+
+
+def _cleanup_proxy_rules(iptables, tag: str) -> bool:
+    """Remove the proxy's chains and jumps; False (after saying why) if that failed."""
+    from nodeagent.network.iptables import IptablesError
+    from proxy.app import run_cleanup
+
+    try:
+        removed = run_cleanup(iptables)
+    except IptablesError as exc:
+        _say(f"[{tag}] error: removing the proxy's rules: {exc}")
+        return False
+    _say(f"[{tag}] proxy rules {'removed' if removed else 'absent'} ({iptables.mode.value} backend)")
+    return True
+
+
+@main.command()
+@click.option("--kubeconfig", type=click.Path(dir_okay=False, exists=True),
+              help="Connect with this kubeconfig [default: the config file's clientConnection.kubeconfig].")
+@click.option("--server", help="The API server URL, e.g. https://10.0.0.1:6443 (with --token).")
+@click.option("--token", help="The server's DIR/node-token (K10<CA hash>::node:<password>).")
+@click.option("--ca-file", type=click.Path(dir_okay=False, exists=True),
+              help="The server's CA; needed when the token has no CA hash.")
+@click.option("--data-dir", default=DEFAULT_DATA_DIR, show_default=True,
+              help="Where the server's CA fetched with --token is kept.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="KubeProxyConfiguration YAML (kubeproxy.config.k8s.io/v1alpha1 names); flags override it.")
+@click.option("--cleanup", is_flag=True, help="Remove every iptables chain and jump the proxy made, then exit.")
+@click.option("--hostname-override", help="This node's name [default: the host's name].")
+@click.option("--cluster-cidr", help="Pod addresses; service traffic from outside is masqueraded.")
+@click.option("--healthz-bind-address", help="IP:port of /healthz and /livez [default: 0.0.0.0:10256].")
+@click.option("--metrics-bind-address", help="IP:port of /metrics [default: 127.0.0.1:10249].")
+@click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
+def proxy(kubeconfig: str | None, server: str | None, token: str | None, ca_file: str | None, data_dir: str,
+          config_file: str | None, cleanup: bool, hostname_override: str | None, cluster_cidr: str | None,
+          healthz_bind_address: str | None, metrics_bind_address: str | None, verbose: bool) -> None:
+    """Run the kube-proxy (iptables mode) on this host until SIGINT/SIGTERM: Services and Endpoints from the
+    API server become KUBE-* chains in the nat and filter tables.
+
+    Stopping it leaves the rules in place (traffic keeps flowing; the next start re-syncs them). `--cleanup`
+    removes them and exits; it needs no API server.
+    """
+    from control.stopsignal import StopOnSignal
+    from nodeagent.network.iptables import IptablesError, detect
+    from proxy.app import ProxyServer
+
+    config = _proxy_config(config_file, kubeconfig=kubeconfig, hostname_override=hostname_override,
+                           cluster_cidr=cluster_cidr, healthz_bind_address=healthz_bind_address,
+                           metrics_bind_address=metrics_bind_address)
+    _logging(verbose)
+    if cleanup:
+        try:
+            iptables = detect()
+        except IptablesError as exc:
+            raise click.ClickException(str(exc)) from None
+        if not _cleanup_proxy_rules(iptables, "proxy"):
+            raise click.ClickException("the proxy's rules could not all be removed")
+        return
+    if kubeconfig and (server or token or ca_file):
+        raise click.UsageError("give --kubeconfig or --server/--token, not both")
+    kubeconfig = None if (server or token) else (config.kubeconfig or None)  # flags win over the file's
+    _check_credentials(kubeconfig, server, token, ca_file)
+    client_config = _client_config(kubeconfig, server, token, ca_file, data_dir=data_dir, tag="proxy")
+    proxy_server = ProxyServer(config, client_config)
+    with StopOnSignal() as signals:
+        try:
+            proxy_server.start()
+        except (IptablesError, OSError, RuntimeError) as exc:
+            raise click.ClickException(f"the proxy did not start: {exc}") from None
+        _say(f"[proxy] node {config.node_name}: serving " + ", ".join(
+            f"{job} on :{port}" for job, port in sorted(proxy_server.ports.items())))
+        try:
+            while not signals.event.wait(1.0):
+                pass
+        finally:
+            _say("[proxy] stopping (rules stay in place)")
+            proxy_server.stop()
 
 
 if __name__ == "__main__":

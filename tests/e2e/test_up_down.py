@@ -27,6 +27,7 @@ from control.client.rest import RESTClient
 from nodeagent.network import rules
 from nodeagent.network.iptables import detect
 from nodeagent.runtime import labels
+from proxy.app import run_cleanup
 from tests.support.apiserver import free_port
 from tests.support.hostnet import free_pod_cidr
 from tests.support.substrate import delete_link
@@ -130,6 +131,10 @@ def node(root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanu
         "nodeStatusUpdateFrequency": "2s",
     }
     (data_dir / "kubelet.yaml").write_text(yaml.safe_dump(settings))
+    # the proxy `up` runs: its own free ports, and the host's conntrack settings left as they are
+    (data_dir / "kube-proxy.yaml").write_text(yaml.safe_dump({
+        "healthzBindAddress": f"127.0.0.1:{free_port()}", "metricsBindAddress": f"127.0.0.1:{free_port()}",
+        "conntrack": {"maxPerCore": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"}}))
     pod_rules = rules.PodRulesConfig(bridge=settings["podBridge"], pod_cidr=settings["podCIDR"],
                                      cluster_cidr=settings["clusterCIDR"], forward_chain=settings["podForwardChain"],
                                      masq_chain=settings["podMasqueradeChain"])
@@ -139,6 +144,7 @@ def node(root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanu
             docker_api.remove_container(cid, force=True, v=True)
 
     cleanup(lambda: rules.remove(detect(), pod_rules))
+    cleanup(lambda: run_cleanup(detect()))  # the proxy's chains, when a test ends without `down`
     cleanup(lambda: delete_link(settings["podBridge"]))
     cleanup(remove_containers)
     return {"data_dir": str(data_dir), **settings}
@@ -153,6 +159,7 @@ def test_up_ctrl_c_up_adopts_then_down_removes_everything(node: dict, docker_api
     assert kubeconfig == os.path.join(data_dir, "admin.kubeconfig")
     assert first.wait_for("[up] API server ready at https://127.0.0.1:")
     assert first.wait_for(f"[up] node {name} registered")
+    assert first.wait_for("[up] kube-proxy running")
     with RESTClient.from_kubeconfig(kubeconfig) as client:
         assert client.get(f"/api/v1/nodes/{name}")["spec"].get("podCIDR") == node["podCIDR"]
         before = run_sleeper(client, name, "sleeper")
@@ -184,6 +191,8 @@ def test_up_ctrl_c_up_adopts_then_down_removes_everything(node: dict, docker_api
     iptables = detect()
     for table, chain in (("filter", node["podForwardChain"]), ("nat", node["podMasqueradeChain"])):
         assert not iptables.has_chain(table, chain)
+    assert "proxy rules removed" in down.stderr
+    assert not iptables.has_chain("nat", "KUBE-SERVICES")
     assert os.path.exists(os.path.join(data_dir, "state.db"))
 
 

@@ -1,0 +1,143 @@
+"""The kube-proxy's HTTP endpoints: health on healthzBindAddress (default 0.0.0.0:10256) and Prometheus
+metrics on metricsBindAddress (default 127.0.0.1:10249).
+
+Upstream: pkg/proxy/healthcheck/proxier_health.go — `/healthz` and `/livez` answer 200 while no queued
+change has waited longer than the health timeout, else 503, with a JSON body
+`{"lastUpdated": "...","currentTime": "..."}` whose times are Go `time.Time` strings; when healthy,
+lastUpdated is reported as the current time (kept for compatibility with old releases, as upstream's
+comment says). Each answer is counted in `kubeproxy_proxy_healthz_total{code}` / `..._livez_total{code}`
+(pkg/proxy/metrics). cmd/kube-proxy/app/server.go serveMetrics: `/metrics` and `/proxyMode` on the metrics
+address. The health decision itself is the proxier's (`Health` below is what it reports); this module only
+serves it.
+
+aiohttp on its own event-loop thread, as the kubelet's server (nodeagent/server.py); one site per distinct
+address, so equal healthz and metrics addresses share a listener. Port 0 binds a free port (`ports` says
+which, for tests); an empty address disables that endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Health:
+    healthy: bool
+    last_updated: float | None  # unix time of the last successful sync; None: none yet
+
+
+def go_time(stamp: float | None) -> str:
+    """A unix time as Go's time.Time.String() prints it in UTC ("2024-05-01 10:00:00.5 +0000 UTC"); the
+    zero time when there is none."""
+    if stamp is None:
+        return "0001-01-01 00:00:00 +0000 UTC"
+    moment = datetime.fromtimestamp(stamp, UTC)
+    fraction = f"{moment.microsecond:06d}".rstrip("0")
+    return moment.strftime("%Y-%m-%d %H:%M:%S") + (f".{fraction}" if fraction else "") + " +0000 UTC"
+
+
+def health_body(health: Health, now: float) -> tuple[int, str]:
+    """(status, body) of /healthz and /livez."""
+    last = now if health.healthy else health.last_updated
+    body = json.dumps({"lastUpdated": go_time(last), "currentTime": go_time(now)}, separators=(",", ": "))
+    return (200 if health.healthy else 503), body
+
+
+class ProxyHTTPServer:
+    """Health and metrics listeners (see the module notes); start() binds before returning."""
+
+    def __init__(self, *, healthz_address: tuple[str, int] | None, metrics_address: tuple[str, int] | None,
+                 health: Callable[[], Health], registry: CollectorRegistry, mode: str = "iptables",
+                 clock: Callable[[], float] = time.time) -> None:
+        self._addresses = {"healthz": healthz_address, "metrics": metrics_address}
+        self._health = health
+        self._registry = registry
+        self._mode = mode
+        self._clock = clock
+        self._healthz_total = Counter("kubeproxy_proxy_healthz", "Cumulative proxy healthz HTTP status",
+                                      ["code"], registry=registry)
+        self._livez_total = Counter("kubeproxy_proxy_livez", "Cumulative proxy livez HTTP status",
+                                    ["code"], registry=registry)
+        self.ports: dict[str, int] = {}  # "healthz"/"metrics" → the bound port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runners: list[web.AppRunner] = []
+
+    def _routes(self, job: str) -> list[web.RouteDef]:
+        if job == "healthz":
+            return [web.get("/healthz", self._healthz), web.get("/livez", self._livez)]
+        return [web.get("/metrics", self._metrics), web.get("/proxyMode", self._proxy_mode)]
+
+    def start(self) -> None:
+        by_address: dict[tuple[str, int], list[str]] = {}
+        for job, address in self._addresses.items():
+            if address is not None:
+                by_address.setdefault(address, []).append(job)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="proxy-http", daemon=True)
+        self._thread.start()
+        try:
+            for address, jobs in by_address.items():
+                asyncio.run_coroutine_threadsafe(self._serve(address, jobs), self._loop).result(timeout=30)
+        except BaseException:
+            self.stop()
+            raise
+
+    async def _serve(self, address: tuple[str, int], jobs: list[str]) -> None:
+        app = web.Application()
+        for job in jobs:
+            app.add_routes(self._routes(job))
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        self._runners.append(runner)
+        site = web.TCPSite(runner, address[0], address[1])
+        await site.start()
+        server = site._server  # aiohttp exposes the bound sockets only here
+        port = server.sockets[0].getsockname()[1] if server is not None and server.sockets else address[1]
+        for job in jobs:
+            self.ports[job] = port
+        log.info("kube-proxy %s listening on %s:%d", "+".join(jobs), address[0], port)
+
+    def stop(self) -> None:
+        if self._loop is None or self._thread is None:
+            return
+        for runner in self._runners:
+            asyncio.run_coroutine_threadsafe(runner.cleanup(), self._loop).result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+        self._loop = self._thread = None
+        self._runners = []
+
+    # -- handlers ---------------------------------------------------------------------------------------
+
+    async def _answer(self, counter: Counter) -> web.Response:
+        status, body = health_body(await asyncio.to_thread(self._health), self._clock())
+        counter.labels(code=str(status)).inc()
+        return web.Response(status=status, text=body, content_type="application/json",
+                            headers={"X-Content-Type-Options": "nosniff"})
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return await self._answer(self._healthz_total)
+
+    async def _livez(self, request: web.Request) -> web.Response:
+        return await self._answer(self._livez_total)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        data = await asyncio.to_thread(generate_latest, self._registry)
+        return web.Response(body=data, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _proxy_mode(self, request: web.Request) -> web.Response:
+        return web.Response(text=self._mode)

@@ -1,0 +1,174 @@
+"""The kube-proxy daemon wired together with fakes at its edges (API client, iptables runner, sysctl): no
+rule is written before both informers have listed, the first sync renders what they listed, health and
+metrics are served, stop ends the loop. The real thing is tests/integration/test_proxy_daemon.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pytest
+import requests
+
+from control.client.errors import NotFound
+from control.client.kubeconfig import ClientConfig
+from nodeagent.network.iptables import Iptables, Mode, Result
+from proxy.app import ROUTE_LOCALNET, ProcSysctl, ProxyServer, apply_kernel_settings
+from proxy.chains import service_chain_name
+from proxy.config import ConntrackConfig, ProxyConfig
+from proxy.model import NodeConfig, ServicePortName
+from tests.support.apiserver import free_port
+
+SERVICE = {"apiVersion": "v1", "kind": "Service",
+           "metadata": {"name": "web", "namespace": "default", "resourceVersion": "5"},
+           "spec": {"clusterIP": "10.96.0.20", "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}}
+ENDPOINTS = {"apiVersion": "v1", "kind": "Endpoints",
+             "metadata": {"name": "web", "namespace": "default", "resourceVersion": "6"},
+             "subsets": [{"addresses": [{"ip": "10.244.0.7"}], "ports": [{"name": "http", "port": 8080}]}]}
+NODE = {"metadata": {"name": "w1"}, "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.5"}]}}
+WAIT = 10.0
+
+
+class FakeAPI:
+    """Lists per path (released only when `release` is set, to hold the informers unsynced), quiet watches."""
+
+    def __init__(self, items: Mapping[str, list[dict]], node: dict | None) -> None:
+        self.items = items
+        self.node = node
+        self.release = threading.Event()
+        self.closed = False
+
+    def get(self, path: str, *, params: Mapping[str, str] | None = None) -> dict:
+        if self.node is None:
+            raise NotFound(404, "NotFound", f"{path} not found")
+        return self.node
+
+    def list(self, path: str, *, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+        self.release.wait()
+        plural = path.rstrip("/").rsplit("/", 1)[-1]
+        return {"kind": "List", "metadata": {"resourceVersion": "9"}, "items": self.items.get(plural, [])}
+
+    def watch(self, path: str, *, resource_version: str = "", params: Mapping[str, str] | None = None,
+              timeout_seconds: int | None = None, allow_bookmarks: bool = True,
+              stop: threading.Event | None = None) -> Iterator[Any]:
+        assert stop is not None
+        stop.wait()
+        return iter(())
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Recorder:
+    """An iptables/conntrack runner that succeeds and keeps every restore's input."""
+
+    def __init__(self) -> None:
+        self.restores: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, argv: Sequence[str], *, stdin: str | None = None) -> Result:
+        with self.lock:
+            if "restore" in argv[0] and stdin is not None:
+                self.restores.append(stdin)
+        return Result(0, "", "")
+
+
+class FakeSysctl:
+    def __init__(self) -> None:
+        self.written: dict[str, int] = {}
+
+    def write(self, name: str, value: int) -> None:
+        self.written[name] = value
+
+
+def wait_until(check, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def daemon():
+    api = FakeAPI({"services": [SERVICE], "endpoints": [ENDPOINTS]}, NODE)
+    recorder, sysctl = Recorder(), FakeSysctl()
+    config = ProxyConfig(hostname_override="w1", cluster_cidr="10.244.0.0/16", min_sync_period=0.0,
+                         healthz_bind_address=f"127.0.0.1:{free_port()}",
+                         metrics_bind_address=f"127.0.0.1:{free_port()}")
+    server = ProxyServer(config, ClientConfig(server="http://127.0.0.1:1"), iptables=Iptables(Mode.NFT, recorder),
+                         sysctl=sysctl, addresses=lambda: ["192.168.9.9"], client=api)
+    yield server, api, recorder, sysctl
+    server.stop()
+
+
+def test_nothing_is_written_until_both_informers_listed_then_the_listed_service(daemon) -> None:
+    server, api, recorder, sysctl = daemon
+    server.start()
+    assert server.node is not None and server.node.node_ips == ("10.0.0.5",)  # from the Node object
+    assert sysctl.written[ROUTE_LOCALNET] == 1
+    time.sleep(0.3)
+    assert recorder.restores == []  # the lists are held back: not initialized, no sync
+    api.release.set()
+    chain = service_chain_name(ServicePortName("default", "web", "http", "TCP"))
+    wait_until(lambda: any(f":{chain}" in text for text in recorder.restores), "the service's chain")
+    wait_until(lambda: server.health().last_updated is not None, "a successful sync")
+    base = f"http://127.0.0.1:{server.ports['healthz']}"
+    assert requests.get(base + "/healthz", timeout=5).status_code == 200
+    metrics = requests.get(f"http://127.0.0.1:{server.ports['metrics']}/metrics", timeout=5).text
+    assert "kubeproxy_sync_proxy_rules_duration_seconds_count 1.0" in metrics
+
+
+def test_stop_ends_the_loop_and_the_listeners(daemon) -> None:
+    server, api, _, _ = daemon
+    api.release.set()
+    server.start()
+    port = server.ports["healthz"]
+    server.stop()
+    assert api.closed
+    assert not any(t.name == "proxier" and t.is_alive() for t in threading.enumerate())
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+
+
+def test_without_a_node_object_the_host_addresses_are_the_node_ips(daemon) -> None:
+    server, api, _, _ = daemon
+    api.node = None
+    api.release.set()
+    server.start()
+    assert server.node is not None and server.node.node_ips == ("192.168.9.9",)
+
+
+def test_a_port_in_use_fails_start_before_any_informer_runs() -> None:
+    api = FakeAPI({}, NODE)
+    api.release.set()
+    taken = ProxyServer(ProxyConfig(hostname_override="w1", healthz_bind_address=f"127.0.0.1:{free_port()}",
+                                    metrics_bind_address=""),
+                        ClientConfig(server="http://127.0.0.1:1"), iptables=Iptables(Mode.NFT, Recorder()),
+                        sysctl=FakeSysctl(), client=api)
+    taken.start()
+    try:
+        clash = ProxyServer(taken.config, ClientConfig(server="http://127.0.0.1:1"),
+                            iptables=Iptables(Mode.NFT, Recorder()), sysctl=FakeSysctl(), client=FakeAPI({}, NODE))
+        with pytest.raises(OSError):
+            clash.start()
+        assert clash.stop_event.is_set() and clash.proxier is not None
+    finally:
+        taken.stop()
+
+
+def test_kernel_settings_route_localnet_and_conntrack() -> None:
+    sysctl = FakeSysctl()
+    apply_kernel_settings(NodeConfig("n", localhost_nodeports=False), ProxyConfig(conntrack=ConntrackConfig(
+        max_per_core=0, tcp_established_timeout=0, tcp_close_wait_timeout=7200)), sysctl, cpus=4)
+    assert sysctl.written == {"net/netfilter/nf_conntrack_tcp_timeout_close_wait": 7200}
+
+
+def test_a_conntrack_setting_the_kernel_refuses_is_only_logged(tmp_path) -> None:
+    (tmp_path / "net/ipv4/conf/all").mkdir(parents=True)
+    (tmp_path / ROUTE_LOCALNET).write_text("0\n")
+    sysctl = ProcSysctl(str(tmp_path))  # no net/netfilter directory: conntrack writes fail
+    apply_kernel_settings(NodeConfig("n"), ProxyConfig(), sysctl, cpus=1)
+    assert sysctl.read(ROUTE_LOCALNET) == 1
