@@ -183,9 +183,10 @@ class Kubelet:
                                 recorder=self.recorder, hooks=HookRunner(runtime), backoff=backoff,
                                 node_facts=lambda: self.node_facts, extra_labels=self.extra_labels)
         self.status = StatusManager(self.client, host_ip=self.node_ip, mirror_of=self._mirror_of)
-        self.workers = PodWorkers(self._sync, resync_period=config.sync_frequency)
         self.pleg = GenericPLEG(runtime, on_events=lambda uid, events: self._on_pleg(uid),
                                 period=config.pleg_relist_period, threshold=config.pleg_relist_threshold)
+        self.workers = PodWorkers(self._sync, resync_period=config.sync_frequency,
+                                  request_relist=self.pleg.request_relist)
         self.pleg.relist()  # adoption: the cache knows every running pod before any worker decides
         self.pleg.start()
 
@@ -392,7 +393,7 @@ class Kubelet:
             reasons.pop(name, None)
         reasons.update(result.waiting)
         self.status.set_pod_status(pod, status, waiting_reasons=reasons)
-        return WorkResult(retry_after=result.retry_after)
+        return WorkResult(retry_after=result.retry_after, relist=result.started_any)
 
     def _sync_terminating(self, pod: dict[str, Any], status: PodStatus) -> WorkResult:
         if not pod_finished(status):

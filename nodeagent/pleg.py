@@ -23,6 +23,14 @@ new are inspected, the statuses of the others being kept from earlier relists (s
 low-level list is ~10x cheaper than the high-level one, one inspect ~1 ms). Each pod's PodStatus is
 rebuilt every relist from those kept statuses (no Docker call), so a pod IP assigned after its sandbox
 started still reaches the cache.
+
+Two more departures, for pod start-up latency (bench/pod_startup.py, issue 5): dockerd answers an inspect
+of a container only once that container's start has finished, so with many pods starting one serial relist
+could take seconds and hold back every pod's status. So the changed containers of a relist are inspected
+concurrently (up to `inspect_concurrency` at a time; the events are the same as a serial pass), and
+`request_relist()` lets a pod worker that just started containers ask for a relist before the period ends
+(upstream has no such call; its relist period stays the longest interval between relists here, and
+relists still run one at a time).
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
@@ -45,6 +54,7 @@ log = logging.getLogger(__name__)
 DEFAULT_RELIST_PERIOD = 1.0
 DEFAULT_RELIST_THRESHOLD = 180.0
 DEFAULT_EVENT_CAPACITY = 1000  # upstream's plegChannelCapacity
+DEFAULT_INSPECT_CONCURRENCY = 8  # inspects of one relist in flight at once
 
 
 class PlegState(str, Enum):
@@ -186,8 +196,9 @@ class RelistResult:
 
 
 class GenericPLEG:
-    """Relists every `period` seconds on its own thread; `on_events(uid, events)` is called on a separate
-    dispatcher thread once per pod and relist with that pod's events (it should only wake the worker)."""
+    """Relists every `period` seconds on its own thread, or sooner after `request_relist()`;
+    `on_events(uid, events)` is called on a separate dispatcher thread once per pod and relist with that
+    pod's events (it should only wake the worker)."""
 
     def __init__(
         self,
@@ -199,6 +210,7 @@ class GenericPLEG:
         period: float = DEFAULT_RELIST_PERIOD,
         threshold: float = DEFAULT_RELIST_THRESHOLD,
         capacity: int = DEFAULT_EVENT_CAPACITY,
+        inspect_concurrency: int = DEFAULT_INSPECT_CONCURRENCY,
     ) -> None:
         self.source = source
         self.on_events = on_events
@@ -206,6 +218,7 @@ class GenericPLEG:
         self.cache = cache or PodCache(clock)
         self.period = period
         self.threshold = threshold
+        self.inspect_concurrency = max(1, inspect_concurrency)
         self.discarded = 0
         self._records: dict[str, _Record] = {}  # container id → record, as of the last relist
         self._pods: dict[str, dict[str, PlegState]] = {}  # uid → container id → state, last relist
@@ -213,6 +226,7 @@ class GenericPLEG:
         self._lock = threading.Lock()  # one relist at a time
         self._queue: queue.Queue[tuple[str, tuple[PodLifecycleEvent, ...]] | None] = queue.Queue(capacity)
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set by request_relist (and stop): the relist loop stops waiting
         self._threads: list[threading.Thread] = []
 
     # ---- health ----
@@ -255,27 +269,53 @@ class GenericPLEG:
         return result
 
     def _observe(self, entries: Iterable[dict[str, Any]], result: RelistResult) -> dict[str, dict[str, _Record]]:
-        """Group the list by pod, inspecting only containers whose (id, State) is new."""
-        current: dict[str, dict[str, _Record]] = {}
+        """Group the list by pod (in list order), inspecting only containers whose (id, State) is new. A
+        failed inspect marks its pod failed: the pod keeps its old records and is retried next relist."""
+        listed: list[tuple[Identity, tuple[str, str]]] = []
+        changed: list[tuple[str, Identity]] = []
         for entry in entries:
             identity = parse_entry(entry)
             if identity is None:
                 continue
-            cid = entry["Id"]
-            key = (cid, list_state(entry).value)
-            known = self._records.get(cid)
-            if known is not None and known.key == key:
-                current.setdefault(identity.pod_uid, {})[cid] = known
-                continue
-            result.inspected += 1
-            try:
-                status = self.source.inspect_status(cid, identity)
-            except Exception as exc:  # gone since the list, or Docker failing: retry the pod next relist
-                log.info("PLEG: inspecting %s of pod %s failed: %s", cid[:12], identity.pod_uid, exc)
-                result.failed_pods.add(identity.pod_uid)
-                continue
-            current.setdefault(identity.pod_uid, {})[cid] = _Record(key, identity, status)
+            key = (entry["Id"], list_state(entry).value)
+            listed.append((identity, key))
+            known = self._records.get(key[0])
+            if known is None or known.key != key:
+                changed.append((key[0], identity))
+        result.inspected += len(changed)
+        inspected = self._inspect_all(changed)
+        current: dict[str, dict[str, _Record]] = {}
+        for identity, key in listed:
+            cid = key[0]
+            if cid not in inspected:
+                record = self._records[cid]
+            else:
+                outcome = inspected[cid]
+                if isinstance(outcome, Exception):  # gone since the list, or Docker failing
+                    log.info("PLEG: inspecting %s of pod %s failed: %s", cid[:12], identity.pod_uid, outcome)
+                    result.failed_pods.add(identity.pod_uid)
+                    continue
+                record = _Record(key, identity, outcome)
+            current.setdefault(identity.pod_uid, {})[cid] = record
         return current
+
+    def _inspect_all(self, changed: Sequence[tuple[str, Identity]]) -> dict[str, AnyStatus | Exception]:
+        """container id → its status, or the exception its inspect raised; up to `inspect_concurrency`
+        inspects at once (each waits in dockerd for that container's start to finish)."""
+
+        def inspect(job: tuple[str, Identity]) -> AnyStatus | Exception:
+            try:
+                return self.source.inspect_status(*job)
+            except Exception as exc:  # reported per container by the caller; never ends the relist
+                return exc
+
+        workers = min(self.inspect_concurrency, len(changed))
+        if workers <= 1:
+            outcomes = [inspect(job) for job in changed]
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pleg-inspect") as pool:
+                outcomes = list(pool.map(inspect, changed))
+        return {cid: outcome for (cid, _), outcome in zip(changed, outcomes)}
 
     def _commit(self, uid: str, records: dict[str, _Record], states: dict[str, PlegState], timestamp: float) -> None:
         for cid in self._pods.get(uid, {}):
@@ -313,8 +353,15 @@ class GenericPLEG:
         for thread in self._threads:
             thread.start()
 
+    def request_relist(self) -> None:
+        """Relist as soon as the current relist (if any) ends, instead of at the end of the period: a pod
+        worker calls this after a sync that started containers, once it has taken the time its next sync
+        waits past (so the relist that answers it starts after that time)."""
+        self._wake.set()
+
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         try:
             self._queue.put_nowait(None)
         except queue.Full:  # the dispatcher also checks the stop flag after every delivery
@@ -326,8 +373,9 @@ class GenericPLEG:
     def _relist_loop(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
+            self._wake.clear()  # before relisting: a request made during this relist gets one more
             self.relist()
-            self._stop.wait(max(0.0, self.period - (time.monotonic() - started)))
+            self._wake.wait(max(0.0, self.period - (time.monotonic() - started)))
 
     def _dispatch_loop(self) -> None:
         while not self._stop.is_set():

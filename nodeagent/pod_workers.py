@@ -18,6 +18,10 @@ and retried after `error_retry`), so one bad pod cannot stop the others.
 kubelet waits for the pod cache to be newer than that before deciding (upstream's GetNewerThan with
 lastSyncTime), so a sync never acts on a runtime view older than its own last action. (A relist that
 merely started after the previous sync began could still miss the containers that sync created.)
+A sync that started containers says so (`WorkResult.relist`); the worker then calls `request_relist`
+(the PLEG's) right after taking that time, so the PLEG events and the fresh status that the next sync
+waits for come within one relist instead of up to a relist period later (a slimkube addition; see
+nodeagent/pleg.py).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ DEFAULT_ERROR_RETRY = 2.0
 class WorkResult:
     done: bool = False  # the pod is finished and cleaned up: the worker may end
     retry_after: float | None = None  # sync again within this many seconds
+    relist: bool = False  # the sync started containers: ask the PLEG for a relist now
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,8 @@ class _Worker:
                 log.exception("sync of pod %s failed", self.uid)
                 result = WorkResult(retry_after=owner.error_retry)
             since = owner.clock()  # after the sync, as upstream's lastSyncTime: its own actions must show
+            if result.relist and owner.request_relist is not None:
+                owner.request_relist()  # after `since`: the relist it causes starts later than that
             with self.cond:
                 if result.done and not self.dirty:
                     owner._workers.pop(self.uid, None)
@@ -90,8 +97,10 @@ class _Worker:
 
 class PodWorkers:
     def __init__(self, sync_fn: SyncFn, *, resync_period: float, error_retry: float = DEFAULT_ERROR_RETRY,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 request_relist: Callable[[], None] | None = None) -> None:
         self.sync_fn = sync_fn
+        self.request_relist = request_relist
         self.resync_period = resync_period
         self.error_retry = error_retry
         self.clock = clock

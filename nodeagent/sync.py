@@ -96,6 +96,11 @@ class SyncResult:
     def errors(self) -> tuple[StepResult, ...]:
         return tuple(step for step in self.steps if not step.ok)
 
+    @property
+    def started_any(self) -> bool:
+        """A container or a sandbox was started: the runtime view changed and is worth a relist now."""
+        return bool(self.started) or any(step.ok and step.action == "CreatePodSandbox" for step in self.steps)
+
 
 def go_duration(seconds: float) -> str:
     """Go's time.Duration text for whole seconds, as upstream's back-off message prints it (1m20s)."""

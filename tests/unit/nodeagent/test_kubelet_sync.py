@@ -116,3 +116,15 @@ def test_a_stale_cache_is_retried_without_acting() -> None:
     k, _ = kubelet(None, syncer)
     result = k._sync(item())
     assert not result.done and result.retry_after == k.config.pleg_relist_period and syncer.kills == []
+
+
+def test_a_relist_is_asked_for_only_after_a_sync_that_started_something() -> None:
+    syncer = Syncer(SyncResult(PodActions()))
+    k, _ = kubelet(PodStatus("u1", "p", "ns"), syncer)
+    assert k._sync(item()).relist is False
+    syncer.result = SyncResult(PodActions(), (StepResult("StartContainer", "c", "RunContainerError", "x"),))
+    assert k._sync(item()).relist is False
+    syncer.result = SyncResult(PodActions(), (StepResult("CreatePodSandbox", "u1"),))
+    assert k._sync(item()).relist is True
+    syncer.result = SyncResult(PodActions(), started=("c",))
+    assert k._sync(item()).relist is True

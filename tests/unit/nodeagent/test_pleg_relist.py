@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import docker.errors
 import pytest
@@ -222,3 +223,145 @@ def test_events_reach_the_callback_per_pod(api):
     finally:
         pleg.stop()
     assert got == [("uid-1", (PodLifecycleEvent("uid-1", EventType.CONTAINER_STARTED, "sb"),))]
+
+
+class Lister:
+    """A RelistSource with no containers that counts lists; `hold` makes the next list wait for `release`."""
+
+    pod_ip = None
+
+    def __init__(self) -> None:
+        self.lists = 0
+        self.hold = False
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    def list_containers(self) -> list[dict]:
+        self.lists += 1
+        if self.hold:
+            self.hold = False
+            self.holding.set()
+            self.release.wait(5)
+        return []
+
+    def inspect_status(self, container_id, identity):
+        raise AssertionError("nothing to inspect")
+
+
+def wait_for(predicate, timeout: float = 3.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not predicate():
+        time.sleep(0.005)
+    return predicate()
+
+
+def test_request_relist_wakes_the_loop_before_the_period():
+    source = Lister()
+    pleg = GenericPLEG(source, period=30)
+    pleg.start()
+    try:
+        assert wait_for(lambda: source.lists == 1)
+        time.sleep(0.2)
+        assert source.lists == 1  # the period alone would wait 30 s
+        started = time.monotonic()
+        pleg.request_relist()
+        assert wait_for(lambda: source.lists == 2, timeout=2)
+        assert time.monotonic() - started < 1
+        time.sleep(0.2)
+        assert source.lists == 2  # one request, one relist
+    finally:
+        pleg.stop()
+
+
+def test_a_request_during_a_relist_gets_one_more_after_it():
+    source = Lister()
+    pleg = GenericPLEG(source, period=30)
+    source.hold = True
+    pleg.start()
+    try:
+        assert source.holding.wait(3)
+        pleg.request_relist()  # this relist may have listed before the requester's time: not enough
+        source.release.set()
+        assert wait_for(lambda: source.lists == 2)
+    finally:
+        pleg.stop()
+
+
+class SlowAPI(FakeAPI):
+    """Inspects take a while and record how many run at once; some raise a non-Docker error."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.most = 0
+        self.broken: set[str] = set()
+
+    def inspect_container(self, cid: str) -> dict:
+        with self.lock:
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+        try:
+            time.sleep(0.02)
+            if cid in self.broken:
+                raise RuntimeError("docker answered garbage")
+            return super().inspect_container(cid)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+def pods(n: int) -> list[dict]:
+    return [{"metadata": {"name": f"p{i}", "namespace": "ns", "uid": f"uid-{i}"}} for i in range(n)]
+
+
+def steps_of_a_busy_node(api: FakeAPI):
+    """Ten pods coming up, crashing and going: yields after each change so a relist can follow."""
+    for i, pod in enumerate(pods(10)):
+        api.add(f"sb{i}", sandbox_labels(pod=pod))
+        api.add(f"c{i}", app_labels(pod=pod), state="created", second=1)
+    yield
+    for i in range(10):
+        api.items[f"c{i}"]["state"] = "running"
+    api.add("late", app_labels("side", pod=pods(1)[0]), second=2)
+    yield
+    for i in range(0, 10, 2):
+        api.items[f"c{i}"].update(state="exited", exit_code=1)
+    del api.items["sb9"], api.items["c9"]
+    yield
+
+
+def test_concurrent_inspects_give_the_same_events_and_cache_as_serial_ones(clock):
+    runs = {}
+    for concurrency in (1, 8):
+        api = SlowAPI()
+        pleg = GenericPLEG(DockerRuntime(api, node_name="n1"), clock=clock, inspect_concurrency=concurrency)
+        relists = []
+        for _ in steps_of_a_busy_node(api):
+            relists.append(pleg.relist().events)
+        runs[concurrency] = (relists, {uid: pleg.cache.get(uid) for uid in pleg.cache.uids()}, api.most)
+    serial, concurrent = runs[1], runs[8]
+    assert serial[2] == 1 and concurrent[2] > 1  # the concurrent run really overlapped
+    assert concurrent[:2] == serial[:2]
+    assert sum(len(events) for events in serial[0]) == 20 + 11 + 5 + 4  # sb9 and c9 each die and go
+
+
+def test_a_failed_inspect_is_retried_next_relist_while_other_pods_events_flow(clock):
+    api = SlowAPI()
+    delivered: list[str] = []
+    pleg = GenericPLEG(DockerRuntime(api, node_name="n1"), clock=clock)
+    pleg._deliver = lambda uid, events: delivered.append(uid)  # type: ignore[method-assign]
+    for i, pod in enumerate(pods(4)):
+        api.add(f"sb{i}", sandbox_labels(pod=pod))
+    api.broken.add("sb1")
+    api.fail_inspect.add("sb2")  # NotFound: removed since the list
+    first = pleg.relist()
+    assert first.failed_pods == {"uid-1", "uid-2"}
+    assert sorted(delivered) == ["uid-0", "uid-3"] and sorted(pleg.cache.uids()) == ["uid-0", "uid-3"]
+    api.broken.clear()
+    api.fail_inspect.clear()
+    api.inspects.clear()
+    second = pleg.relist()
+    assert types(second) == [(EventType.CONTAINER_STARTED, "sb1"), (EventType.CONTAINER_STARTED, "sb2")]
+    assert sorted(api.inspects) == ["sb1", "sb2"] and second.failed_pods == set()
+    assert sorted(pleg.cache.uids()) == ["uid-0", "uid-1", "uid-2", "uid-3"]

@@ -3,6 +3,7 @@ and a failing sync neither kills the worker nor the others."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -110,5 +111,30 @@ def test_a_failing_sync_is_retried_and_does_not_stop_the_worker() -> None:
     try:
         workers.update("a", {})
         assert eventually(lambda: len(calls) == 2)
+    finally:
+        workers.stop()
+
+
+def test_a_sync_that_started_containers_requests_a_relist_after_taking_since() -> None:
+    ticks = itertools.count()
+    requests: list[int] = []
+
+    def clock() -> int:
+        return next(ticks)
+
+    sync = Recorder(result=WorkResult(relist=True))
+    workers = PodWorkers(sync, resync_period=60, clock=clock, request_relist=lambda: requests.append(clock()))
+    try:
+        workers.update("a", {})
+        assert eventually(lambda: len(requests) == 1)
+        sync.result = WorkResult()  # nothing started: no request
+        workers.wake("a")
+        assert eventually(lambda: len(sync.items) == 2)
+        workers.wake("a")
+        assert eventually(lambda: len(sync.items) == 3)
+        time.sleep(0.1)
+        assert len(requests) == 1
+        # the relist was asked for after the time the next sync waits past was taken
+        assert sync.items[1].since < requests[0]
     finally:
         workers.stop()
