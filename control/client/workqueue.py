@@ -42,6 +42,7 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
+from control.client.errors import ApiError
 from control.client.ratelimit import RateLimiter, default_controller_rate_limiter
 
 log = logging.getLogger(__name__)
@@ -285,13 +286,17 @@ def _process_one(queue: RateLimitingQueue[T], process: Callable[[T], None], item
                  max_retries: int | None, label: str) -> None:
     try:
         process(item)
-    except Exception:
+    except Exception as exc:
+        # An API error (a 409 from a stale cache, a 404 racing a delete) is routine for a controller and is
+        # logged in one line, as upstream's handleErr does at info level; anything else is a bug: traceback.
+        routine = isinstance(exc, ApiError)
         retries = queue.num_requeues(item)
         if max_retries is not None and retries >= max_retries:
-            log.exception("%s: dropping %r after %d retries", label, item, retries)
+            log.error("%s: dropping %r after %d retries: %s", label, item, retries, exc, exc_info=not routine)
             queue.forget(item)
         else:
-            log.exception("%s: processing %r failed (retry %d)", label, item, retries + 1)
+            (log.info if routine else log.error)("%s: processing %r failed (retry %d): %s", label, item,
+                                                 retries + 1, exc, exc_info=not routine)
             queue.add_rate_limited(item)
     else:
         queue.forget(item)

@@ -19,6 +19,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from control.client.errors import Conflict
 from control.client.ratelimit import ItemExponentialFailureRateLimiter
 from control.client.workqueue import (
     DelayingQueue,
@@ -462,7 +463,28 @@ def test_run_workers_retries_failures_then_forgets(caplog):
     assert requeues_at_success == [2]
     assert q.num_requeues("flaky") == 0  # forgotten after the success
     assert [r.getMessage() for r in caplog.records] == [
-        "retry: processing 'flaky' failed (retry 1)", "retry: processing 'flaky' failed (retry 2)"]
+        "retry: processing 'flaky' failed (retry 1): boom", "retry: processing 'flaky' failed (retry 2): boom"]
+    assert all(r.exc_info for r in caplog.records)  # an unexpected exception is a bug: keep its traceback
+
+
+def test_run_workers_logs_api_errors_in_one_line_at_info(caplog):
+    """A 409 from a stale cache is routine for a controller: retried, logged at info without a traceback."""
+    q = fast_queue("conflict")
+    calls: Counter[str] = Counter()
+    succeeded = threading.Event()
+
+    def process(item: str) -> None:
+        calls[item] += 1
+        if calls[item] == 1:
+            raise Conflict(409, "Conflict", "the object has been modified")
+        succeeded.set()
+
+    with caplog.at_level(logging.INFO, logger="control.client.workqueue"), running(q, process, workers=1):
+        q.add("ep")
+        assert succeeded.wait(JOIN)
+    assert [(r.levelno, r.getMessage(), bool(r.exc_info)) for r in caplog.records] == [
+        (logging.INFO, "conflict: processing 'ep' failed (retry 1): 409 Conflict: the object has been modified",
+         False)]
 
 
 def test_run_workers_drops_an_item_after_max_retries(caplog):
