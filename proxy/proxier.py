@@ -14,8 +14,9 @@ proxy/render.py here) and seed 000's step list:
    `chains`), as upstream skips `iptables-save` between periodic cleanups in large clusters — reading 11k
    chains costs ~100 ms, the whole budget of a one-endpoint change. If a chain vanished behind our back,
    the partial restore fails and the full sync that follows reads the kernel.
-4. On a full sync the jumps from built-in chains (render.jump_rules) are ensured with `-C`/`-I` *outside*
-   the `--noflush` restore (inside it they would be appended again on every load); their target chains
+4. On a full sync the jumps from built-in chains (render.jump_rules) are ensured *outside* the
+   `--noflush` restore (inside it they would be appended again on every load): with `-C`/`-I`, or on a
+   legacy node through python-iptables, one table read for all (proxy/jumps.py); their target chains
    are declared first when missing — only the missing ones, as declaring a chain in a restore flushes it.
    Upstream likewise ensures them only when not trying a partial sync.
 5. One `iptables-restore --noflush -w` for filter and nat. `-w` waits for the xtables lock; any failure
@@ -42,6 +43,8 @@ from typing import Any
 from nodeagent.network.iptables import Iptables, IptablesError
 from proxy import render as renderer
 from proxy.conntrack import Conntrack, ConntrackClient, delete_all, flows_to_delete
+from proxy.jumps import JumpEnsurer
+from proxy.jumps import choose as choose_jump_ensurer
 from proxy.metrics import ProxyMetrics
 from proxy.model import EndpointInfo, NodeConfig, ProxyState, ServicePortInfo, ServicePortName
 from proxy.runner import BoundedFrequencyRunner
@@ -78,9 +81,11 @@ def _no_local_endpoints(services: Mapping[ServicePortName, ServicePortInfo],
 class Proxier:
     def __init__(self, *, node: NodeConfig, iptables: Iptables, metrics: ProxyMetrics,
                  min_sync_period: float = 1.0, sync_period: float = 30.0,
-                 conntrack: ConntrackClient | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 conntrack: ConntrackClient | None = None, clock: Callable[[], float] = time.monotonic,
+                 jumps: JumpEnsurer | None = None) -> None:
         self.node = node
         self.iptables = iptables
+        self.jumps = jumps if jumps is not None else choose_jump_ensurer(iptables)
         self.metrics = metrics
         self.sync_period = sync_period
         self.conntrack = conntrack if conntrack is not None else _default_conntrack(iptables)
@@ -231,9 +236,7 @@ class Proxier:
             self.iptables.restore("".join(
                 f"*{table}\n" + "".join(f":{chain} - [0:0]\n" for chain in chains) + "COMMIT\n"
                 for table, chains in missing.items() if chains))
-        for jump in jumps:
-            if not self.iptables.has_rule(jump.table, jump.chain, jump.rule):
-                self.iptables.insert_rule(jump.table, jump.chain, jump.rule)
+        self.jumps.ensure(jumps)
 
     def _clean_conntrack(self, services: Mapping[ServicePortName, ServicePortInfo],
                          old_services: Mapping[ServicePortName, ServicePortInfo],
