@@ -8,7 +8,8 @@ Upstream: pkg/kubelet/pleg/generic.go (GenericPLEG) and pkg/kubelet/container/ca
   ContainerDied unless the container had already been seen exited;
 - sandboxes are diffed like containers (getContainersFromPods);
 - a pod whose inspection fails keeps its old record, so the same change is found and retried at the next
-  relist, and its events wait until then;
+  relist, and its events wait until then; meanwhile the cache holds the pod, so a worker waiting for a
+  status newer than its last action keeps waiting (upstream caches the error and the sync retries);
 - ContainerChanged is computed but not sent ("not reliable", upstream filters it out too);
 - sending never blocks the relist: events go to a bounded queue; when it is full they are dropped and
   counted (upstream's PLEGDiscardEvents), the periodic sync being the safety net;
@@ -24,13 +25,15 @@ low-level list is ~10x cheaper than the high-level one, one inspect ~1 ms). Each
 rebuilt every relist from those kept statuses (no Docker call), so a pod IP assigned after its sandbox
 started still reaches the cache.
 
-Two more departures, for pod start-up latency (bench/pod_startup.py, issue 5): dockerd answers an inspect
-of a container only once that container's start has finished, so with many pods starting one serial relist
-could take seconds and hold back every pod's status. So the changed containers of a relist are inspected
-concurrently (up to `inspect_concurrency` at a time; the events are the same as a serial pass), and
-`request_relist()` lets a pod worker that just started containers ask for a relist before the period ends
-(upstream has no such call; its relist period stays the longest interval between relists here, and
-relists still run one at a time).
+Three more departures, for pod start-up latency (bench/pod_startup.py, issue 5): dockerd answers an
+inspect of a container only once that container's start has finished, so with many pods starting one
+serial relist could take seconds and hold back every pod's status. So the changed containers are inspected
+concurrently (up to `inspect_concurrency` at a time; the events are the same as a serial pass); a relist
+waits at most `inspect_wait` for them, commits the pods that are done and leaves the others in flight (the
+pod is held in the cache, as after a failed inspect, and the next relist — requested as soon as the
+inspect answers — takes the answer); and `request_relist()` lets a pod worker that just started
+containers ask for a relist before the period ends (upstream has no such call; its relist period stays
+the longest interval between relists here, and relists still run one at a time).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
@@ -54,7 +57,8 @@ log = logging.getLogger(__name__)
 DEFAULT_RELIST_PERIOD = 1.0
 DEFAULT_RELIST_THRESHOLD = 180.0
 DEFAULT_EVENT_CAPACITY = 1000  # upstream's plegChannelCapacity
-DEFAULT_INSPECT_CONCURRENCY = 8  # inspects of one relist in flight at once
+DEFAULT_INSPECT_CONCURRENCY = 8  # inspects in flight at once
+DEFAULT_INSPECT_WAIT = 0.5  # seconds a relist waits for its inspects before committing the pods that are done
 
 
 class PlegState(str, Enum):
@@ -137,6 +141,7 @@ class PodCache:
         self.clock = clock
         self._pods: dict[str, tuple[PodStatus, float]] = {}
         self._time = float("-inf")  # no relist yet
+        self._held: set[str] = set()  # pods whose last relist could not read them: the global time is not theirs
         self._changed = threading.Condition()
 
     def get(self, uid: str) -> PodStatus:
@@ -147,12 +152,25 @@ class PodCache:
     def set(self, uid: str, status: PodStatus, timestamp: float) -> None:
         with self._changed:
             self._pods[uid] = (status, timestamp)
+            self._held.discard(uid)
             self._changed.notify_all()
 
     def delete(self, uid: str) -> None:
         with self._changed:
             self._pods.pop(uid, None)
+            self._held.discard(uid)
             self._changed.notify_all()
+
+    def hold(self, uid: str) -> None:
+        """The last relist could not read this pod (an inspect failed or is still pending): until the next
+        `set`, only the pod's own time counts for it, so a worker never acts on what the cache had before
+        (upstream stores the inspect error in the cache, and the worker's sync fails and retries)."""
+        with self._changed:
+            self._held.add(uid)
+
+    def is_held(self, uid: str) -> bool:
+        with self._changed:
+            return uid in self._held
 
     def update_time(self, timestamp: float) -> None:
         with self._changed:
@@ -165,7 +183,7 @@ class PodCache:
 
     def _newer(self, uid: str, min_time: float) -> bool:
         found = self._pods.get(uid)
-        return self._time > min_time or (found is not None and found[1] > min_time)
+        return (self._time > min_time and uid not in self._held) or (found is not None and found[1] > min_time)
 
     def get_newer_than(self, uid: str, min_time: float, *, timeout: float | None = None) -> PodStatus | None:
         """The pod's status once the cache holds data newer than `min_time` (a worker passes the time it
@@ -211,6 +229,7 @@ class GenericPLEG:
         threshold: float = DEFAULT_RELIST_THRESHOLD,
         capacity: int = DEFAULT_EVENT_CAPACITY,
         inspect_concurrency: int = DEFAULT_INSPECT_CONCURRENCY,
+        inspect_wait: float = DEFAULT_INSPECT_WAIT,
     ) -> None:
         self.source = source
         self.on_events = on_events
@@ -218,7 +237,9 @@ class GenericPLEG:
         self.cache = cache or PodCache(clock)
         self.period = period
         self.threshold = threshold
-        self.inspect_concurrency = max(1, inspect_concurrency)
+        self.inspect_wait = inspect_wait
+        self._inspector = ThreadPoolExecutor(max(1, inspect_concurrency), thread_name_prefix="pleg-inspect")
+        self._inflight: dict[tuple[str, str], Future[AnyStatus]] = {}  # list key → inspect, kept across relists
         self.discarded = 0
         self._records: dict[str, _Record] = {}  # container id → record, as of the last relist
         self._pods: dict[str, dict[str, PlegState]] = {}  # uid → container id → state, last relist
@@ -255,10 +276,11 @@ class GenericPLEG:
             return result
         self._relist_time = timestamp
         current = self._observe(entries, result)
-        for uid in sorted(set(self._pods) | set(current)):
+        for uid in sorted(set(self._pods) | set(current) | result.failed_pods):
             new = {cid: convert_state(ContainerState(rec.key[1])) for cid, rec in current.get(uid, {}).items()}
             old = self._pods.get(uid, {})
             if uid in result.failed_pods:
+                self.cache.hold(uid)
                 continue  # keep the old record: the change is found again and retried next relist
             events = compute_pod_events(uid, old, new)
             self._commit(uid, current.get(uid, {}), new, timestamp)
@@ -270,9 +292,10 @@ class GenericPLEG:
 
     def _observe(self, entries: Iterable[dict[str, Any]], result: RelistResult) -> dict[str, dict[str, _Record]]:
         """Group the list by pod (in list order), inspecting only containers whose (id, State) is new. A
-        failed inspect marks its pod failed: the pod keeps its old records and is retried next relist."""
+        failed or still pending inspect marks its pod failed: the pod keeps its old records and is read
+        again next relist (a pending inspect is not repeated: the next relist takes its answer)."""
         listed: list[tuple[Identity, tuple[str, str]]] = []
-        changed: list[tuple[str, Identity]] = []
+        changed: list[tuple[tuple[str, str], Identity]] = []
         for entry in entries:
             identity = parse_entry(entry)
             if identity is None:
@@ -281,16 +304,18 @@ class GenericPLEG:
             listed.append((identity, key))
             known = self._records.get(key[0])
             if known is None or known.key != key:
-                changed.append((key[0], identity))
-        result.inspected += len(changed)
-        inspected = self._inspect_all(changed)
+                changed.append((key, identity))
+        inspected = self._inspect_all(changed, result)
         current: dict[str, dict[str, _Record]] = {}
         for identity, key in listed:
             cid = key[0]
-            if cid not in inspected:
+            if key not in inspected:
                 record = self._records[cid]
             else:
-                outcome = inspected[cid]
+                outcome = inspected[key]
+                if outcome is None:  # still being inspected (dockerd answers once the container's start ends)
+                    result.failed_pods.add(identity.pod_uid)
+                    continue
                 if isinstance(outcome, Exception):  # gone since the list, or Docker failing
                     log.info("PLEG: inspecting %s of pod %s failed: %s", cid[:12], identity.pod_uid, outcome)
                     result.failed_pods.add(identity.pod_uid)
@@ -299,23 +324,43 @@ class GenericPLEG:
             current.setdefault(identity.pod_uid, {})[cid] = record
         return current
 
-    def _inspect_all(self, changed: Sequence[tuple[str, Identity]]) -> dict[str, AnyStatus | Exception]:
-        """container id → its status, or the exception its inspect raised; up to `inspect_concurrency`
-        inspects at once (each waits in dockerd for that container's start to finish)."""
+    def _inspect_all(self, changed: Sequence[tuple[tuple[str, str], Identity]],
+                     result: RelistResult) -> dict[tuple[str, str], AnyStatus | Exception | None]:
+        """list key → the container's status, the exception its inspect raised, or None while it is pending.
 
-        def inspect(job: tuple[str, Identity]) -> AnyStatus | Exception:
-            try:
-                return self.source.inspect_status(*job)
-            except Exception as exc:  # reported per container by the caller; never ends the relist
-                return exc
+        Up to `inspect_concurrency` inspects run at once on a pool that outlives the relist: dockerd answers
+        an inspect only once that container's start has finished, so a relist waits at most `inspect_wait`
+        for them, commits the pods that are done and leaves the rest in flight; the next relist (requested
+        as soon as one lands) takes their answers instead of asking again."""
+        futures: dict[tuple[str, str], Future[AnyStatus]] = {}
+        for key, identity in changed:
+            future = self._inflight.get(key)
+            if future is None:
+                result.inspected += 1
+                future = self._submit(key[0], identity)
+                self._inflight[key] = future
+            futures[key] = future
+        for key in set(self._inflight) - set(futures):  # the container changed or went away: a stale answer
+            self._inflight.pop(key)
+        if futures:
+            wait(futures.values(), timeout=self.inspect_wait)
+        outcomes: dict[tuple[str, str], AnyStatus | Exception | None] = {}
+        for key, future in futures.items():
+            if not future.done():
+                outcomes[key] = None
+                future.add_done_callback(lambda _: self._wake.set())  # relist as soon as it answers
+                continue
+            del self._inflight[key]
+            outcomes[key] = future.exception() or future.result()
+        return outcomes
 
-        workers = min(self.inspect_concurrency, len(changed))
-        if workers <= 1:
-            outcomes = [inspect(job) for job in changed]
-        else:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pleg-inspect") as pool:
-                outcomes = list(pool.map(inspect, changed))
-        return {cid: outcome for (cid, _), outcome in zip(changed, outcomes)}
+    def _submit(self, container_id: str, identity: Identity) -> Future[AnyStatus]:
+        try:
+            return self._inspector.submit(self.source.inspect_status, container_id, identity)
+        except RuntimeError as exc:  # the pool is shut down (stopped): a failed inspect, retried if relisted
+            failed: Future[AnyStatus] = Future()
+            failed.set_exception(exc)
+            return failed
 
     def _commit(self, uid: str, records: dict[str, _Record], states: dict[str, PlegState], timestamp: float) -> None:
         for cid in self._pods.get(uid, {}):
@@ -328,7 +373,7 @@ class GenericPLEG:
             return
         self._pods[uid] = states
         status = assemble(uid, ((r.identity, r.status) for r in records.values()), pod_ip=self.source.pod_ip)
-        if self.cache.get(uid) != status:
+        if self.cache.get(uid) != status or self.cache.is_held(uid):
             self.cache.set(uid, status, timestamp)
 
     def _deliver(self, uid: str, events: tuple[PodLifecycleEvent, ...]) -> None:
@@ -362,6 +407,7 @@ class GenericPLEG:
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
+        self._inspector.shutdown(wait=False, cancel_futures=True)
         try:
             self._queue.put_nowait(None)
         except queue.Full:  # the dispatcher also checks the stop flag after every delivery

@@ -365,3 +365,63 @@ def test_a_failed_inspect_is_retried_next_relist_while_other_pods_events_flow(cl
     assert types(second) == [(EventType.CONTAINER_STARTED, "sb1"), (EventType.CONTAINER_STARTED, "sb2")]
     assert sorted(api.inspects) == ["sb1", "sb2"] and second.failed_pods == set()
     assert sorted(pleg.cache.uids()) == ["uid-0", "uid-1", "uid-2", "uid-3"]
+
+
+class GatedAPI(FakeAPI):
+    """Inspects of the containers in `gated` wait until `gate` opens, as dockerd's inspect of a container
+    waits for that container's start to finish."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.gated: set[str] = set()
+
+    def inspect_container(self, cid: str) -> dict:
+        if cid in self.gated:
+            assert self.gate.wait(5)
+        return super().inspect_container(cid)
+
+
+def test_a_slow_inspect_holds_only_its_pod_and_is_not_repeated(clock):
+    api = GatedAPI()
+    delivered: list[str] = []
+    pleg = GenericPLEG(DockerRuntime(api, node_name="n1"), clock=clock, inspect_wait=0.05)
+    pleg._deliver = lambda uid, events: delivered.append(uid)  # type: ignore[method-assign]
+    for i, pod in enumerate(pods(3)):
+        api.add(f"sb{i}", sandbox_labels(pod=pod))
+    api.gated.add("sb1")
+    try:
+        started = time.monotonic()
+        first = pleg.relist()
+        assert time.monotonic() - started < 2  # it did not wait for the slow inspect
+        assert first.failed_pods == {"uid-1"} and sorted(delivered) == ["uid-0", "uid-2"]
+        # The global time moved past a worker's last action (99.0), but not for the pod still being inspected.
+        assert pleg.cache.get_newer_than("uid-2", 99.0, timeout=0) is not None
+        assert pleg.cache.get_newer_than("uid-1", 99.0, timeout=0) is None
+        second = pleg.relist()  # the inspect is still pending: not asked again, pod still held
+        assert second.failed_pods == {"uid-1"} and second.inspected == 0
+        assert pleg.cache.get_newer_than("uid-1", 99.0, timeout=0) is None
+        api.gate.set()
+        assert wait_for(lambda: pleg._wake.is_set())  # the answer asks for a relist at once
+        clock.now += 1
+        third = pleg.relist()
+        assert types(third) == [(EventType.CONTAINER_STARTED, "sb1")] and third.inspected == 0
+        assert api.inspects.count("sb1") == 1
+        assert pleg.cache.get_newer_than("uid-1", 99.0, timeout=0).sandboxes[0].id == "sb1"
+    finally:
+        api.gate.set()
+        pleg.stop()
+
+
+def test_a_held_pod_ignores_the_global_time_until_it_is_set_again(clock):
+    from nodeagent.pleg import PodCache
+    from nodeagent.runtime.types import PodStatus
+
+    cache = PodCache(clock)
+    cache.set("a", PodStatus(uid="a", name="a", namespace="ns"), 100.0)
+    cache.hold("a")
+    cache.update_time(200.0)
+    assert cache.get_newer_than("a", 150.0, timeout=0) is None
+    assert cache.get_newer_than("b", 150.0, timeout=0) is not None  # not held: the global time counts
+    cache.set("a", PodStatus(uid="a", name="a", namespace="ns"), 201.0)
+    assert not cache.is_held("a") and cache.get_newer_than("a", 150.0, timeout=0) is not None
