@@ -33,6 +33,7 @@ from pyroute2 import IPRoute
 from pyroute2.netlink.exceptions import NetlinkError
 
 from nodeagent.network import bridge
+from nodeagent.network.nsenter import call_in_netns
 
 IFNAMSIZ = 16
 POD_IFNAME = "eth0"
@@ -111,16 +112,21 @@ def setup_pod_network(pid_or_netns_path: int | str, *, ip: str, prefix_len: int,
 
 
 def _configure_inside(path: str, *, ip: str, prefix_len: int, gateway: str) -> str:
-    """lo up; eth0 address, up; default route via the gateway. Returns eth0's MAC."""
-    with IPRoute(netns=path, flags=0) as inside:  # flags=0: never create a namespace at `path`
-        (lo,) = inside.link_lookup(ifname="lo")
-        inside.link("set", index=lo, state="up")
-        (eth0,) = inside.link_lookup(ifname=POD_IFNAME)
-        inside.addr("add", index=eth0, address=ip, prefixlen=prefix_len)
-        inside.link("set", index=eth0, state="up")
-        inside.route("add", dst="0.0.0.0/0", gateway=gateway, oif=eth0)
-        (link,) = inside.get_links(eth0)
-        return link.get_attr("IFLA_ADDRESS")
+    """lo up; eth0 address, up; default route via the gateway. Returns eth0's MAC. Runs on a thread inside
+    the namespace (nodeagent/network/nsenter.py: pyroute2's `netns=` forks a process per socket)."""
+
+    def configure() -> str:
+        with IPRoute() as inside:
+            (lo,) = inside.link_lookup(ifname="lo")
+            inside.link("set", index=lo, state="up")
+            (eth0,) = inside.link_lookup(ifname=POD_IFNAME)
+            inside.addr("add", index=eth0, address=ip, prefixlen=prefix_len)
+            inside.link("set", index=eth0, state="up")
+            inside.route("add", dst="0.0.0.0/0", gateway=gateway, oif=eth0)
+            (link,) = inside.get_links(eth0)
+            return link.get_attr("IFLA_ADDRESS")
+
+    return call_in_netns(path, configure)
 
 
 def teardown_pod_network(host_veth_name: str) -> bool:
