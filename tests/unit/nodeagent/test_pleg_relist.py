@@ -16,6 +16,7 @@ from nodeagent.runtime.types import ContainerState, SandboxState
 
 POD = {"metadata": {"name": "web", "namespace": "ns", "uid": "uid-1"}, "spec": {}}
 T0 = "2026-01-01T00:00:0{}.000000001Z"
+COMPLETE = 30.0  # inspect_wait for tests that expect every relist to finish its inspects, however loaded the host
 
 
 class FakeAPI:
@@ -91,7 +92,7 @@ def clock() -> Clock:
 def pleg(api, clock) -> GenericPLEG:
     ips = {"sb": "10.244.0.5"}
     runtime = DockerRuntime(api, node_name="n1", pod_ip=lambda sandbox: ips.get(sandbox.id, ""))
-    return GenericPLEG(runtime, clock=clock, threshold=180)
+    return GenericPLEG(runtime, clock=clock, threshold=180, inspect_wait=COMPLETE)
 
 
 def types(result) -> list[tuple[EventType, str]]:
@@ -164,7 +165,8 @@ def test_other_nodes_and_non_pod_containers_are_ignored(api, pleg):
 
 def test_a_pod_ip_assigned_later_updates_the_cache_without_events(api, clock):
     ips: dict[str, str] = {}
-    pleg = GenericPLEG(DockerRuntime(api, node_name="n1", pod_ip=lambda s: ips.get(s.id, "")), clock=clock)
+    pleg = GenericPLEG(DockerRuntime(api, node_name="n1", pod_ip=lambda s: ips.get(s.id, "")), clock=clock,
+                       inspect_wait=COMPLETE)
     api.add("sb", sandbox_labels())
     pleg.relist()
     assert pleg.cache.get("uid-1").ips == ()
@@ -198,7 +200,7 @@ def test_get_newer_than_waits_for_a_later_relist(api, pleg, clock):
 
 
 def test_a_full_event_queue_drops_instead_of_blocking(api, clock):
-    pleg = GenericPLEG(DockerRuntime(api, node_name="n1"), clock=clock, capacity=1)
+    pleg = GenericPLEG(DockerRuntime(api, node_name="n1"), clock=clock, capacity=1, inspect_wait=COMPLETE)
     other = {"metadata": {"name": "db", "namespace": "ns", "uid": "uid-2"}}
     api.add("sb", sandbox_labels())
     api.add("sb2", sandbox_labels(pod=other))
@@ -335,7 +337,8 @@ def test_concurrent_inspects_give_the_same_events_and_cache_as_serial_ones(clock
     runs = {}
     for concurrency in (1, 8):
         api = SlowAPI()
-        pleg = GenericPLEG(DockerRuntime(api, node_name="n1"), clock=clock, inspect_concurrency=concurrency)
+        pleg = GenericPLEG(DockerRuntime(api, node_name="n1"), clock=clock, inspect_concurrency=concurrency,
+                           inspect_wait=COMPLETE)
         relists = []
         for _ in steps_of_a_busy_node(api):
             relists.append(pleg.relist().events)
@@ -349,7 +352,7 @@ def test_concurrent_inspects_give_the_same_events_and_cache_as_serial_ones(clock
 def test_a_failed_inspect_is_retried_next_relist_while_other_pods_events_flow(clock):
     api = SlowAPI()
     delivered: list[str] = []
-    pleg = GenericPLEG(DockerRuntime(api, node_name="n1"), clock=clock)
+    pleg = GenericPLEG(DockerRuntime(api, node_name="n1"), clock=clock, inspect_wait=COMPLETE)
     pleg._deliver = lambda uid, events: delivered.append(uid)  # type: ignore[method-assign]
     for i, pod in enumerate(pods(4)):
         api.add(f"sb{i}", sandbox_labels(pod=pod))
