@@ -3,8 +3,8 @@
 command-line flags on top (issue 5 item 11; upstream: flags override the config file).
 
 Durations are Go duration strings as upstream writes them ("10s", "1m30s", "500ms"); bare numbers are
-seconds. Unknown fields are an error, not silently ignored: a typo in a config file must not leave a
-node running on defaults the operator did not choose.
+seconds. Unknown fields are an error. Reading, value checks and the flag overlay are shared with the
+proxy's config (control/componentconfig.py).
 """
 
 from __future__ import annotations
@@ -17,38 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from control.componentconfig import ConfigError, convert, read_document, with_overrides
 from nodeagent.network.manager import NetworkConfig
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KIND = "KubeletConfiguration"
 DEFAULT_DATA_DIR = "/var/lib/slimkube"
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-class ConfigError(ValueError):
-    """A configuration file or flag that cannot be used; the message names the field."""
-
-
-def parse_duration(value: Any, *, name: str) -> float:
-    """Seconds from a Go duration string ("1m30s"), or from a number of seconds."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{name}: expected a duration such as \"10s\", got {value!r}")
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, str) and value and _DURATION_PART.sub("", value) == "":
-        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))
-    elif isinstance(value, str) and value.strip() == "0":
-        seconds = 0.0
-    else:
-        raise ConfigError(f"{name}: expected a duration such as \"10s\", got {value!r}")
-    if seconds < 0:
-        raise ConfigError(f"{name}: must not be negative")
-    return seconds
-
 
 @dataclass(frozen=True)
 class KubeletConfig:
@@ -131,25 +105,6 @@ _FIELDS: dict[str, tuple[str, _Parser]] = {
 }
 
 
-def _convert(name: str, parser: _Parser, value: Any) -> Any:
-    if parser == "duration":
-        return parse_duration(value, name=name)
-    if parser == "strings":
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{name}: expected a list of strings")
-        return tuple(value)
-    if parser == "mapping":
-        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                  for k, v in value.items()):
-            raise ConfigError(f"{name}: expected a mapping of strings to strings")
-        return dict(value)
-    if parser is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ConfigError(f"{name}: expected an integer, got {value!r}")
-    if parser is str and not isinstance(value, str):
-        raise ConfigError(f"{name}: expected a string, got {value!r}")
-    return value
-
-
 def from_document(document: Mapping[str, Any], base: KubeletConfig | None = None) -> KubeletConfig:
     """A config from a parsed KubeletConfiguration document, on top of `base` (defaults if None)."""
     if not isinstance(document, Mapping):
@@ -164,27 +119,14 @@ def from_document(document: Mapping[str, Any], base: KubeletConfig | None = None
         if name not in _FIELDS:
             raise ConfigError(f"unknown field {name!r} (known: {', '.join(sorted(_FIELDS))})")
         attr, parser = _FIELDS[name]
-        changes[attr] = _convert(name, parser, value)
+        changes[attr] = convert(name, parser, value)
     return validate(dataclasses.replace(base or KubeletConfig(), **changes))
 
 
 def load(path: str | None, *, overrides: Mapping[str, Any] | None = None) -> KubeletConfig:
     """The config file at `path` (none: defaults), then `overrides` (from flags; None values ignored)."""
-    config = KubeletConfig()
-    if path:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                document = yaml.safe_load(handle) or {}
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path} is not valid YAML: {exc}") from None
-        config = from_document(document, config)
-    given = {k: v for k, v in (overrides or {}).items() if v is not None}
-    unknown = set(given) - {f.name for f in dataclasses.fields(KubeletConfig)}
-    if unknown:
-        raise ConfigError(f"unknown settings {sorted(unknown)}")
-    return validate(dataclasses.replace(config, **given))
+    config = from_document(read_document(path), KubeletConfig()) if path else KubeletConfig()
+    return validate(with_overrides(config, overrides))
 
 
 def validate(config: KubeletConfig) -> KubeletConfig:

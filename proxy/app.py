@@ -32,7 +32,7 @@ from control.client.kubeconfig import ClientConfig
 from control.client.reflector import ListWatchClient
 from control.client.rest import RESTClient
 from nodeagent.network.iptables import Iptables, detect
-from proxy.config import ProxyConfig, conntrack_sysctls, node_config, split_host_port, wants_route_localnet
+from proxy.config import ProxyConfig, conntrack_sysctls, node_config, split_host_port
 from proxy.metrics import ProxyMetrics
 from proxy.model import NodeConfig
 from proxy.proxier import Proxier
@@ -75,7 +75,7 @@ def host_addresses() -> list[str]:
 def apply_kernel_settings(node: NodeConfig, config: ProxyConfig, sysctl: Sysctl, *, cpus: int) -> None:
     """Step 3: route_localnet must succeed (NodePorts on localhost depend on it); a conntrack setting the
     kernel refuses is logged, as upstream logs and goes on when /sys is read-only."""
-    if wants_route_localnet(node):
+    if node.nodeports_on_localhost:
         log.info("setting route_localnet=1 so NodePorts answer on localhost; to change this set "
                  "iptables.localhostNodePorts: false or leave loopback out of nodePortAddresses")
         sysctl.write(ROUTE_LOCALNET, 1)

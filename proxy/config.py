@@ -2,9 +2,9 @@
 pkg/proxy/apis/config/v1alpha1 types and defaults.go) with command-line flags on top, as upstream's
 cmd/kube-proxy/app/server.go does (flags override the file).
 
-Same shape as the kubelet's loader (nodeagent/config.py, whose Go-duration parser and error type are reused
-here): a table from YAML name to dataclass field, unknown fields refused with the list of known ones, so a
-typo never leaves a node proxying with defaults nobody chose. Nested sections (`iptables`,
+Same shape as the kubelet's loader (nodeagent/config.py; both read, check values and overlay flags with
+control/componentconfig.py): a table from YAML name to dataclass field, unknown fields refused with the
+list of known ones, so a typo never leaves a node proxying with defaults nobody chose. Nested sections (`iptables`,
 `clientConnection`, `conntrack`) are addressed by dotted names ("iptables.syncPeriod").
 
 Only `mode: iptables` (or empty, upstream's Linux default) is accepted: there is no IPVS in these kernels
@@ -27,9 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from nodeagent.config import ConfigError, parse_duration
+from control.componentconfig import ConfigError, convert, read_document, with_overrides
 from proxy.model import NodeConfig
 
 API_VERSION = "kubeproxy.config.k8s.io/v1alpha1"
@@ -111,22 +109,6 @@ _NO_EFFECT = frozenset({
 })
 
 
-def _convert(name: str, parser: _Parser, value: Any) -> Any:
-    if parser == "duration":
-        return parse_duration(value, name=name)
-    if parser == "strings":
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{name}: expected a list of strings")
-        return tuple(value)
-    if parser is bool and not isinstance(value, bool):
-        raise ConfigError(f"{name}: expected true or false, got {value!r}")
-    if parser is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ConfigError(f"{name}: expected an integer, got {value!r}")
-    if parser is str and not isinstance(value, str):
-        raise ConfigError(f"{name}: expected a string, got {value!r}")
-    return value
-
-
 def _flatten(document: Mapping[str, Any]) -> Iterable[tuple[str, Any]]:
     """(dotted name, value) for each field; the known sections are descended into."""
     for name, value in document.items():
@@ -157,7 +139,7 @@ def from_document(document: Mapping[str, Any], base: ProxyConfig | None = None) 
         if name not in _FIELDS:
             raise ConfigError(f"unknown field {name!r} (known: {', '.join(sorted(_FIELDS))})")
         attr, parser = _FIELDS[name]
-        (conntrack if name.startswith("conntrack.") else changes)[attr] = _convert(name, parser, value)
+        (conntrack if name.startswith("conntrack.") else changes)[attr] = convert(name, parser, value)
     changes["conntrack"] = dataclasses.replace(config.conntrack, **conntrack)
     changes["ignored"] = tuple(ignored)
     return validate(dataclasses.replace(config, **changes))
@@ -165,21 +147,8 @@ def from_document(document: Mapping[str, Any], base: ProxyConfig | None = None) 
 
 def load(path: str | None, *, overrides: Mapping[str, Any] | None = None) -> ProxyConfig:
     """The config file at `path` (none: defaults), then `overrides` (from flags; None values ignored)."""
-    config = ProxyConfig()
-    if path:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                document = yaml.safe_load(handle) or {}
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path} is not valid YAML: {exc}") from None
-        config = from_document(document, config)
-    given = {k: v for k, v in (overrides or {}).items() if v is not None}
-    unknown = set(given) - {f.name for f in dataclasses.fields(ProxyConfig)}
-    if unknown:
-        raise ConfigError(f"unknown settings {sorted(unknown)}")
-    return validate(dataclasses.replace(config, **given))
+    config = from_document(read_document(path), ProxyConfig()) if path else ProxyConfig()
+    return validate(with_overrides(config, overrides))
 
 
 def split_host_port(value: str, *, name: str) -> tuple[str, int]:
@@ -252,18 +221,6 @@ def node_config(config: ProxyConfig, *, node: Mapping[str, Any] | None,
                       masquerade_all=config.masquerade_all, masquerade_bit=config.masquerade_bit,
                       nodeport_addresses=tuple(nodeport_addresses),
                       localhost_nodeports=config.localhost_nodeports)
-
-
-def wants_route_localnet(node: NodeConfig) -> bool:
-    """Whether NodePorts answer on 127.0.0.1, so route_localnet must be 1: upstream pkg/proxy/iptables/
-    proxier.go NewProxier sets net.ipv4.conf.all.route_localnet=1 when localhostNodePorts is on and
-    nodePortAddresses allows loopback (empty, or a CIDR containing 127.0.0.1)."""
-    if not node.localhost_nodeports:
-        return False
-    if not node.nodeport_addresses:
-        return True
-    loopback = ipaddress.ip_address("127.0.0.1")
-    return any(loopback in ipaddress.ip_network(cidr, strict=False) for cidr in node.nodeport_addresses)
 
 
 def conntrack_sysctls(conntrack: ConntrackConfig, *, cpus: int) -> dict[str, int]:

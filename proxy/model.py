@@ -14,6 +14,7 @@ Endpoints' ports, and gave them the service port's name.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,6 +79,17 @@ class NodeConfig:
     nodeport_addresses: tuple[str, ...] = ()  # nodePortAddresses (CIDRs); empty: every local address
     localhost_nodeports: bool = True          # iptables.localhostNodePorts
 
+    @property
+    def nodeports_on_localhost(self) -> bool:
+        """Whether NodePorts answer on 127.0.0.1: localhostNodePorts on and nodePortAddresses allowing loopback
+        (empty, or a CIDR holding 127.0.0.1) — upstream NewProxier's condition for route_localnet=1 and the
+        KUBE-FIREWALL guard."""
+        if not self.localhost_nodeports:
+            return False
+        loopback = ipaddress.ip_address("127.0.0.1")
+        return not self.nodeport_addresses or any(
+            loopback in ipaddress.ip_network(cidr, strict=False) for cidr in self.nodeport_addresses)
+
 
 @dataclass(frozen=True)
 class ProxyState:
@@ -116,7 +128,8 @@ def service_ports(service: Mapping[str, Any]) -> list[ServicePortInfo]:
     return result
 
 
-def endpoints_by_port(endpoints: Mapping[str, Any], *, node_name: str = "") -> dict[ServicePortName, list[EndpointInfo]]:
+def endpoints_by_port(endpoints: Mapping[str, Any], *,
+                      node_name: str = "") -> dict[ServicePortName, list[EndpointInfo]]:
     """Backends of an Endpoints object per service port name, sorted; not-ready addresses flagged.
 
     Ports are keyed by (name, protocol): the Endpoints port name equals the service port name.

@@ -89,19 +89,9 @@ def jump_rules(node: NodeConfig) -> tuple[JumpRule, ...]:
     """
     jumps = [JumpRule(table, src, (*extra, "-m", "comment", "--comment", comment, "-j", dst))
              for table, src, dst, comment, extra in _JUMPS]
-    if _localhost_nodeports(node):
+    if node.nodeports_on_localhost:
         jumps += [JumpRule(table, src, ("-j", dst)) for table, src, dst in _KUBELET_JUMPS]
     return tuple(jumps)
-
-
-def _localhost_nodeports(node: NodeConfig) -> bool:
-    """Upstream turns localhostNodePorts off when nodePortAddresses leaves out 127.0.0.1."""
-    if not node.localhost_nodeports:
-        return False
-    if not node.nodeport_addresses:
-        return True
-    loopback = ipaddress.IPv4Address("127.0.0.1")
-    return any(loopback in ipaddress.ip_network(cidr, strict=False) for cidr in node.nodeport_addresses)
 
 
 def _endpoint_order(endpoint: EndpointInfo) -> tuple[str, int]:
@@ -129,7 +119,7 @@ def render(state: ProxyState, node: NodeConfig, *, existing: Mapping[str, frozen
     out = _Out([f":{chain} - [0:0]" for chain in c.FILTER_CHAINS], [],
                [f":{chain} - [0:0]" for chain in c.NAT_CHAINS], [])
     _write_static(out, mark)
-    localhost = _localhost_nodeports(node)
+    localhost = node.nodeports_on_localhost
     if localhost:
         out.filter_chains.append(f":{c.KUBELET_FIREWALL} - [0:0]")
         out.filter_rules.append(

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent.config import ConfigError, KubeletConfig, from_document, load, parse_duration
+from control.componentconfig import parse_duration
+from nodeagent.config import ConfigError, KubeletConfig, from_document, load
 
 
 @pytest.mark.parametrize("text, seconds", [

@@ -16,7 +16,6 @@ from proxy.config import (
     load,
     node_config,
     split_host_port,
-    wants_route_localnet,
 )
 from proxy.model import NodeConfig
 
@@ -137,16 +136,6 @@ def test_node_config_carries_the_proxy_options() -> None:
     assert node_config(config, node=NODE, host_addresses=[]) == NodeConfig(
         node_name="w1", node_ips=("10.0.0.5",), cluster_cidr="10.244.0.0/16", masquerade_all=True,
         masquerade_bit=13, nodeport_addresses=("192.168.0.0/16", "10.0.0.5/32"), localhost_nodeports=False)
-
-
-@pytest.mark.parametrize("node, expected", [
-    pytest.param(NodeConfig("n"), True, id="default-every-address"),
-    pytest.param(NodeConfig("n", localhost_nodeports=False), False, id="disabled"),
-    pytest.param(NodeConfig("n", nodeport_addresses=("10.0.0.0/8",)), False, id="loopback-not-listed"),
-    pytest.param(NodeConfig("n", nodeport_addresses=("127.0.0.0/8",)), True, id="loopback-listed"),
-])
-def test_route_localnet_only_when_nodeports_answer_on_localhost(node: NodeConfig, expected: bool) -> None:
-    assert wants_route_localnet(node) is expected
 
 
 def test_conntrack_sysctls_as_upstream_setup_conntrack() -> None:

@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from proxy.model import DEFAULT_AFFINITY_TIMEOUT, EndpointInfo, ServicePortName, endpoints_by_port, service_ports
+from proxy.model import (
+    DEFAULT_AFFINITY_TIMEOUT,
+    EndpointInfo,
+    NodeConfig,
+    ServicePortName,
+    endpoints_by_port,
+    service_ports,
+)
 
 
 def service(**spec: Any) -> dict[str, Any]:
@@ -76,3 +83,13 @@ def test_endpoints_without_subsets() -> None:
     assert endpoints_by_port({"metadata": {"namespace": "ns", "name": "web"}, "subsets": [
         {"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]}) == {
         ServicePortName("ns", "web", "", "TCP"): [EndpointInfo("10.0.0.1", 80)]}
+
+
+@pytest.mark.parametrize("node, expected", [
+    pytest.param(NodeConfig("n"), True, id="default-every-address"),
+    pytest.param(NodeConfig("n", localhost_nodeports=False), False, id="disabled"),
+    pytest.param(NodeConfig("n", nodeport_addresses=("10.0.0.0/8",)), False, id="loopback-not-listed"),
+    pytest.param(NodeConfig("n", nodeport_addresses=("127.0.0.0/8",)), True, id="loopback-listed"),
+])
+def test_nodeports_answer_on_localhost_only_when_enabled_and_loopback_allowed(node: NodeConfig, expected: bool) -> None:
+    assert node.nodeports_on_localhost is expected
