@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -16,6 +16,7 @@ from control.client.events import EventRecorder
 from control.client.leaderelection import LeaderElector
 from control.client.rest import RESTClient
 from tests.support.apiserver import running_server
+from tests.support.polling import wait_until
 
 LEASE = dict(lease_duration=2.0, renew_deadline=1.5, retry_period=0.3)
 
@@ -32,15 +33,6 @@ def ns(client: RESTClient) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
     client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     return name
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def events_about(client: RESTClient, namespace: str, name: str) -> list[dict]:

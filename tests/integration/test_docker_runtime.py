@@ -22,6 +22,7 @@ from nodeagent.runtime.interface import (
 )
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, SandboxState
+from tests.support.polling import wait_for
 from tests.support.substrate import TEST_LABEL
 
 
@@ -67,16 +68,6 @@ def ns_of(docker_api, cid: str, kind: str) -> str:
     return os.readlink(f"/proc/{docker_api.inspect_container(cid)['State']['Pid']}/ns/{kind}")
 
 
-def wait_for(predicate, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
-
-
 def test_pod_containers_share_the_sandbox_and_are_adopted_from_labels(docker_api, runtime, pod, start, node,
                                                                       container_labels):
     sandbox = runtime.run_sandbox(pod, attempt=0, extra_labels=container_labels)
@@ -120,7 +111,8 @@ def test_stop_waits_for_a_term_handler_and_kills_after_the_grace_period(runtime,
     sandbox = runtime.run_sandbox(pod, attempt=0, extra_labels=container_labels)
     polite = start(sandbox, "polite", "trap 'echo bye; exit 0' TERM; echo up; while true; do sleep 0.1; done")
     stubborn = start(sandbox, "stubborn", "trap '' TERM; echo up; while true; do sleep 0.1; done")
-    wait_for(lambda: b"up" in runtime.logs(polite) and b"up" in runtime.logs(stubborn))
+    wait_for(lambda: b"up" in runtime.logs(polite) and b"up" in runtime.logs(stubborn), 10.0, "both containers up",
+             interval=0.05)
 
     began = time.monotonic()
     runtime.stop_container(polite, 10)
@@ -144,7 +136,7 @@ def test_exec_exit_codes_timeouts_and_logs(runtime, pod, start, container_labels
     assert runtime.exec(app, ["/no/such/binary"], timeout=5).exit_code != 0
     with pytest.raises(ExecTimeout):
         runtime.exec(app, ["sleep", "3"], timeout=0.3)
-    wait_for(lambda: b"err" in runtime.logs(app))
+    wait_for(lambda: b"err" in runtime.logs(app), 10.0, "stderr in the logs", interval=0.05)
     assert sorted(runtime.logs(app).split()) == [b"err", b"out"]
     assert len(runtime.logs(app, tail=1).splitlines()) == 1
     stamped = runtime.logs(app, timestamps=True).splitlines()[0]
@@ -166,7 +158,7 @@ def test_termination_messages(runtime, docker_api, pod, start, container_labels,
         done = {c.name: c for c in status.containers if c.state is ContainerState.EXITED}
         return done if len(done) == 4 else None
 
-    done = wait_for(exited)
+    done = wait_for(exited, 10.0, "all four containers exited", interval=0.05)
     assert (done["file"].exit_code, done["file"].reason, done["file"].message) == (3, "Error", "bye\n")
     assert (done["fallback"].reason, done["fallback"].message) == ("Error", "from-logs\n")
     assert (done["ok"].reason, done["ok"].message) == ("Completed", "")

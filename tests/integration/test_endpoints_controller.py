@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,6 +17,7 @@ from control.client.kubeconfig import load_kubeconfig
 from control.client.rest import RESTClient
 from control.controllers.manager import ControllerManager
 from tests.support.apiserver import ProcessServer, running_server
+from tests.support.polling import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -29,15 +30,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RESTClien
             yield rest, int(endpoint.url.rsplit(":", 1)[1])
         finally:
             manager.stop()
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def namespace(client: RESTClient) -> str:
@@ -97,7 +89,7 @@ def test_endpoints_follow_pods_readiness_and_the_service(server):
     make_pod(client, ns, "b", "10.244.0.12", ready=False)
     make_pod(client, ns, "other", "10.244.0.13", ready=True, app="db")
     want = {"http:8080": ["10.244.0.11", "10.244.0.12?"], "metrics:9100": ["10.244.0.11", "10.244.0.12?"]}
-    assert wait_until(lambda: addresses(client, ns) == want), addresses(client, ns)
+    assert wait_until(lambda: addresses(client, ns) == want, timeout=10), addresses(client, ns)
     ep = endpoints(client, ns)
     assert ep is not None and ep["metadata"]["labels"] == {"tier": "front"}
     ready = ep["subsets"][0]["addresses"][0]
@@ -106,16 +98,16 @@ def test_endpoints_follow_pods_readiness_and_the_service(server):
 
     set_status(client, ns, "b", "10.244.0.12", ready=True)
     want = {"http:8080": ["10.244.0.11", "10.244.0.12"], "metrics:9100": ["10.244.0.11", "10.244.0.12"]}
-    assert wait_until(lambda: addresses(client, ns) == want), addresses(client, ns)
+    assert wait_until(lambda: addresses(client, ns) == want, timeout=10), addresses(client, ns)
     settled = endpoints(client, ns)["metadata"]["resourceVersion"]
 
     client.delete(f"/api/v1/namespaces/{ns}/pods/a")
     want = {"http:8080": ["10.244.0.12"], "metrics:9100": ["10.244.0.12"]}
-    assert wait_until(lambda: addresses(client, ns) == want), addresses(client, ns)
+    assert wait_until(lambda: addresses(client, ns) == want, timeout=10), addresses(client, ns)
     assert endpoints(client, ns)["metadata"]["resourceVersion"] != settled
 
     client.delete(f"/api/v1/namespaces/{ns}/services/web")
-    assert wait_until(lambda: endpoints(client, ns) is None)
+    assert wait_until(lambda: endpoints(client, ns) is None, timeout=10)
 
 
 def test_no_write_when_nothing_changed_and_selectorless_endpoints_untouched(server):
@@ -123,7 +115,8 @@ def test_no_write_when_nothing_changed_and_selectorless_endpoints_untouched(serv
     ns = namespace(client)
     make_service(client, ns)
     make_pod(client, ns, "a", "10.244.0.21", ready=True)
-    assert wait_until(lambda: addresses(client, ns) == {"http:8080": ["10.244.0.21"], "metrics:9100": ["10.244.0.21"]})
+    assert wait_until(lambda: addresses(client, ns) == {"http:8080": ["10.244.0.21"], "metrics:9100": ["10.244.0.21"]},
+                      timeout=10)
     version = endpoints(client, ns)["metadata"]["resourceVersion"]
     client.patch(f"/api/v1/namespaces/{ns}/pods/a", {"metadata": {"annotations": {"touched": "yes"}}})
     client.create(f"/api/v1/namespaces/{ns}/services", {
@@ -133,7 +126,7 @@ def test_no_write_when_nothing_changed_and_selectorless_endpoints_untouched(serv
         "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "manual"},
         "subsets": [{"addresses": [{"ip": "192.0.2.7"}], "ports": [{"port": 5432}]}]})
     make_service(client, ns, "probe")  # a later change the controller must get to: the earlier ones are done
-    assert wait_until(lambda: endpoints(client, ns, "probe") is not None)
+    assert wait_until(lambda: endpoints(client, ns, "probe") is not None, timeout=10)
     assert endpoints(client, ns)["metadata"]["resourceVersion"] == version
     assert endpoints(client, ns, "manual") == manual
 
@@ -159,7 +152,7 @@ def test_slimkube_server_runs_the_endpoints_controller_and_disable_stops_it(tmp_
                 make_pod(client, ns, "a", "10.244.0.31", ready=True)
                 if expect_endpoints:
                     assert wait_until(lambda: addresses(client, ns) == {
-                        "http:8080": ["10.244.0.31"], "metrics:9100": ["10.244.0.31"]}), process.log()
+                        "http:8080": ["10.244.0.31"], "metrics:9100": ["10.244.0.31"]}, timeout=10), process.log()
                 else:
                     time.sleep(1.5)
                     assert endpoints(client, ns) is None

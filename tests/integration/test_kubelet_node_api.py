@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 import requests
@@ -26,6 +26,7 @@ from nodeagent.runtime.spechash import container_hash
 from nodeagent.server import KubeletServer
 from nodeagent.sources import CONFIG_MIRROR, FileSource
 from tests.support.apiserver import free_port, running_server
+from tests.support.polling import wait_until
 
 MANIFEST = """apiVersion: v1
 kind: Pod
@@ -40,15 +41,6 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RESTClient]:
     with running_server(str(tmp_path_factory.mktemp("apiserver"))) as endpoint, \
             RESTClient.from_kubeconfig(endpoint.kubeconfig) as rest:
         yield rest
-
-
-def wait_until(predicate: Callable[[], object], timeout: float = 10) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if result := predicate():
-            return result
-        time.sleep(0.1)
-    return predicate()
 
 
 @pytest.fixture
@@ -143,7 +135,8 @@ def test_kubelet_server_and_the_api_servers_log_proxy(client, setup, docker_api,
     pods = requests.get(f"{base}/pods", timeout=5).json()
     assert pods["kind"] == "PodList" and pods["items"][0]["metadata"]["uid"] == pod["metadata"]["uid"]
     url = f"{base}/containerLogs/default/{pod['metadata']['name']}/echo"
-    assert wait_until(lambda: requests.get(url, timeout=5).text == "line-1\nline-2\nline-3\n")
+    assert wait_until(lambda: requests.get(url, timeout=5).text == "line-1\nline-2\nline-3\n",
+                      timeout=10, interval=0.1)
     assert requests.get(url, params={"tailLines": "1"}, timeout=5).text == "line-3\n"
     assert requests.get(url, params={"limitBytes": "6"}, timeout=5).text == "line-1"
     assert requests.get(f"{base}/containerLogs/default/nope/echo", timeout=5).status_code == 404

@@ -40,6 +40,7 @@ from nodeagent.network.bridge import delete_bridge
 from nodeagent.network.ipam import LocalIPAM, state_path
 from tests.conftest import TEST_LABEL
 from tests.support.apiserver import ThreadServer
+from tests.support.polling import wait_for
 
 NAMESPACE = "default"
 STATIC_MANIFEST = f"""apiVersion: v1
@@ -59,16 +60,6 @@ def free_pod_cidr() -> str:
         if not any(candidate.overlaps(t) for t in taken):
             return str(candidate)
     pytest.fail("no free 10.244.N.0/24 on this host")
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str | Callable[[], str]) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.2)
-    pytest.fail(f"timed out after {timeout}s waiting for {what() if callable(what) else what}")
 
 
 class Node:
@@ -165,12 +156,12 @@ def test_pod_with_init_and_two_containers_runs_and_serves(node: Node, docker_api
         ]})
     pod = wait_for(lambda: (p := node.get("web")) and (p.get("status") or {}).get("phase") == "Running"
                    and all(s.get("ready") for s in p["status"].get("containerStatuses") or [None]) and p,
-                   30, "pod web Running and ready")
+                   30, "pod web Running and ready", interval=0.2)
     ip = pod["status"]["podIP"]
     assert ipaddress.ip_address(ip) in ipaddress.ip_network(node.config.pod_cidr)
     assert pod["status"]["hostIP"] == "127.0.0.1"
     assert pod["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
-    response = wait_for(lambda: _try(lambda: get_direct(f"http://{ip}:8080/")), 10, "httpd answering")
+    response = wait_for(lambda: _try(lambda: get_direct(f"http://{ip}:8080/")), 10, "httpd answering", interval=0.2)
     assert response.status_code == 200 and response.text.strip() == "hello-from-web"
     side = node.statuses("web")["side"]["containerID"].removeprefix("docker://")
     exec_id = docker_api.exec_create(side, ["wget", "-qO-", "http://127.0.0.1:8080/"])["Id"]
@@ -209,7 +200,7 @@ def test_crash_loop_backs_off_and_bad_specs_show_reasons(node: Node) -> None:
                 and {"RunContainerError", "CrashLoopBackOff"} <= seen["badcmd"])
 
     wait_for(observe, 40, lambda: f"crash-loop and error reasons (seen {seen}, restarts {restarts[-3:]}, "
-                                  f"pods {[node.get(n) for n in seen]})")
+                                  f"pods {[node.get(n) for n in seen]})", interval=0.2)
     delays = sorted({m.split()[1] for m in messages if m.startswith("back-off ")}, key=lambda d: int(d[:-1]))
     assert len(delays) >= 2, messages  # e.g. 1s then 2s: the back-off grows
     assert "restarting failed container=crash pod=crash_default(" in messages[-1]
@@ -228,10 +219,11 @@ def test_deleted_pod_runs_prestop_and_goes_within_grace(node: Node, tmp_path) ->
         "volumes": [{"name": "host", "hostPath": {"path": str(tmp_path), "type": "Directory"}}],
         "containers": [container("main", "sleep", "3600", lifecycle=hook,
                                  volumeMounts=[{"name": "host", "mountPath": "/host"}])]})
-    wait_for(lambda: ((node.get("stopper") or {}).get("status") or {}).get("phase") == "Running", 30, "Running")
+    wait_for(lambda: ((node.get("stopper") or {}).get("status") or {}).get("phase") == "Running", 30, "Running",
+             interval=0.2)
     started = time.monotonic()
     node.client.delete(f"/api/v1/namespaces/{NAMESPACE}/pods/stopper")
-    wait_for(lambda: node.get("stopper") is None, 15, "pod stopper removed")
+    wait_for(lambda: node.get("stopper") is None, 15, "pod stopper removed", interval=0.2)
     assert time.monotonic() - started < 4 + 4  # grace, plus a relist and the API round trips
     assert (tmp_path / "prestop").read_text().strip() == "bye"
 
@@ -241,26 +233,29 @@ def test_static_pod_runs_with_its_status_on_the_mirror_pod(node: Node, docker_ap
     manifest.write_text(STATIC_MANIFEST)
     name = f"static-web-{node.config.node_name}"
     mirror = wait_for(lambda: (p := node.get(name)) and (p.get("status") or {}).get("phase") == "Running" and p,
-                      30, "the mirror pod of a static pod Running")
+                      30, "the mirror pod of a static pod Running", interval=0.2)
     assert "kubernetes.io/config.mirror" in mirror["metadata"]["annotations"] and mirror["status"]["podIP"]
     manifest.unlink()
     wait_for(lambda: node.get(name) is None and not docker_api.containers(
         all=True, filters={"label": [f"{TEST_LABEL}={node.labels[TEST_LABEL]}", "io.kubernetes.pod.name=" + name]}),
-        30, "the static pod and its mirror gone")
+        30, "the static pod and its mirror gone", interval=0.2)
 
 
 def test_restarted_kubelet_adopts_pods_and_kills_orphans(node: Node, docker_api) -> None:
-    wait_for(lambda: ((node.get("web") or {}).get("status") or {}).get("phase") == "Running", 30, "web Running")
+    wait_for(lambda: ((node.get("web") or {}).get("status") or {}).get("phase") == "Running", 30, "web Running",
+             interval=0.2)
     quick_exit = ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
     orphan = node.create("orphan", {"containers": [container("c", *quick_exit)]})
-    wait_for(lambda: ((node.get("orphan") or {}).get("status") or {}).get("phase") == "Running", 30, "orphan Running")
+    wait_for(lambda: ((node.get("orphan") or {}).get("status") or {}).get("phase") == "Running", 30,
+             "orphan Running", interval=0.2)
     before = node.statuses("web")
     ip_before = node.get("web")["status"]["podIP"]
     node.kubelet.stop()
     node.client.delete(f"/api/v1/namespaces/{NAMESPACE}/pods/orphan", grace_period_seconds=0)  # while away
     node.restart()
     node.create("late", {"containers": [container("c", "sleep", "3600")]})
-    late = wait_for(lambda: (p := node.get("late")) and (p.get("status") or {}).get("podIP") and p, 30, "late IP")
+    late = wait_for(lambda: (p := node.get("late")) and (p.get("status") or {}).get("podIP") and p, 30, "late IP",
+                    interval=0.2)
     time.sleep(2 * node.config.pleg_relist_period + 1)  # a few syncs of the adopted pod
     after = node.statuses("web")
     for name, status in before.items():
@@ -273,4 +268,4 @@ def test_restarted_kubelet_adopts_pods_and_kills_orphans(node: Node, docker_api)
     assert len(addresses) == len(set(addresses)) and {ip_before, late["status"]["podIP"]} <= set(addresses)
     uid = orphan["metadata"]["uid"]
     wait_for(lambda: not docker_api.containers(all=True, filters={"label": f"io.kubernetes.pod.uid={uid}"}), 20,
-             "the orphan's containers removed")
+             "the orphan's containers removed", interval=0.2)

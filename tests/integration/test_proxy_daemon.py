@@ -32,6 +32,7 @@ from proxy.app import run_cleanup
 from proxy.cleanup import is_proxy_chain
 from proxy.tables import parse_chains
 from tests.support.apiserver import Endpoint, free_port, running_server
+from tests.support.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 30.0
@@ -40,17 +41,6 @@ WAIT = 30.0
 def upstream_hash(text: str) -> str:
     """pkg/proxy/iptables/proxier.go portProtoHash: base32(sha256(text))[:16], computed here independently."""
     return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()[:16]
-
-
-def wait_for(check: Callable[[], object], what: str, timeout: float = WAIT) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.1)
 
 
 def chains(iptables: Iptables, table: str) -> frozenset[str]:
@@ -118,7 +108,7 @@ def test_services_become_chains_health_metrics_sigterm_and_cleanup(
             return 0.0
         return metric(text, "kubeproxy_sync_proxy_rules_duration_seconds_count")
 
-    wait_for(synced, "a first sync")
+    wait_for(synced, what="a first sync", timeout=WAIT)
     health = requests.get(f"http://127.0.0.1:{healthz}/healthz", timeout=5)
     assert health.status_code == 200 and set(health.json()) == {"lastUpdated", "currentTime"}
     assert requests.get(f"http://127.0.0.1:{healthz}/livez", timeout=5).status_code == 200
@@ -139,7 +129,8 @@ def test_services_become_chains_health_metrics_sigterm_and_cleanup(
     port_name = f"default/{name}:http"
     svc_chain = "KUBE-SVC-" + upstream_hash(port_name + "tcp")
     sep_chains = {"KUBE-SEP-" + upstream_hash(port_name + "tcp" + f"10.244.0.{i}:8080") for i in (7, 8)}
-    wait_for(lambda: {svc_chain, *sep_chains} <= chains(host_iptables, "nat"), f"{svc_chain} and its endpoints")
+    wait_for(lambda: {svc_chain, *sep_chains} <= chains(host_iptables, "nat"), what=f"{svc_chain} and its endpoints",
+             timeout=WAIT)
     nat = host_iptables.save("nat")
     cluster_ip = service.json()["spec"]["clusterIP"]
     assert f"-d {cluster_ip}/32 -p tcp -m comment --comment \"{port_name} cluster IP\"" in nat
@@ -150,7 +141,8 @@ def test_services_become_chains_health_metrics_sigterm_and_cleanup(
     assert metric(metrics_text, "kubeproxy_sync_proxy_rules_last_timestamp_seconds") > time.time() - 60
 
     assert api.request("DELETE", f"/api/v1/namespaces/default/services/{name}").status_code == 200
-    wait_for(lambda: not ({svc_chain, *sep_chains} & chains(host_iptables, "nat")), f"{svc_chain} removed")
+    wait_for(lambda: not ({svc_chain, *sep_chains} & chains(host_iptables, "nat")), what=f"{svc_chain} removed",
+             timeout=WAIT)
 
     proxy.proc.send_signal(signal.SIGTERM)
     assert proxy.proc.wait(timeout=WAIT) == 0, proxy.log()

@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -59,22 +59,13 @@ from proxy.tables import BUILTIN_CHAINS, TABLES, parse_chains, parse_rules
 from tests.conftest import TEST_LABEL
 from tests.support.apiserver import ThreadServer
 from tests.support.hostnet import free_pod_cidr
+from tests.support.polling import wait_for
 from tests.support.safety_net import free_service_cidr, routed_to, service_cidr_net
 
 NAMESPACE = "default"
 WEB = {"app": "sktest-web"}
 REQUESTS = 200
 MIN_SHARE = 0.2
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str | Callable[[], str]) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.1)
-    pytest.fail(f"timed out after {timeout}s waiting for {what() if callable(what) else what}")
 
 
 def http_get(host: str, port: int, *, timeout: float = 2.0) -> str:

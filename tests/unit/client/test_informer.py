@@ -4,21 +4,11 @@ handlers replayed the cache, a slow or failing handler never blocks the watch, s
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 from control.client.informer import InformerFactory, SharedInformer
 from tests.support.fake_listwatch import FakeClient, event, listing, obj
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 5) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return condition()
+from tests.support.polling import wait_until
 
 
 def name(o: dict[str, Any]) -> str:
@@ -57,7 +47,7 @@ def test_handlers_see_changes_in_order_after_the_store() -> None:
     try:
         assert informer.wait_for_sync(5)
         assert client.idle.wait(5)
-        assert wait_until(lambda: len(log.events) == 4)
+        assert wait_until(lambda: len(log.events) == 4, interval=0.005)
     finally:
         stop.set()
     assert log.events == [("add", "a", "1"), ("add", "b", "11"), ("update", "a", "12"), ("delete", "b", "13")]
@@ -78,7 +68,7 @@ def test_late_handler_gets_the_cache_as_adds_then_only_new_changes() -> None:
         assert client.idle.wait(5) and informer.wait_for_sync(5)
         late = Log()
         informer.add_event_handler(late)
-        assert wait_until(lambda: len(late.events) == 2)
+        assert wait_until(lambda: len(late.events) == 2, interval=0.005)
     finally:
         stop.set()
     assert sorted(late.events) == [("add", "a", "11"), ("add", "b", "2")]
@@ -99,7 +89,7 @@ def test_a_slow_handler_does_not_block_the_watch() -> None:
         assert len(informer.store) == 50  # the cache is current although no handler has run
         assert log.events == []
         gate.set()
-        assert wait_until(lambda: len(log.events) == 50)
+        assert wait_until(lambda: len(log.events) == 50, interval=0.005)
     finally:
         gate.set()
         stop.set()
@@ -118,7 +108,7 @@ def test_a_failing_handler_is_logged_and_delivery_goes_on(caplog: Any) -> None:
     stop = threading.Event()
     informer.start(stop)
     try:
-        assert wait_until(lambda: len(log.events) == 2)
+        assert wait_until(lambda: len(log.events) == 2, interval=0.005)
     finally:
         stop.set()
     assert log.events == [("add", "a", "1"), ("update", "a", "2")]

@@ -21,6 +21,7 @@ from control.client.leaderelection import (
     observe,
     released_record,
 )
+from tests.support.polling import wait_until
 
 PATH = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/sched"
 
@@ -261,15 +262,6 @@ def run_in_thread(candidate: LeaderElector, stop: threading.Event) -> threading.
     return thread
 
 
-def wait_for(predicate, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.005)
-    return predicate()
-
-
 def test_run_leads_until_stopped_then_releases():
     leases, clock = FakeLeases(), FakeClock()
     calls: list[str] = []
@@ -282,8 +274,8 @@ def test_run_leads_until_stopped_then_releases():
     a = elector(leases, clock, "a", on_started_leading=started, on_stopped_leading=lambda: calls.append("stopped"))
     stop = threading.Event()
     thread = run_in_thread(a, stop)
-    assert wait_for(lambda: calls == ["started"] and a.is_leader())
-    assert wait_for(lambda: leases.rv >= 3)  # it keeps renewing
+    assert wait_until(lambda: calls == ["started"] and a.is_leader(), interval=0.005)
+    assert wait_until(lambda: leases.rv >= 3, interval=0.005)  # it keeps renewing
     stop.set()
     thread.join(5)
     assert not thread.is_alive() and calls == ["started", "stopped"]
@@ -296,7 +288,7 @@ def test_run_without_release_leaves_the_lease_to_expire():
     a = elector(leases, clock, "a", release_on_cancel=False)
     stop = threading.Event()
     thread = run_in_thread(a, stop)
-    assert wait_for(a.is_leader)
+    assert wait_until(a.is_leader, interval=0.005)
     stop.set()
     thread.join(5)
     assert leases.spec["holderIdentity"] == "a"
@@ -308,10 +300,10 @@ def test_run_gives_up_leading_when_renewals_fail_past_the_deadline():
     a = elector(leases, clock, "a", on_stopped_leading=stopped.set)
     stop = threading.Event()
     thread = run_in_thread(a, stop)
-    assert wait_for(a.is_leader)
+    assert wait_until(a.is_leader, interval=0.005)
     leases.fail_updates = True
     started_failing = clock.monotonic()
-    assert wait_for(stopped.is_set)
+    assert wait_until(stopped.is_set, interval=0.005)
     thread.join(5)
     assert not thread.is_alive() and not stop.is_set() and not a.is_leader()
     assert clock.monotonic() - started_failing >= 10  # it kept trying for the whole renew deadline
@@ -325,7 +317,7 @@ def test_a_waiting_candidate_takes_over_after_expiry_and_counts_the_transition()
     stop = threading.Event()
     start = clock.monotonic()
     thread = run_in_thread(b, stop)
-    assert wait_for(b.is_leader)
+    assert wait_until(b.is_leader, interval=0.005)
     assert clock.monotonic() - start >= 15
     assert leases.spec["holderIdentity"] == "b" and leases.spec["leaseTransitions"] == 1
     stop.set()

@@ -5,13 +5,13 @@ when equal, deleted with the service, selector-less services untouched, a 409 re
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 from control.client.errors import Conflict, NotFound
 from control.client.store import Lister, Store
 from control.controllers.endpoints import EndpointsController
+from tests.support.polling import wait_until
 
 
 class FakeInformer:
@@ -220,15 +220,6 @@ def test_deleted_endpoints_are_written_again():
     assert h.ips() == (["10.0.0.1"], [])
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 5) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
-
-
 def test_run_retries_a_conflict_and_removes_leftover_endpoints():
     h = Harness()
     h.services.add(service(selector={"app": "web"}))
@@ -242,8 +233,8 @@ def test_run_retries_a_conflict_and_removes_leftover_endpoints():
     thread = threading.Thread(target=h.controller.run, args=(stop,), daemon=True)
     thread.start()
     try:
-        assert wait_until(lambda: h.ips() == (["10.0.0.1"], []))
-        assert wait_until(lambda: h.endpoints.store.get_by_key("ns/orphan") is None)
+        assert wait_until(lambda: h.ips() == (["10.0.0.1"], []), interval=0.01)
+        assert wait_until(lambda: h.endpoints.store.get_by_key("ns/orphan") is None, interval=0.01)
         assert h.client.calls.count(("update", "/api/v1/namespaces/ns/endpoints/web")) == 2
         assert h.endpoints.store.get_by_key("ns/lock") is not None
     finally:

@@ -13,6 +13,7 @@ from nodeagent.pleg import EventType, GenericPLEG, PodLifecycleEvent
 from nodeagent.runtime import labels as L
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.types import ContainerState, SandboxState
+from tests.support.polling import wait_until
 
 POD = {"metadata": {"name": "web", "namespace": "ns", "uid": "uid-1"}, "spec": {}}
 T0 = "2026-01-01T00:00:0{}.000000001Z"
@@ -250,24 +251,17 @@ class Lister:
         raise AssertionError("nothing to inspect")
 
 
-def wait_for(predicate, timeout: float = 3.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not predicate():
-        time.sleep(0.005)
-    return predicate()
-
-
 def test_request_relist_wakes_the_loop_before_the_period():
     source = Lister()
     pleg = GenericPLEG(source, period=30)
     pleg.start()
     try:
-        assert wait_for(lambda: source.lists == 1)
+        assert wait_until(lambda: source.lists == 1, timeout=3.0, interval=0.005)
         time.sleep(0.2)
         assert source.lists == 1  # the period alone would wait 30 s
         started = time.monotonic()
         pleg.request_relist()
-        assert wait_for(lambda: source.lists == 2, timeout=2)
+        assert wait_until(lambda: source.lists == 2, timeout=2, interval=0.005)
         assert time.monotonic() - started < 1
         time.sleep(0.2)
         assert source.lists == 2  # one request, one relist
@@ -284,7 +278,7 @@ def test_a_request_during_a_relist_gets_one_more_after_it():
         assert source.holding.wait(3)
         pleg.request_relist()  # this relist may have listed before the requester's time: not enough
         source.release.set()
-        assert wait_for(lambda: source.lists == 2)
+        assert wait_until(lambda: source.lists == 2, timeout=3.0, interval=0.005)
     finally:
         pleg.stop()
 
@@ -405,7 +399,8 @@ def test_a_slow_inspect_holds_only_its_pod_and_is_not_repeated(clock):
         assert second.failed_pods == {"uid-1"} and second.inspected == 0
         assert pleg.cache.get_newer_than("uid-1", 99.0, timeout=0) is None
         api.gate.set()
-        assert wait_for(lambda: pleg._wake.is_set())  # the answer asks for a relist at once
+        # the answer asks for a relist at once
+        assert wait_until(lambda: pleg._wake.is_set(), timeout=3.0, interval=0.005)
         clock.now += 1
         third = pleg.relist()
         assert types(third) == [(EventType.CONTAINER_STARTED, "sb1")] and third.inspected == 0

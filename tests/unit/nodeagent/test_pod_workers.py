@@ -8,15 +8,7 @@ import threading
 import time
 
 from nodeagent.pod_workers import PodWorkers, WorkItem, WorkResult
-
-
-def eventually(predicate, timeout: float = 3.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
+from tests.support.polling import wait_until
 
 
 class Recorder:
@@ -44,10 +36,10 @@ def test_updates_during_a_sync_collapse_into_one_more_with_the_latest_spec() -> 
     workers = PodWorkers(sync, resync_period=60)
     try:
         workers.update("a", {"v": 1})
-        assert eventually(lambda: len(sync.items) == 1)
+        assert wait_until(lambda: len(sync.items) == 1, timeout=3.0, interval=0.01)
         for v in (2, 3, 4):
             workers.update("a", {"v": v})
-        assert eventually(lambda: len(sync.items) == 2)
+        assert wait_until(lambda: len(sync.items) == 2, timeout=3.0, interval=0.01)
         time.sleep(0.4)
         assert [i.pod for i in sync.items] == [{"v": 1}, {"v": 4}] and not sync.overlap
         assert sync.items[0].since == float("-inf") < sync.items[1].since
@@ -62,7 +54,7 @@ def test_pods_are_synced_in_parallel_each_serialised() -> None:
         started = time.monotonic()
         for uid in "abc":
             workers.update(uid, {"uid": uid})
-        assert eventually(lambda: len(sync.items) == 3)
+        assert wait_until(lambda: len(sync.items) == 3, timeout=3.0, interval=0.01)
         assert time.monotonic() - started < 0.3  # not one after another
         for _ in range(5):
             workers.wake("a")
@@ -78,7 +70,7 @@ def test_wake_only_for_known_pods_and_retry_after_resyncs() -> None:
     try:
         assert workers.wake("nobody") is False
         workers.update("a", {})
-        assert eventually(lambda: len(sync.items) >= 4)  # re-synced by its own timer
+        assert wait_until(lambda: len(sync.items) >= 4, timeout=3.0, interval=0.01)  # re-synced by its own timer
     finally:
         workers.stop()
 
@@ -88,10 +80,10 @@ def test_gone_pod_keeps_its_last_spec_and_the_worker_ends_when_done() -> None:
     workers = PodWorkers(sync, resync_period=60)
     try:
         workers.update("a", {"spec": 1})
-        assert eventually(lambda: len(sync.items) == 1)
+        assert wait_until(lambda: len(sync.items) == 1, timeout=3.0, interval=0.01)
         sync.result = WorkResult(done=True)
         workers.gone("a")
-        assert eventually(lambda: workers.uids() == set())
+        assert wait_until(lambda: workers.uids() == set(), timeout=3.0, interval=0.01)
         assert sync.items[-1].gone and sync.items[-1].pod == {"spec": 1}
         assert workers.pods() == []
     finally:
@@ -110,7 +102,7 @@ def test_a_failing_sync_is_retried_and_does_not_stop_the_worker() -> None:
     workers = PodWorkers(sync, resync_period=60, error_retry=0.05)
     try:
         workers.update("a", {})
-        assert eventually(lambda: len(calls) == 2)
+        assert wait_until(lambda: len(calls) == 2, timeout=3.0, interval=0.01)
     finally:
         workers.stop()
 
@@ -126,12 +118,12 @@ def test_a_sync_that_started_containers_requests_a_relist_after_taking_since() -
     workers = PodWorkers(sync, resync_period=60, clock=clock, request_relist=lambda: requests.append(clock()))
     try:
         workers.update("a", {})
-        assert eventually(lambda: len(requests) == 1)
+        assert wait_until(lambda: len(requests) == 1, timeout=3.0, interval=0.01)
         sync.result = WorkResult()  # nothing started: no request
         workers.wake("a")
-        assert eventually(lambda: len(sync.items) == 2)
+        assert wait_until(lambda: len(sync.items) == 2, timeout=3.0, interval=0.01)
         workers.wake("a")
-        assert eventually(lambda: len(sync.items) == 3)
+        assert wait_until(lambda: len(sync.items) == 3, timeout=3.0, interval=0.01)
         time.sleep(0.1)
         assert len(requests) == 1
         # the relist was asked for after the time the next sync waits past was taken

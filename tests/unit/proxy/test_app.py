@@ -20,6 +20,7 @@ from proxy.chains import service_chain_name
 from proxy.config import ConntrackConfig, ProxyConfig
 from proxy.model import NodeConfig, ServicePortName
 from tests.support.apiserver import free_port
+from tests.support.polling import wait_for
 
 SERVICE = {"apiVersion": "v1", "kind": "Service",
            "metadata": {"name": "web", "namespace": "default", "resourceVersion": "5"},
@@ -83,14 +84,6 @@ class FakeSysctl:
         self.written[name] = value
 
 
-def wait_until(check, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 @pytest.fixture
 def daemon():
     api = FakeAPI({"services": [SERVICE], "endpoints": [ENDPOINTS]}, NODE)
@@ -113,8 +106,9 @@ def test_nothing_is_written_until_both_informers_listed_then_the_listed_service(
     assert recorder.restores == []  # the lists are held back: not initialized, no sync
     api.release.set()
     chain = service_chain_name(ServicePortName("default", "web", "http", "TCP"))
-    wait_until(lambda: any(f":{chain}" in text for text in recorder.restores), "the service's chain")
-    wait_until(lambda: server.health().last_updated is not None, "a successful sync")
+    wait_for(lambda: any(f":{chain}" in text for text in recorder.restores), what="the service's chain", timeout=WAIT,
+             interval=0.02)
+    wait_for(lambda: server.health().last_updated is not None, what="a successful sync", timeout=WAIT, interval=0.02)
     base = f"http://127.0.0.1:{server.ports['healthz']}"
     assert requests.get(base + "/healthz", timeout=5).status_code == 200
     metrics = requests.get(f"http://127.0.0.1:{server.ports['metrics']}/metrics", timeout=5).text
