@@ -16,14 +16,16 @@ Shape:
   (upstream `checkLeftoverEndpoints`), so Endpoints of Services deleted while no controller ran go too.
 - `sync(key)`: Service gone → delete its Endpoints (404 is fine); no selector (or ExternalName) → leave
   the Endpoints alone, they are the user's (the `kubernetes` Service's are the API server's,
-  control/apiserver/master_endpoints.py); otherwise compute the subsets (endpoints_subsets.py, pure) and
-  create or update only when they or the labels differ. The update carries the cached resourceVersion,
+  control/apiserver/master_endpoints.py); otherwise compute the subsets (endpoints_subsets.py, pure: with
+  upstream's 1,000-address truncation and `over-capacity` annotation) and the last-change trigger time
+  (endpoints_trigger_time.py, computed on every sync as upstream, so its memory stays current), and
+  create or update only when the subsets, labels or over-capacity annotation differ; the trigger-time
+  annotation rides along with a write but never causes one. The update carries the cached resourceVersion,
   so a stale cache gets 409 and the key is retried with backoff (upstream behaviour: the error requeues;
   after 15 retries the key is dropped until the next change).
 
-Not done (upstream has them): the 1,000-address truncation with the over-capacity annotation, the
-last-change-trigger-time annotation, EndpointSlices, and skipping pod updates that change nothing an
-Endpoints shows (here every pod update of a selected pod costs one cheap in-memory sync).
+Not done (upstream has them): EndpointSlices, and skipping pod updates that change nothing an Endpoints
+shows (here every pod update of a selected pod costs one cheap in-memory sync).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from control.client.paths import resource_path
 from control.client.store import Lister
 from control.client.workqueue import RateLimitingQueue, run_workers
 from control.controllers.endpoints_subsets import LEADER_ANNOTATION, compute_subsets, desired_endpoints, selects
+from control.controllers.endpoints_trigger_time import TriggerTimeTracker, format_trigger_time
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +88,7 @@ class EndpointsController:
         self.client = client
         self.workers = workers
         self.queue: RateLimitingQueue[str] = queue or RateLimitingQueue(name="endpoint")
+        self.trigger_times = TriggerTimeTracker()
         self._informers = (informers.informer("v1", "services"), informers.informer("v1", "pods"),
                            informers.informer("v1", "endpoints"))
         services, pods, endpoints = self._informers
@@ -122,6 +126,7 @@ class EndpointsController:
         path = resource_path("v1", "endpoints", namespace=namespace, name=name)
         service = self.services.get(namespace, name)
         if service is None:
+            self.trigger_times.forget(namespace, name)
             current = self.endpoints.get(namespace, name)
             if current is not None and LEADER_ANNOTATION in ((current.get("metadata") or {}).get("annotations") or {}):
                 return  # a lock object, not a Service's endpoints
@@ -135,8 +140,10 @@ class EndpointsController:
         if not spec.get("selector") or spec.get("type") == "ExternalName":
             return
         pods = self.pods.list(namespace, selector_from_set(spec["selector"]))
+        trigger_time = self.trigger_times.compute(service, pods)
         current = self.endpoints.get(namespace, name)
-        wanted = desired_endpoints(service, compute_subsets(service, pods), current)
+        wanted = desired_endpoints(service, compute_subsets(service, pods), current,
+                                   trigger_time=format_trigger_time(trigger_time) if trigger_time else None)
         if wanted is None:
             return
         if current is None:

@@ -22,6 +22,23 @@ read back from the API server compares equal to a freshly computed one. Order is
 addresses by IP (string order, as upstream's LessEndpointAddress) then pod UID; ports by (name, port,
 protocol); subsets by their first address and ports. Departure: upstream orders ports and subsets by a
 hash of the object, which is deterministic but not readable; only the order differs, not the content.
+
+Capacity (upstream `maxCapacity`, `truncateEndpoints`, `capacityAnnotationSetCorrectly` in
+endpoints_controller.go): an Endpoints holds at most 1,000 addresses, ready and not-ready counted together.
+Above that, ready addresses are kept first: if the ready ones alone exceed the cap, every not-ready address
+goes and the cap is shared among the subsets' ready lists; otherwise all ready addresses stay and what is
+left of the cap is shared among the not-ready lists. Each subset, in order, gets ceil(its count / total ×
+budget), limited to what the earlier subsets left, and keeps the first addresses of its (sorted) list; the
+object is annotated `endpoints.kubernetes.io/over-capacity: truncated`, and the annotation is removed once
+under the cap again. Departures: the share is computed in integers (upstream rounds a float, which can
+only differ by float error), and "nothing changed" compares the *truncated* subsets and wants the
+annotation to match, where upstream compares the untruncated ones and so rewrites an over-capacity object
+on every sync; a subset left with no address at all is dropped (upstream keeps it with its ports only, which
+carries no endpoint).
+
+`endpoints.kubernetes.io/last-change-trigger-time` (endpoints_trigger_time.py computes it) is written with
+every create or update and removed when there is no trigger time, as upstream; it takes no part in the
+"nothing changed" comparison, so it never causes a write by itself.
 """
 
 from __future__ import annotations
@@ -35,6 +52,10 @@ from control.apimachinery.labels import selector_from_set
 HEADLESS_LABEL = "service.kubernetes.io/headless"  # upstream v1.IsHeadlessService
 LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"  # Endpoints used as a lock: never ours
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+MAX_CAPACITY = 1000  # upstream maxCapacity: addresses (ready + not ready) per Endpoints
+OVER_CAPACITY_ANNOTATION = "endpoints.kubernetes.io/over-capacity"  # upstream v1.EndpointsOverCapacity
+TRUNCATED = "truncated"  # its only value
+TRIGGER_TIME_ANNOTATION = "endpoints.kubernetes.io/last-change-trigger-time"  # v1.EndpointsLastChangeTriggerTime
 
 Obj = Mapping[str, Any]
 
@@ -211,14 +232,52 @@ def endpoints_labels(service: Obj) -> dict[str, str]:
     return labels
 
 
-def desired_endpoints(service: Obj, subsets: list[dict[str, Any]],
-                      current: Obj | None) -> dict[str, Any] | None:
+def truncate_subsets(subsets: Sequence[Obj], *,
+                     capacity: int = MAX_CAPACITY) -> tuple[list[dict[str, Any]], bool]:
+    """The subsets cut down to `capacity` addresses (module notes) and whether anything was cut."""
+    total_ready = sum(len(subset.get("addresses") or ()) for subset in subsets)
+    total_not_ready = sum(len(subset.get("notReadyAddresses") or ()) for subset in subsets)
+    if total_ready + total_not_ready <= capacity:
+        return [dict(subset) for subset in subsets], False
+    cut_ready = total_ready > capacity
+    field = "addresses" if cut_ready else "notReadyAddresses"
+    budget = capacity if cut_ready else capacity - total_ready
+    total = total_ready if cut_ready else total_not_ready
+    left = budget
+    result = []
+    for subset in subsets:
+        kept = dict(subset)
+        if cut_ready:
+            kept.pop("notReadyAddresses", None)
+        listed = subset.get(field) or []
+        share = list(listed[:min(-(-len(listed) * budget // total), left)])  # ceil of the proportional share
+        if share:
+            kept[field] = share
+        else:
+            kept.pop(field, None)
+        left -= len(share)
+        if kept.get("addresses") or kept.get("notReadyAddresses"):
+            result.append(kept)
+    return result, True
+
+
+def _capacity_annotation_correct(annotations: Mapping[str, str], truncated: bool) -> bool:
+    return annotations.get(OVER_CAPACITY_ANNOTATION) == TRUNCATED if truncated else (
+        OVER_CAPACITY_ANNOTATION not in annotations)
+
+
+def desired_endpoints(service: Obj, subsets: list[dict[str, Any]], current: Obj | None, *,
+                      trigger_time: str | None = None) -> dict[str, Any] | None:
     """The Endpoints to write for `service`, or None when `current` already says the same (same subsets
-    and labels; compared as values, so an unchanged pod never causes a write). Keeps the current
-    object's other metadata (annotations, resourceVersion for the optimistic update)."""
+    after truncation, labels and over-capacity annotation; compared as values, so an unchanged pod never
+    causes a write, and neither does a new `trigger_time` alone). Keeps the current object's other
+    metadata (annotations, resourceVersion for the optimistic update)."""
+    subsets, truncated = truncate_subsets(subsets)
     labels = endpoints_labels(service)
+    current_annotations = dict(_meta(current).get("annotations") or {}) if current is not None else {}
     if current is not None and (current.get("subsets") or []) == subsets and (
-            dict(_meta(current).get("labels") or {}) == labels):
+            dict(_meta(current).get("labels") or {}) == labels) and (
+            _capacity_annotation_correct(current_annotations, truncated)):
         return None
     meta = _meta(service)
     metadata: dict[str, Any] = dict(_meta(current)) if current is not None else {
@@ -227,6 +286,17 @@ def desired_endpoints(service: Obj, subsets: list[dict[str, Any]],
         metadata["labels"] = labels
     else:
         metadata.pop("labels", None)
+    annotations = current_annotations
+    over_capacity = TRUNCATED if truncated else None
+    for key, value in ((TRIGGER_TIME_ANNOTATION, trigger_time), (OVER_CAPACITY_ANNOTATION, over_capacity)):
+        if value:
+            annotations[key] = value
+        else:
+            annotations.pop(key, None)
+    if annotations:
+        metadata["annotations"] = annotations
+    else:
+        metadata.pop("annotations", None)
     wanted: dict[str, Any] = {"apiVersion": "v1", "kind": "Endpoints", "metadata": metadata}
     if subsets:  # omitempty, as upstream: no pods → no `subsets` key
         wanted["subsets"] = subsets

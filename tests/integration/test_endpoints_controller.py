@@ -1,7 +1,8 @@
 """The endpoints controller against a real API server on 127.0.0.1: pods whose status (podIP, Ready) is
 set through pods/status, as a kubelet would; Endpoints follow readiness, pod deletion and service
-deletion; the API server keeps `default/kubernetes` pointing at itself; `slimkube server` runs the
-controller and `--disable endpoint` turns it off."""
+deletion, and carry the last-change-trigger-time of the Ready transition that changed them; the API
+server keeps `default/kubernetes` pointing at itself; `slimkube server` runs the controller and
+`--disable endpoint` turns it off."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from control.client.errors import NotFound
 from control.client.kubeconfig import load_kubeconfig
 from control.client.rest import RESTClient
+from control.controllers.endpoints_subsets import TRIGGER_TIME_ANNOTATION
 from control.controllers.manager import ControllerManager
 from tests.support.apiserver import ProcessServer, running_server
 from tests.support.polling import wait_until
@@ -53,10 +55,13 @@ def make_pod(client: RESTClient, ns: str, name: str, ip: str, *, ready: bool, ap
     return set_status(client, ns, name, ip, ready=ready)
 
 
-def set_status(client: RESTClient, ns: str, name: str, ip: str, *, ready: bool) -> dict[str, Any]:
+def set_status(client: RESTClient, ns: str, name: str, ip: str, *, ready: bool,
+               since: str | None = None) -> dict[str, Any]:
     current = client.get(f"/api/v1/namespaces/{ns}/pods/{name}")
-    current["status"] = {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
-                         "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    condition = {"type": "Ready", "status": "True" if ready else "False"}
+    if since is not None:
+        condition["lastTransitionTime"] = since
+    current["status"] = {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}], "conditions": [condition]}
     return client.update(f"/api/v1/namespaces/{ns}/pods/{name}/status", current)
 
 
@@ -96,10 +101,12 @@ def test_endpoints_follow_pods_readiness_and_the_service(server):
     assert ready["targetRef"]["kind"] == "Pod" and ready["targetRef"]["name"] == "a"
     assert ready["targetRef"]["uid"] == client.get(f"/api/v1/namespaces/{ns}/pods/a")["metadata"]["uid"]
 
-    set_status(client, ns, "b", "10.244.0.12", ready=True)
+    set_status(client, ns, "b", "10.244.0.12", ready=True, since="2026-01-02T03:04:05Z")
     want = {"http:8080": ["10.244.0.11", "10.244.0.12"], "metrics:9100": ["10.244.0.11", "10.244.0.12"]}
     assert wait_until(lambda: addresses(client, ns) == want, timeout=10), addresses(client, ns)
-    settled = endpoints(client, ns)["metadata"]["resourceVersion"]
+    settled = endpoints(client, ns)["metadata"]
+    assert settled["annotations"] == {TRIGGER_TIME_ANNOTATION: "2026-01-02T03:04:05Z"}  # b's Ready transition
+    settled = settled["resourceVersion"]
 
     client.delete(f"/api/v1/namespaces/{ns}/pods/a")
     want = {"http:8080": ["10.244.0.12"], "metrics:9100": ["10.244.0.12"]}

@@ -1,6 +1,7 @@
 """EndpointsController (control/controllers/endpoints.py) with fake informers and a recording client:
 pod changes map to the services selecting them, Endpoints are created on change only, never rewritten
-when equal, deleted with the service, selector-less services untouched, a 409 retried."""
+when equal, deleted with the service, selector-less services untouched, a 409 retried; the trigger-time
+annotation written with changes only, and the over-capacity truncation through a sync."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from control.client.errors import Conflict, NotFound
 from control.client.store import Lister, Store
 from control.controllers.endpoints import EndpointsController
+from control.controllers.endpoints_subsets import OVER_CAPACITY_ANNOTATION, TRIGGER_TIME_ANNOTATION
 from tests.support.polling import wait_until
 
 
@@ -241,3 +243,46 @@ def test_run_retries_a_conflict_and_removes_leftover_endpoints():
         stop.set()
         thread.join(5)
     assert not thread.is_alive()
+
+
+def test_trigger_time_written_with_changes_only():
+    h = Harness()
+    svc = service(selector={"app": "web"})
+    svc["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    h.services.add(svc)
+    h.drain()
+    annotations = h.endpoints.store.get_by_key("ns/web")["metadata"]["annotations"]
+    assert annotations == {TRIGGER_TIME_ANNOTATION: "2026-01-01T00:00:00Z"}  # a new Service: its creation
+    ready = pod("a", "10.0.0.1", rv="2")
+    ready["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T00:00:05.25Z"
+    h.pods.add(ready)
+    h.drain()
+    assert h.endpoints.store.get_by_key("ns/web")["metadata"]["annotations"] == {
+        TRIGGER_TIME_ANNOTATION: "2026-01-01T00:00:05.25Z"}
+    writes = len(h.client.calls)
+    again = pod("a", "10.0.0.1", rv="3")  # a new transition time, but the Endpoints would not change
+    again["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T00:00:09Z"
+    h.pods.update(again)
+    assert h.drain() == ["ns/web"]
+    assert len(h.client.calls) == writes
+
+
+def test_over_capacity_truncated_and_annotated_until_under_again():
+    h = Harness()
+    h.services.add(service(selector={"app": "web"}))
+    pods = [pod(f"p{i}", f"10.1.{i // 250}.{i % 250}") for i in range(1001)]
+    for each in pods:
+        h.pods.add(each)
+    h.drain()
+    assert h.client.calls == [("create", "/api/v1/namespaces/ns/endpoints")]
+    assert len(h.ips()[0]) == 1000
+    assert h.endpoints.store.get_by_key("ns/web")["metadata"]["annotations"] == {OVER_CAPACITY_ANNOTATION: "truncated"}
+    h.controller.queue.add("ns/web")  # still over capacity: nothing new to write
+    h.drain()
+    assert h.client.calls == [("create", "/api/v1/namespaces/ns/endpoints")]
+    h.pods.delete(pods[0])
+    h.pods.delete(pods[1])
+    h.drain()
+    assert h.client.calls[-1] == ("update", "/api/v1/namespaces/ns/endpoints/web")
+    assert len(h.ips()[0]) == 999
+    assert "annotations" not in h.endpoints.store.get_by_key("ns/web")["metadata"]

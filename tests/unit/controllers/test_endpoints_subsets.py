@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from control.controllers.endpoints_subsets import (
-    HEADLESS_LABEL, compute_subsets, desired_endpoints, find_port, repack_subsets, selects,
-    should_pod_be_in_endpoints)
+    HEADLESS_LABEL, MAX_CAPACITY, OVER_CAPACITY_ANNOTATION, TRIGGER_TIME_ANNOTATION, compute_subsets,
+    desired_endpoints, find_port, repack_subsets, selects, should_pod_be_in_endpoints, truncate_subsets)
 
 
 def service(ports: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
@@ -155,3 +155,104 @@ def test_headless_service_endpoints_carry_the_headless_label():
     wanted = desired_endpoints(svc, [], None)
     assert wanted is not None and wanted["metadata"]["labels"] == {"app": "web", HEADLESS_LABEL: ""}
     assert "subsets" not in wanted
+
+
+def _ready(*names: str) -> list[dict[str, Any]]:
+    return [addr(n, f"10.0.1.{i}") for i, n in enumerate(names, 1)]
+
+
+def _not_ready(*names: str) -> list[dict[str, Any]]:
+    return [addr(n, f"10.0.2.{i}") for i, n in enumerate(names, 1)]
+
+
+def _counts(subsets: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    return [(len(s.get("addresses") or ()), len(s.get("notReadyAddresses") or ())) for s in subsets]
+
+
+P1, P2, P3 = ({"name": f"p{i}", "port": i, "protocol": "TCP"} for i in (1, 2, 3))
+
+
+@pytest.mark.parametrize(("subsets", "counts", "truncated"), [
+    pytest.param([{"addresses": _ready(*"abcd"), "notReadyAddresses": _not_ready(*"ef"), "ports": [P1]}],
+                 [(4, 2)], False, id="under-capacity-untouched"),
+    pytest.param([{"addresses": _ready(*"abcdefgh"), "notReadyAddresses": _not_ready(*"ij"), "ports": [P1]}],
+                 [(8, 2)], False, id="exactly-at-capacity-untouched"),
+    pytest.param([{"addresses": _ready(*"abcd"), "notReadyAddresses": _not_ready(*"efg"), "ports": [P1]},
+                  {"addresses": _ready(*"hi"), "notReadyAddresses": _not_ready(*"jkl"), "ports": [P2]}],
+                 [(4, 2), (2, 2)], True, id="ready-kept-not-ready-shared"),
+    pytest.param([{"addresses": _ready(*"abcdef"), "notReadyAddresses": _not_ready(*"xy"), "ports": [P1]},
+                  {"addresses": _ready(*"ghijkl"), "ports": [P2]}],
+                 [(5, 0), (5, 0)], True, id="ready-over-cap-not-ready-dropped"),
+    pytest.param([{"addresses": _ready("a"), "ports": [P1]}, {"addresses": _ready(*"bc"), "ports": [P2]},
+                  {"addresses": _ready(*"defghijklm"), "ports": [P3]}],
+                 [(1, 0), (2, 0), (7, 0)], True, id="rounded-up-last-subset-gets-the-rest"),
+])
+def test_truncate_subsets_keeps_ready_first_and_shares_the_cap(subsets, counts, truncated):
+    """Upstream TestTruncateEndpoints-style cases on a cap of 10: each subset gets ceil(share), in order."""
+    result, was_truncated = truncate_subsets(subsets, capacity=10)
+    assert was_truncated is truncated
+    assert _counts(result) == counts
+    assert sum(a + b for a, b in _counts(result)) <= 10
+    for before, after in zip(subsets, result):  # the first addresses of each sorted list are the ones kept
+        for field in ("addresses", "notReadyAddresses"):
+            assert after.get(field, []) == (before.get(field) or [])[:len(after.get(field, []))]
+        assert after["ports"] == before["ports"]
+
+
+def test_truncate_subsets_proportional_shares():
+    ready = [{"addresses": [addr(f"r{i}-{j}", f"10.{i}.0.{j}") for j in range(n)], "ports": [port]}
+             for i, (n, port) in enumerate(((1, P1), (2, P2), (7, P3)))]
+    result, truncated = truncate_subsets(ready, capacity=5)
+    assert truncated and _counts(result) == [(1, 0), (1, 0), (3, 0)]  # ceil(.5)=1, ceil(1)=1, ceil(3.5)=4 → 3 left
+
+
+def test_a_subset_left_without_addresses_is_dropped():
+    """Ready addresses over the cap: a subset of only not-ready addresses loses them all, and one that comes
+    after the cap is used up gets none; neither stays behind as a subset of bare ports."""
+    subsets = [{"notReadyAddresses": _not_ready(*"xy"), "ports": [P1]},
+               {"addresses": _ready(*"abcdefgh"), "ports": [P2]},
+               {"addresses": _ready(*"ijkl"), "ports": [P3]}]
+    result, truncated = truncate_subsets(subsets, capacity=8)
+    assert truncated and [s["ports"] for s in result] == [[P2], [P3]]
+    assert _counts(result) == [(6, 0), (2, 0)]  # ceil(8 × 8/12) = 6, then the 2 left
+    three = [{"addresses": _ready(*names), "ports": [p]} for names, p in (("abc", P1), ("def", P2), ("ghi", P3))]
+    result, _ = truncate_subsets(three, capacity=2)
+    assert [s["ports"] for s in result] == [[P1], [P2]] and _counts(result) == [(1, 0), (1, 0)]  # ceil(2/3) each
+
+
+def test_desired_endpoints_truncates_at_1000_and_annotates_until_under_cap_again():
+    svc = service()
+    pods = [pod(f"p{i}", f"10.1.{i // 250}.{i % 250}") for i in range(1001)]
+    subsets = compute_subsets(svc, pods)
+    created = desired_endpoints(svc, subsets, None)
+    assert created is not None
+    assert sum(len(s.get("addresses", [])) for s in created["subsets"]) == MAX_CAPACITY
+    assert created["metadata"]["annotations"] == {OVER_CAPACITY_ANNOTATION: "truncated"}
+    stored = {**created, "metadata": {**created["metadata"], "resourceVersion": "3"}}
+    assert desired_endpoints(svc, compute_subsets(svc, pods), stored) is None  # still over: nothing new
+    unannotated = {**stored, "metadata": {**stored["metadata"], "annotations": {"keep": "me"}}}
+    fixed = desired_endpoints(svc, subsets, unannotated)
+    assert fixed is not None
+    assert fixed["metadata"]["annotations"] == {"keep": "me", OVER_CAPACITY_ANNOTATION: "truncated"}
+    under = desired_endpoints(svc, compute_subsets(svc, pods[:999]), stored)
+    assert under is not None and "annotations" not in under["metadata"]
+    assert sum(len(s.get("addresses", [])) for s in under["subsets"]) == 999
+    at_cap = desired_endpoints(svc, compute_subsets(svc, pods[:1000]), stored)
+    assert at_cap is not None and "annotations" not in at_cap["metadata"]  # the subsets match, the annotation not
+
+
+def test_trigger_time_annotation_rides_along_but_never_causes_a_write():
+    svc = service()
+    subsets = compute_subsets(svc, [pod("a", "10.0.0.1")])
+    created = desired_endpoints(svc, subsets, None, trigger_time="2026-01-01T00:00:00Z")
+    assert created is not None
+    assert created["metadata"]["annotations"] == {TRIGGER_TIME_ANNOTATION: "2026-01-01T00:00:00Z"}
+    stored = {**created, "metadata": {**created["metadata"], "resourceVersion": "7"}}
+    assert desired_endpoints(svc, subsets, stored, trigger_time="2026-01-02T00:00:00.5Z") is None
+    assert desired_endpoints(svc, subsets, stored) is None
+    not_ready = compute_subsets(svc, [pod("a", "10.0.0.1", ready=False)])
+    updated = desired_endpoints(svc, not_ready, stored, trigger_time="2026-01-02T00:00:00.5Z")
+    assert updated is not None and updated["metadata"]["annotations"] == {
+        TRIGGER_TIME_ANNOTATION: "2026-01-02T00:00:00.5Z"}
+    cleared = desired_endpoints(svc, not_ready, stored)  # no trigger time: upstream removes the annotation
+    assert cleared is not None and "annotations" not in cleared["metadata"]
