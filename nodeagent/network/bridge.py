@@ -67,8 +67,9 @@ def ensure_bridge(name: str, gateway_cidr: str, *, mtu: int | None = None) -> in
     return index
 
 
-def delete_bridge(name: str) -> bool:
-    """Remove the bridge (and with it its addresses and connected route); False if it was not there."""
+def delete_link(name: str) -> bool:
+    """Delete the link called `name`; False if it was not there or vanished meanwhile (idempotent).
+    Deleting one end of a veth pair deletes both."""
     with IPRoute() as ipr:
         found = ipr.link_lookup(ifname=name)
         if not found:
@@ -76,7 +77,12 @@ def delete_bridge(name: str) -> bool:
         try:
             ipr.link("del", index=found[0])
         except NetlinkError as exc:
-            if exc.code != errno.ENODEV:
+            if exc.code != errno.ENODEV:  # deleted meanwhile, e.g. a veth whose namespace died
                 raise
             return False
     return True
+
+
+def delete_bridge(name: str) -> bool:
+    """Remove the bridge (and with it its addresses and connected route); False if it was not there."""
+    return delete_link(name)

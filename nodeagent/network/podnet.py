@@ -23,7 +23,6 @@ Host end names are `<prefix><hex of sha256(sandbox id)>`, 15 characters (IFNAMSI
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 from dataclasses import dataclass
@@ -131,17 +130,7 @@ def _configure_inside(path: str, *, ip: str, prefix_len: int, gateway: str) -> s
 
 def teardown_pod_network(host_veth_name: str) -> bool:
     """Delete the pod's veth pair; False if it was already gone (idempotent)."""
-    with IPRoute() as ipr:
-        found = ipr.link_lookup(ifname=host_veth_name)
-        if not found:
-            return False
-        try:
-            ipr.link("del", index=found[0])
-        except NetlinkError as exc:
-            if exc.code != errno.ENODEV:  # deleted meanwhile, e.g. its namespace died
-                raise
-            return False
-    return True
+    return bridge.delete_link(host_veth_name)
 
 
 class NetlinkPodNetwork:

@@ -7,7 +7,6 @@ Every container carries the test label and is removed at teardown; volume dirs l
 
 from __future__ import annotations
 
-import base64
 import os
 import stat
 import uuid
@@ -15,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from control.client.errors import NotFound
 from nodeagent.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from nodeagent.runtime.container_config import build_container_config
 from nodeagent.runtime.downward import NodeFacts
@@ -23,26 +21,12 @@ from nodeagent.runtime.env import make_environment
 from nodeagent.runtime.pod_files import ensure_termination_log, read_termination_message, write_pod_files
 from nodeagent.volumes.mounts import container_mounts
 from nodeagent.volumes.pod_volumes import setup, teardown
+from tests.support.fake_objects import FakeObjects
 
 POD_IP = "10.244.77.7"
 
 
-class Objects:
-    def __init__(self, configmaps, secrets):
-        self.configmaps, self.secrets = configmaps, secrets
-
-    def get_configmap(self, namespace, name):
-        if name not in self.configmaps:
-            raise NotFound(404, "NotFound", f'configmaps "{name}" not found')
-        return {"data": self.configmaps[name]}
-
-    def get_secret(self, namespace, name):
-        if name not in self.secrets:
-            raise NotFound(404, "NotFound", f'secrets "{name}" not found')
-        return {"data": {k: base64.b64encode(v.encode()).decode() for k, v in self.secrets[name].items()}}
-
-
-GETTER = Objects({"cfg": {"greeting": "hello", "file.txt": "from configmap"}}, {"creds": {"password": "s3cret"}})
+GETTER = FakeObjects({"cfg": {"greeting": "hello", "file.txt": "from configmap"}}, {"creds": {"password": "s3cret"}})
 
 
 @pytest.fixture
@@ -197,7 +181,7 @@ def test_empty_dir_shared_memory_tmpfs_host_path_and_etc_hosts(run_pod, tmp_path
 
 def test_configmap_update_reaches_a_running_container(docker_api, images, container_labels, cleanup, tmp_path):
     api = docker_api
-    getter = Objects({"live": {"k": "v1"}}, {})
+    getter = FakeObjects({"live": {"k": "v1"}}, {})
     pod = new_pod([{"name": "watcher", "command": ["sleep", "60"],
                     "volumeMounts": [{"name": "live", "mountPath": "/cfg"}]}],
                   volumes=[{"name": "live", "configMap": {"name": "live"}}])

@@ -19,9 +19,6 @@ kubelet stopped, then containers by label, the bridge and our chains.
 from __future__ import annotations
 
 import ipaddress
-import json
-import random
-import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -40,6 +37,7 @@ from nodeagent.network.bridge import delete_bridge
 from nodeagent.network.ipam import LocalIPAM, state_path
 from tests.conftest import TEST_LABEL
 from tests.support.apiserver import ThreadServer
+from tests.support.hostnet import free_pod_cidr
 from tests.support.polling import wait_for
 
 NAMESPACE = "default"
@@ -50,16 +48,6 @@ spec:
   terminationGracePeriodSeconds: 1
   containers: [{{name: web, image: "{BUSYBOX_IMAGE}", imagePullPolicy: Never, command: ["httpd", "-f"]}}]
 """
-
-
-def free_pod_cidr() -> str:
-    routes = json.loads(subprocess.run(["ip", "-j", "route"], capture_output=True, text=True, check=True).stdout)
-    taken = [ipaddress.ip_network(r["dst"]) for r in routes if r["dst"] != "default"]
-    for n in random.sample(range(100, 255), 155):
-        candidate = ipaddress.ip_network(f"10.244.{n}.0/24")
-        if not any(candidate.overlaps(t) for t in taken):
-            return str(candidate)
-    pytest.fail("no free 10.244.N.0/24 on this host")
 
 
 class Node:

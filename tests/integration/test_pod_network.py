@@ -5,7 +5,6 @@ this test made, and to the host's own addresses on them; everything is removed a
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import random
 import re
@@ -23,20 +22,10 @@ from nodeagent.network.bridge import delete_bridge, ensure_bridge
 from nodeagent.network.ipam import LocalIPAM
 from nodeagent.network.manager import NetworkConfig, PodNetworkManager
 from nodeagent.network.podnet import NetlinkPodNetwork, teardown_pod_network
+from tests.support.hostnet import free_pod_cidr
 
 PAUSE, BUSYBOX = "slimkube/pause:1", "slimkube/busybox:1"
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # ignore http_proxy: pod IPs are local
-
-
-def free_pod_cidr() -> str:
-    """A 10.244.N.0/24 no route on this host overlaps (a real node of this host uses low N)."""
-    routes = json.loads(subprocess.run(["ip", "-j", "route"], capture_output=True, text=True, check=True).stdout)
-    taken = [ipaddress.ip_network(r["dst"]) for r in routes if r["dst"] != "default"]
-    for n in random.sample(range(100, 255), 155):
-        candidate = ipaddress.ip_network(f"10.244.{n}.0/24")
-        if not any(candidate.overlaps(t) for t in taken):
-            return str(candidate)
-    pytest.fail("no free 10.244.N.0/24 on this host")
 
 
 def run(*argv: str, timeout: float = 10) -> subprocess.CompletedProcess:

@@ -8,10 +8,15 @@ import random
 import subprocess
 
 
+def routed_networks() -> list[ipaddress.IPv4Network]:
+    """The destinations of this host's routes (the default route left out)."""
+    out = subprocess.run(["ip", "-j", "route"], capture_output=True, text=True, check=True).stdout
+    return [ipaddress.ip_network(r["dst"], strict=False) for r in json.loads(out) if r["dst"] != "default"]
+
+
 def free_pod_cidr() -> str:
     """A 10.244.N.0/24 (N ≥ 100) that no route on this host overlaps (a real node here uses a low N)."""
-    routes = json.loads(subprocess.run(["ip", "-j", "route"], capture_output=True, text=True, check=True).stdout)
-    taken = [ipaddress.ip_network(r["dst"]) for r in routes if r["dst"] != "default"]
+    taken = routed_networks()
     for n in random.sample(range(100, 255), 155):
         candidate = ipaddress.ip_network(f"10.244.{n}.0/24")
         if not any(candidate.overlaps(t) for t in taken):

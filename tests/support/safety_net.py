@@ -20,18 +20,15 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tests.support.hostnet import routed_networks
+
 # Just above upstream's default 10.96.0.0/12 (10.96.0.0-10.111.255.255), below the 10.244.0.0/16 pod range.
 CANDIDATES = tuple(f"10.{n}.0.0/16" for n in range(112, 128))
 
 
-def _routes() -> list[ipaddress.IPv4Network]:
-    out = subprocess.run(["ip", "-j", "route"], capture_output=True, text=True, check=True).stdout
-    return [ipaddress.ip_network(r["dst"], strict=False) for r in json.loads(out) if r["dst"] != "default"]
-
-
 def free_service_cidr(*, avoid: tuple[str, ...] = ()) -> str:
     """A /16 service CIDR that no route on this host (and nothing in `avoid`) overlaps."""
-    taken = _routes() + [ipaddress.ip_network(c) for c in avoid]
+    taken = routed_networks() + [ipaddress.ip_network(c) for c in avoid]
     for candidate in CANDIDATES:
         network = ipaddress.ip_network(candidate)
         if not any(network.overlaps(t) for t in taken):
@@ -52,7 +49,7 @@ def service_cidr_net(cidr: str, bridge: str) -> Iterator[str]:
     if not bridge.startswith("sktest") or len(bridge) > 15:
         raise ValueError(f"bridge {bridge!r}: a test link name starts with 'sktest' and has at most 15 chars")
     network = ipaddress.ip_network(cidr)
-    clash = [str(r) for r in _routes() if r.overlaps(network)]
+    clash = [str(r) for r in routed_networks() if r.overlaps(network)]
     if clash:
         raise RuntimeError(f"service CIDR {cidr} overlaps routes already on this host: {clash}")
     _ip("link", "add", bridge, "type", "bridge")

@@ -2,34 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 
 import pytest
 
-from control.client.errors import NotFound
 from nodeagent.runtime.downward import DownwardAPIError, NodeFacts, field_value, resource_value
 from nodeagent.runtime.env import CreateContainerConfigError, make_environment
 from nodeagent.runtime.expansion import expand, mapping_for
-
-
-class FakeGetter:
-    def __init__(self, configmaps=None, secrets=None):
-        self.configmaps = configmaps or {}
-        self.secrets = secrets or {}
-        self.calls = []
-
-    def get_configmap(self, namespace, name):
-        self.calls.append(("cm", namespace, name))
-        if (namespace, name) not in self.configmaps:
-            raise NotFound(404, "NotFound", f'configmaps "{name}" not found')
-        return {"metadata": {"name": name, "namespace": namespace}, "data": self.configmaps[(namespace, name)]}
-
-    def get_secret(self, namespace, name):
-        self.calls.append(("secret", namespace, name))
-        if (namespace, name) not in self.secrets:
-            raise NotFound(404, "NotFound", f'secrets "{name}" not found')
-        data = {k: base64.b64encode(v.encode()).decode() for k, v in self.secrets[(namespace, name)].items()}
-        return {"metadata": {"name": name, "namespace": namespace}, "data": data}
+from tests.support.fake_objects import FakeObjects
 
 
 POD = {
@@ -43,7 +22,7 @@ POD = {
 
 
 def env_of(container, getter=None, **kw):
-    return make_environment(POD, container, getter or FakeGetter(), **kw)
+    return make_environment(POD, container, getter or FakeObjects(), **kw)
 
 
 @pytest.mark.parametrize(("text", "context", "expected"), [
@@ -128,7 +107,7 @@ def test_resource_field_ref_other_container_and_bad_resource():
 
 
 def test_configmap_and_secret_key_refs():
-    getter = FakeGetter(configmaps={("ns1", "cfg"): {"k": "v"}}, secrets={("ns1", "s"): {"pw": "sekret"}})
+    getter = FakeObjects(configmaps={("ns1", "cfg"): {"k": "v"}}, secrets={("ns1", "s"): {"pw": "sekret"}})
     env = env_of({"env": [
         {"name": "A", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "k"}}},
         {"name": "B", "valueFrom": {"secretKeyRef": {"name": "s", "key": "pw"}}},
@@ -147,7 +126,7 @@ def test_configmap_and_secret_key_refs():
     pytest.param({"secretKeyRef": {"name": "gone", "key": "k"}}, 'secrets "gone" not found', id="secret-object"),
 ])
 def test_missing_refs_fail_unless_optional(ref, message):
-    getter = FakeGetter(configmaps={("ns1", "cfg"): {"k": "v"}}, secrets={("ns1", "s"): {"pw": "x"}})
+    getter = FakeObjects(configmaps={("ns1", "cfg"): {"k": "v"}}, secrets={("ns1", "s"): {"pw": "x"}})
     with pytest.raises(CreateContainerConfigError) as info:
         env_of({"env": [{"name": "X", "valueFrom": ref}]}, getter)
     assert str(info.value) == message
@@ -159,7 +138,7 @@ def test_missing_refs_fail_unless_optional(ref, message):
 
 
 def test_env_from_prefix_override_and_invalid_keys():
-    getter = FakeGetter(
+    getter = FakeObjects(
         configmaps={("ns1", "cfg"): {"A": "1", "B": "2", "1bad": "x", "ok.dotted-name": "y"}},
         secrets={("ns1", "s"): {"B": "from-secret", "bad key": "z"}},
     )

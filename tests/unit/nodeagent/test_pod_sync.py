@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from control.client.errors import NotFound
 from nodeagent.hooks import HookRunner
 from nodeagent.network.podnet import PodInterface
 from nodeagent.runtime.backoff import Backoff
@@ -17,6 +16,7 @@ from nodeagent.runtime.interface import ExecResult, ImagePullError, StartContain
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState, SandboxStatus
 from nodeagent.sync import PodSyncer, go_duration
+from tests.support.fake_objects import FakeObjects
 
 NOW = 1_000_000.0
 
@@ -93,14 +93,6 @@ class FakeNetwork:
         return "10.244.9.5"
 
 
-class NoObjects:
-    def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
-        raise NotFound(404, "NotFound", {}, f'configmaps "{name}" not found')
-
-    def get_secret(self, namespace: str, name: str) -> dict[str, Any]:
-        raise NotFound(404, "NotFound", {}, f'secrets "{name}" not found')
-
-
 class Events:
     def __init__(self) -> None:
         self.reasons: list[str] = []
@@ -143,7 +135,7 @@ def pod_status(*containers: ContainerStatus, sandboxes: tuple[SandboxStatus, ...
 def parts(tmp_path):
     runtime, network, events = FakeRuntime(), FakeNetwork(), Events()
     clock = [NOW]
-    syncer = PodSyncer(runtime, network, NoObjects(), pods_dir=str(tmp_path), recorder=events,
+    syncer = PodSyncer(runtime, network, FakeObjects(), pods_dir=str(tmp_path), recorder=events,
                        hooks=HookRunner(runtime), backoff=Backoff(initial=10, maximum=300), clock=lambda: clock[0])
     return syncer, runtime, network, events, clock
 
@@ -220,7 +212,7 @@ def test_missing_configmap_is_create_container_config_error(parts) -> None:
 
 def test_network_failure_removes_the_sandbox_and_starts_nothing(tmp_path) -> None:
     runtime, network = FakeRuntime(), FakeNetwork(fail=True)
-    syncer = PodSyncer(runtime, network, NoObjects(), pods_dir=str(tmp_path))
+    syncer = PodSyncer(runtime, network, FakeObjects(), pods_dir=str(tmp_path))
     result = syncer.sync_pod(make_pod(container("app")), PodStatus("uid-1", "p", "ns"))
     assert [(e.action, e.reason) for e in result.errors] == [("CreatePodSandbox", "CreatePodSandboxError")]
     assert runtime.calls == [("run_sandbox", "0"), ("stop_sandbox", "sandbox-new"), ("remove_sandbox", "sandbox-new")]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import os
 import socket
 import stat
@@ -10,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from control.client.errors import NotFound
 from nodeagent.volumes.atomic_writer import FileProjection, PayloadError, write_atomically
 from nodeagent.volumes.mounts import bind_spec, container_mounts
 from nodeagent.volumes.pod_volumes import (
@@ -22,22 +20,7 @@ from nodeagent.volumes.pod_volumes import (
     teardown,
     volume_dir,
 )
-
-
-class FakeGetter:
-    def __init__(self, configmaps=None, secrets=None):
-        self.configmaps = configmaps or {}
-        self.secrets = secrets or {}
-
-    def get_configmap(self, namespace, name):
-        if name not in self.configmaps:
-            raise NotFound(404, "NotFound", f'configmaps "{name}" not found')
-        return {"data": self.configmaps[name]}
-
-    def get_secret(self, namespace, name):
-        if name not in self.secrets:
-            raise NotFound(404, "NotFound", f'secrets "{name}" not found')
-        return {"data": {k: base64.b64encode(v).decode() for k, v in self.secrets[name].items()}}
+from tests.support.fake_objects import FakeObjects
 
 
 def mode(path: Path) -> int:
@@ -95,7 +78,7 @@ def test_atomic_writer_refuses_bad_paths(tmp_path, bad):
 # --- setup ---------------------------------------------------------------------------------------------------
 
 def test_configmap_all_keys_items_and_modes(tmp_path):
-    getter = FakeGetter(configmaps={"cfg": {"one": "1", "two": "2"}})
+    getter = FakeObjects(configmaps={"cfg": {"one": "1", "two": "2"}})
     pod = pod_with(
         {"name": "all", "configMap": {"name": "cfg"}},
         {"name": "some", "configMap": {"name": "cfg", "defaultMode": 0o600,
@@ -113,7 +96,7 @@ def test_configmap_all_keys_items_and_modes(tmp_path):
 
 
 def test_configmap_update_is_seen_on_rerun(tmp_path):
-    getter = FakeGetter(configmaps={"cfg": {"k": "old"}})
+    getter = FakeObjects(configmaps={"cfg": {"k": "old"}})
     pod = pod_with({"name": "v", "configMap": {"name": "cfg"}}, {"name": "scratch", "emptyDir": {}})
     infos = setup(pod, getter, pods_dir=tmp_path)
     (Path(infos["scratch"].host_path) / "keep").write_text("data")
@@ -125,7 +108,7 @@ def test_configmap_update_is_seen_on_rerun(tmp_path):
 
 
 def test_secret_is_decoded_0644_by_default(tmp_path):
-    getter = FakeGetter(secrets={"s": {"pw": b"\x00binary\xff"}})
+    getter = FakeObjects(secrets={"s": {"pw": b"\x00binary\xff"}})
     infos = setup(pod_with({"name": "sec", "secret": {"secretName": "s"}}), getter, pods_dir=tmp_path)
     path = Path(infos["sec"].host_path)
     assert path == volume_dir(tmp_path, "uid-1", VolumeKind.SECRET, "sec")
@@ -144,13 +127,13 @@ def test_secret_is_decoded_0644_by_default(tmp_path):
     pytest.param({"name": "v", "persistentVolumeClaim": {"claimName": "c"}}, "not supported", id="unsupported"),
 ])
 def test_setup_failures_carry_upstream_messages(tmp_path, volume, message):
-    getter = FakeGetter(configmaps={"cfg": {"k": "v"}}, secrets={"s": {"k": b"v"}})
+    getter = FakeObjects(configmaps={"cfg": {"k": "v"}}, secrets={"s": {"k": b"v"}})
     with pytest.raises(VolumeError, match='MountVolume.SetUp failed for volume "v" : .*' + message):
         setup(pod_with(volume), getter, pods_dir=tmp_path)
 
 
 def test_optional_sources_give_what_exists(tmp_path):
-    getter = FakeGetter(configmaps={"cfg": {"k": "v"}})
+    getter = FakeObjects(configmaps={"cfg": {"k": "v"}})
     infos = setup(pod_with(
         {"name": "gone", "configMap": {"name": "nope", "optional": True}},
         {"name": "part", "configMap": {"name": "cfg", "optional": True,
@@ -161,7 +144,7 @@ def test_optional_sources_give_what_exists(tmp_path):
 
 
 def test_downward_api_and_projected(tmp_path):
-    getter = FakeGetter(configmaps={"cfg": {"k": "v"}}, secrets={"s": {"pw": b"x"}})
+    getter = FakeObjects(configmaps={"cfg": {"k": "v"}}, secrets={"s": {"pw": b"x"}})
     pod = pod_with(
         {"name": "dw", "downwardAPI": {"items": [
             {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
@@ -191,7 +174,7 @@ def test_downward_api_and_projected(tmp_path):
 def test_empty_dir_disk_and_memory(tmp_path):
     infos = setup(pod_with({"name": "d", "emptyDir": {}}, {"name": "m", "emptyDir": {"medium": "Memory",
                                                                                      "sizeLimit": "1Mi"}}),
-                  FakeGetter(), pods_dir=tmp_path)
+                  FakeObjects(), pods_dir=tmp_path)
     disk = Path(infos["d"].host_path)
     assert disk == tmp_path / "uid-1" / "volumes" / "kubernetes.io~empty-dir" / "d"
     assert disk.is_dir() and mode(disk) == 0o777 and not infos["d"].read_only
@@ -221,7 +204,7 @@ def test_host_path_types(tmp_path):
         with pytest.raises(ValueError, match=message):
             check_host_path(str(tmp_path / name), kind)
     infos = setup(pod_with({"name": "h", "hostPath": {"path": str(tmp_path / "made"), "type": "Directory"}}),
-                  FakeGetter(), pods_dir=tmp_path / "pods")
+                  FakeObjects(), pods_dir=tmp_path / "pods")
     assert infos["h"] == VolumeInfo("h", VolumeKind.HOST_PATH, str(tmp_path / "made"))
 
 
@@ -234,7 +217,7 @@ def test_teardown_never_follows_links_out(tmp_path):
     (host / "data").write_text("keep too")
     pods = tmp_path / "pods"
     infos = setup(pod_with({"name": "d", "emptyDir": {}}, {"name": "h", "hostPath": {"path": str(host)}}),
-                  FakeGetter(), pods_dir=pods)
+                  FakeObjects(), pods_dir=pods)
     empty = Path(infos["d"].host_path)
     (empty / "link").symlink_to(outside)
     (empty / "file-link").symlink_to(outside / "precious")
@@ -258,7 +241,7 @@ def test_bind_spec():
 
 
 def test_container_mounts(tmp_path):
-    getter = FakeGetter(configmaps={"cfg": {"k": "v"}})
+    getter = FakeObjects(configmaps={"cfg": {"k": "v"}})
     infos = setup(pod_with({"name": "d", "emptyDir": {}}, {"name": "cm", "configMap": {"name": "cfg"}},
                            {"name": "m", "emptyDir": {"medium": "Memory"}}), getter, pods_dir=tmp_path)
     empty = infos["d"].host_path
@@ -295,7 +278,7 @@ def test_container_mounts(tmp_path):
 ])
 def test_sub_path_escapes_are_refused(tmp_path, mount, message):
     infos = setup(pod_with({"name": "d", "emptyDir": {}}, {"name": "m", "emptyDir": {"medium": "Memory"}}),
-                  FakeGetter(), pods_dir=tmp_path / "pods")
+                  FakeObjects(), pods_dir=tmp_path / "pods")
     (Path(infos["d"].host_path) / "escape").symlink_to("/etc")
     with pytest.raises(VolumeError, match=message):
         container_mounts({"name": "c", "volumeMounts": [mount]}, infos)
