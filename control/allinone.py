@@ -19,7 +19,6 @@ A failure at any step stops what was started and raises `NodeError` (exit 1).
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from typing import Protocol
 from control.apiserver.server import APIServer, ServerConfig, start_controller_manager
 from control.client.kubeconfig import ClientConfig
 from control.controllers.manager import ControllerManager
+from control.loopthread import LoopThread
 from control.stopsignal import StopOnSignal
 
 PROGRESS_SECONDS = 10.0
@@ -60,13 +60,12 @@ class BackgroundServer:
 
     def __init__(self, config: ServerConfig) -> None:
         self.server = APIServer(config)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="apiserver", daemon=True)
+        self._thread = LoopThread("apiserver")
         self._controllers: ControllerManager | None = None
 
     def start(self, *, timeout: float = 120.0) -> APIServer:
         self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(timeout=timeout)
+        self._thread.run(self.server.start(), timeout=timeout)
         self._controllers = start_controller_manager(self.server)
         return self.server
 
@@ -74,15 +73,12 @@ class BackgroundServer:
         if self._controllers is not None:
             self._controllers.stop()
             self._controllers = None
-        if not self._thread.is_alive():
+        if not self._thread.running:
             return
         try:
-            asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(timeout=timeout)
+            self._thread.run(self.server.stop(), timeout=timeout)
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-            if not self._thread.is_alive():
-                self._loop.close()
+            self._thread.stop()
 
 
 def run_kubelet(kubelet: KubeletLike, stop: threading.Event, *, say: Say,

@@ -28,6 +28,7 @@ from typing import Any
 from aiohttp import web
 
 from control.apimachinery.meta import format_timestamp
+from control.loopthread import LoopThread, serve_app
 from nodeagent.runtime.interface import Runtime
 from nodeagent.runtime.types import ContainerState
 
@@ -86,8 +87,7 @@ class KubeletServer:
         self._find_container = find_container
         self._node_name = node_name
         self._fs_path = fs_path
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._thread = LoopThread("kubelet-server")
         self._runner: web.AppRunner | None = None
         self._last_cpu: tuple[float, float] | None = None  # (monotonic, busy core-seconds)
 
@@ -100,30 +100,18 @@ class KubeletServer:
         app.router.add_get("/pods", self._pods_handler)
         app.router.add_get("/stats/summary", self._summary)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="kubelet-server", daemon=True)
         self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._serve(app), self._loop).result(timeout=30)
-
-    async def _serve(self, app: web.Application) -> None:
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.address, self.port)
-        await site.start()
-        server = site._server  # aiohttp exposes the bound sockets only here
-        if server is not None and server.sockets:
-            self.port = server.sockets[0].getsockname()[1]
+        self._runner, self.port = self._thread.run(
+            serve_app(app, self.address, self.port, shutdown_timeout=SHUTDOWN_SECONDS))
         log.info("kubelet API listening on %s:%d", self.address, self.port)
 
     def stop(self) -> None:
-        if self._loop is None or self._thread is None:
+        if not self._thread.running:
             return
         if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        self._loop.close()
-        self._loop = self._thread = self._runner = None
+            self._thread.run(self._runner.cleanup())
+        self._thread.stop()
+        self._runner = None
 
     # -- handlers ---------------------------------------------------------------------------------------
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +27,8 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
+
+from control.loopthread import LoopThread, serve_app
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +72,7 @@ class ProxyHTTPServer:
         self._livez_total = Counter("kubeproxy_proxy_livez", "Cumulative proxy livez HTTP status",
                                     ["code"], registry=registry)
         self.ports: dict[str, int] = {}  # "healthz"/"metrics" → the bound port
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._thread = LoopThread("proxy-http")
         self._runners: list[web.AppRunner] = []
 
     def _routes(self, job: str) -> list[web.RouteDef]:
@@ -85,12 +85,10 @@ class ProxyHTTPServer:
         for job, address in self._addresses.items():
             if address is not None:
                 by_address.setdefault(address, []).append(job)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="proxy-http", daemon=True)
         self._thread.start()
         try:
             for address, jobs in by_address.items():
-                asyncio.run_coroutine_threadsafe(self._serve(address, jobs), self._loop).result(timeout=30)
+                self._thread.run(self._serve(address, jobs))
         except BaseException:
             self.stop()
             raise
@@ -99,26 +97,18 @@ class ProxyHTTPServer:
         app = web.Application()
         for job in jobs:
             app.add_routes(self._routes(job))
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
+        runner, port = await serve_app(app, address[0], address[1], shutdown_timeout=1.0)
         self._runners.append(runner)
-        site = web.TCPSite(runner, address[0], address[1])
-        await site.start()
-        server = site._server  # aiohttp exposes the bound sockets only here
-        port = server.sockets[0].getsockname()[1] if server is not None and server.sockets else address[1]
         for job in jobs:
             self.ports[job] = port
         log.info("kube-proxy %s listening on %s:%d", "+".join(jobs), address[0], port)
 
     def stop(self) -> None:
-        if self._loop is None or self._thread is None:
+        if not self._thread.running:
             return
         for runner in self._runners:
-            asyncio.run_coroutine_threadsafe(runner.cleanup(), self._loop).result(timeout=30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        self._loop.close()
-        self._loop = self._thread = None
+            self._thread.run(runner.cleanup())
+        self._thread.stop()
         self._runners = []
 
     # -- handlers ---------------------------------------------------------------------------------------
