@@ -47,9 +47,9 @@ import psutil  # noqa: E402
 import yaml  # noqa: E402
 
 from control.client.rest import RESTClient  # noqa: E402
+from control.util.iptables import detect  # noqa: E402
 from nodeagent.config import load  # noqa: E402
 from nodeagent.images import BUSYBOX, PAUSE, ensure_image  # noqa: E402
-from nodeagent.network.iptables import detect  # noqa: E402
 from nodeagent.teardown import RealHostNetwork, teardown  # noqa: E402
 from tests.support.apiserver import ProcessServer, free_port  # noqa: E402
 from tests.support.hostnet import free_pod_cidr  # noqa: E402
@@ -198,7 +198,7 @@ def main() -> int:
         endpoint = server.start()
         with open(os.path.join(tmp, "server", "node-token"), encoding="utf-8") as handle:
             token = handle.read().strip()
-        agent = subprocess.Popen([sys.executable, "-m", "control.cli", "agent", "--server", endpoint.url, "--token",
+        agent = subprocess.Popen([sys.executable, "-m", "slimkube.cli", "agent", "--server", endpoint.url, "--token",
                                   token, "--config", config_path], cwd=ROOT, stdout=subprocess.DEVNULL,
                                  stderr=stack.enter_context(open(os.path.join(tmp, "agent.log"), "wb")))
 

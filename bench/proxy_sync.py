@@ -6,7 +6,7 @@ throwaway network namespace so the host's tables are untouched").
 Run (root): `.venv/bin/python bench/proxy_sync.py [--services 1000] [--endpoints 10] [--backend all]`.
 
 Per backend installed (legacy, nft), with the real `proxy.render.render` and the real
-`<backend>-restore --noflush -w` (nodeagent.network.iptables.Iptables, run through `ip netns exec`):
+`<backend>-restore --noflush -w` (control.util.iptables.Iptables, run through `ip netns exec`):
 1. render alone: the first call (chain names hashed) and the median of later ones (names memoised).
 2. first load into empty tables: a full sync (render + restore) in a fresh namespace beside a bare restore
    of the already-rendered text in another fresh namespace, alternately, `--repeat` times.
@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nodeagent.network.iptables import Iptables, Mode, Result, run_command  # noqa: E402
+from control.util.iptables import Iptables, Mode, Result, run_command  # noqa: E402
 from proxy.model import EndpointInfo, NodeConfig, ProxyState, ServicePortInfo, ServicePortName  # noqa: E402
 from proxy.render import render  # noqa: E402
 

@@ -1,5 +1,5 @@
 """How an agent given only `--server URL --token TOKEN` comes to trust the API server (k3s's TLS
-bootstrapping, docs.k3s.io/cli/token "TLS Bootstrapping"; the token format is control/jointoken.py).
+bootstrapping, docs.k3s.io/cli/token "TLS Bootstrapping"; the token format is control/util/jointoken.py).
 
 1. With TLS verification off, download the CA bundle from `URL/cacerts` (no credential is sent).
 2. Compare its sha256 with the hash in the `K10...` token; a mismatch stops here, before the token's
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import requests
 from urllib3.exceptions import InsecureRequestWarning
 
-from control import jointoken
 from control.client.kubeconfig import ClientConfig
+from control.util import jointoken
 
 CA_FILE_NAME = "server-ca.crt"
 FETCH_TIMEOUT = 10.0

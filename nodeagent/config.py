@@ -4,7 +4,7 @@ command-line flags on top (issue 5 item 11; upstream: flags override the config 
 
 Durations are Go duration strings as upstream writes them ("10s", "1m30s", "500ms"); bare numbers are
 seconds. Unknown fields are an error. Reading, value checks and the flag overlay are shared with the
-proxy's config (control/componentconfig.py).
+proxy's config (control/util/componentconfig.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from control.componentconfig import ConfigError, convert, read_document, with_overrides
+from control.util.componentconfig import ConfigError, convert, read_document, with_overrides
 from nodeagent.network.manager import NetworkConfig
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"

@@ -18,10 +18,11 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 import docker.errors
 

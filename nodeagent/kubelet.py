@@ -41,11 +41,11 @@ from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.client.rest import RESTClient
+from control.util.iptables import detect
 from nodeagent.config import KubeletConfig
 from nodeagent.hooks import HookRunner
 from nodeagent.mirror import MirrorPods, is_mirror
 from nodeagent.network.ipam import LocalIPAM, state_path
-from nodeagent.network.iptables import detect
 from nodeagent.network.manager import PodNetworkManager
 from nodeagent.network.podnet import NetlinkPodNetwork, PodInterface
 from nodeagent.node_lifecycle import NodeReporter, runtime_facts

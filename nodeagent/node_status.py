@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from control.apimachinery.meta import format_timestamp
-from control.version import KUBERNETES_VERSION
+from control.util.version import KUBERNETES_VERSION
 
 MAX_IMAGES = 50  # upstream's nodeStatusMaxImages
 MEMORY_PRESSURE_BYTES = 100 * 1024 * 1024

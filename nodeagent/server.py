@@ -28,7 +28,7 @@ from typing import Any
 from aiohttp import web
 
 from control.apimachinery.meta import format_timestamp
-from control.loopthread import LoopThread, serve_app
+from control.util.loopthread import LoopThread, serve_app
 from nodeagent.runtime.interface import Runtime
 from nodeagent.runtime.types import ContainerState
 

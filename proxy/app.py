@@ -2,7 +2,7 @@
 
 Upstream: cmd/kube-proxy/app/server.go (NewProxyServer, ProxyServer.Run) and server_linux.go (createProxier,
 setupConntrack). Start-up, in order:
-1. detect the iptables backend in use (nodeagent/network/iptables.py `detect`, upstream's wrapper logic);
+1. detect the iptables backend in use (control/util/iptables.py `detect`, upstream's wrapper logic);
 2. read this node's Node object (its InternalIP addresses become the node IPs; without a Node, the
    host's addresses) and build the NodeConfig (proxy/config.py `node_config`);
 3. kernel settings: net.ipv4.conf.all.route_localnet=1 when NodePorts answer on 127.0.0.1 (upstream
@@ -31,7 +31,7 @@ from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.reflector import ListWatchClient
 from control.client.rest import RESTClient
-from nodeagent.network.iptables import Iptables, detect
+from control.util.iptables import Iptables, detect
 from proxy.config import ProxyConfig, conntrack_sysctls, node_config, split_host_port
 from proxy.metrics import ProxyMetrics
 from proxy.model import NodeConfig

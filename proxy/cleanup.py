@@ -15,7 +15,7 @@ second run finds nothing and returns False.
 
 from __future__ import annotations
 
-from nodeagent.network.iptables import Iptables
+from control.util.iptables import Iptables
 from proxy import chains as c
 from proxy.tables import BUILTIN_CHAINS, TABLES, parse_chains, parse_rules
 

@@ -3,7 +3,7 @@ pkg/proxy/apis/config/v1alpha1 types and defaults.go) with command-line flags on
 cmd/kube-proxy/app/server.go does (flags override the file).
 
 Same shape as the kubelet's loader (nodeagent/config.py; both read, check values and overlay flags with
-control/componentconfig.py): a table from YAML name to dataclass field, unknown fields refused with the
+control/util/componentconfig.py): a table from YAML name to dataclass field, unknown fields refused with the
 list of known ones, so a typo never leaves a node proxying with defaults nobody chose. Nested sections (`iptables`,
 `clientConnection`, `conntrack`) are addressed by dotted names ("iptables.syncPeriod").
 
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from control.componentconfig import ConfigError, convert, read_document, with_overrides
+from control.util.componentconfig import ConfigError, convert, read_document, with_overrides
 from proxy.model import NodeConfig
 
 API_VERSION = "kubeproxy.config.k8s.io/v1alpha1"

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from nodeagent.network.iptables import Runner, run_command
+from control.util.iptables import Runner, run_command
 from proxy.model import ServicePortInfo, ServicePortName
 from proxy.trackers import StaleEndpoint
 

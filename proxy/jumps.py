@@ -45,8 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nodeagent.network.iptables import Iptables, IptablesError, Mode, run_command
-from nodeagent.network.rules import JumpRule
+from control.util.iptables import Iptables, IptablesError, JumpRule, Mode, run_command
 
 log = logging.getLogger(__name__)
 

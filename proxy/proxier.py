@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nodeagent.network.iptables import Iptables, IptablesError
+from control.util.iptables import Iptables, IptablesError
 from proxy import render as renderer
 from proxy.conntrack import Conntrack, ConntrackClient, delete_all, flows_to_delete
 from proxy.jumps import JumpEnsurer

@@ -45,7 +45,7 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from nodeagent.network.rules import JumpRule
+from control.util.iptables import JumpRule
 from proxy import chains as c
 from proxy.chains import endpoint_chain_name, service_chain_name
 from proxy.model import EndpointInfo, NodeConfig, ProxyState, ServicePortInfo, ServicePortName

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
-from control.loopthread import LoopThread, serve_app
+from control.util.loopthread import LoopThread, serve_app
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from nodeagent.network.iptables import Iptables
+from control.util.iptables import Iptables
 
 TABLES = ("filter", "nat")
 BUILTIN_CHAINS = frozenset({"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"})

@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from control.api import quota
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
 from control.apiserver.allocators import AllocationError, ClusterIPAllocator, NodePortAllocator
 from control.apiserver.resources import Resource, by_path
 from control.apiserver.status import APIError
-from control.registry import quota
 
 NAMESPACES = by_path("", "v1", "namespaces")
 RESOURCE_QUOTAS = by_path("", "v1", "resourcequotas")

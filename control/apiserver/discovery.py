@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from control.apiserver.resources import Resource, group_versions, resources_in
-from control.version import KUBERNETES_MAJOR, KUBERNETES_MINOR, KUBERNETES_VERSION
+from control.util.version import KUBERNETES_MAJOR, KUBERNETES_MINOR, KUBERNETES_VERSION
 
 CONTENT_TYPE = "application/json"
 

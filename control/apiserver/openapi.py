@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from control.version import KUBERNETES_VERSION
+from control.util.version import KUBERNETES_VERSION
 
 TITLE = "slimkube"
 # What kube-openapi answers for protobuf; kubectl 1.20 also accepts application/octet-stream.

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from control.api.defaults import apply_defaults
+from control.api.validation import validate
 from control.apimachinery.meta import deep_copy, set_condition
 from control.apimachinery.validation import FieldError
 from control.apiserver import admission, patch, status, strategy
@@ -37,8 +39,6 @@ from control.apiserver.allocators import ClusterIPAllocator, NodePortAllocator
 from control.apiserver.resources import Resource, by_path, storage_key, storage_prefix
 from control.apiserver.selection import Filter
 from control.apiserver.status import APIError
-from control.registry.defaults import apply_defaults
-from control.registry.validation import validate
 from control.storage.interface import Compacted, Conflict, KeyExists, KeyNotFound, Record, Storage
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")

@@ -7,13 +7,13 @@ exist (system namespaces, the `kubernetes` Service, allocator repair), starts th
 listens, then keeps the `kubernetes` Endpoints pointing at itself (master_endpoints.py); `stop` stops
 listening and closes open connections first (watch streams end, clients reconnect elsewhere), then stops
 the watch cache, then closes the store, so no request runs against a closed store. `serve_forever` (and
-control/allinone.py's BackgroundServer) then start the controller manager with this server's admin
+slimkube/allinone.py's BackgroundServer) then start the controller manager with this server's admin
 credentials, and stop it before the server.
 
 Authentication: bearer tokens. The admin token (in `DIR/admin.kubeconfig`) and the node token
 (`DIR/node-token`, what `slimkube agent --token` takes) are random, created on first start with mode
 0600 and kept across restarts. Once the CA exists, `DIR/node-token` is rewritten in k3s's secure form
-`K10<sha256 of the CA>::node:<password>` (control/jointoken.py); the password, or that whole string, is
+`K10<sha256 of the CA>::node:<password>` (control/util/jointoken.py); the password, or that whole string, is
 the bearer token, and `GET /cacerts` (no token, as k3s) serves the CA bundle the hash is taken over, so
 an agent given only the URL and the token verifies the server before sending the token. Both are
 allowed everything for now; authorization per identity and TLS
@@ -37,12 +37,11 @@ import secrets
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 from aiohttp import web
 
-from control import jointoken
 from control.apiserver import certs, discovery, master_endpoints, openapi, status
 from control.apiserver.handlers import ResourceHandlers, json_response
 from control.apiserver.registry import Registry
@@ -51,9 +50,7 @@ from control.apiserver.watchcache import WatchCache
 from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
-
-if TYPE_CHECKING:
-    from control.controllers.manager import ControllerManager
+from control.util import jointoken
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +71,6 @@ class ServerConfig:
     bookmark_seconds: float = 60.0
     tls: bool = True  # client-go sends the kubeconfig's token only over https (see certs.py)
     advertise_address: str | None = None  # the `kubernetes` Endpoints' IP (master_endpoints.advertise_address)
-    disable: frozenset[str] = frozenset()  # controllers serve_forever/BackgroundServer must not run (manager.py)
 
 
 def _read_or_create_secret(path: str) -> str:
@@ -145,7 +141,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _status_response(APIError(500, "InternalError", f"Internal error occurred: {exc}"))
     except (ConnectionResetError, asyncio.CancelledError):
         raise
-    except Exception as exc:  # noqa: BLE001 - the last line of defence must catch everything
+    except Exception as exc:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return _status_response(APIError(500, "InternalError", f"Internal error occurred: {type(exc).__name__}"))
 
@@ -244,7 +240,7 @@ class APIServer:
             await asyncio.sleep(master_endpoints.RECONCILE_SECONDS)
             try:
                 await asyncio.to_thread(self._reconcile_endpoints)
-            except Exception:  # noqa: BLE001 - a storage hiccup must not end the loop
+            except Exception:
                 log.exception("reconciling Endpoints default/kubernetes failed")
 
     async def stop(self) -> None:
@@ -363,33 +359,3 @@ class APIServer:
         if "protobuf" in accept:
             return web.Response(body=openapi.openapi_v2_protobuf(), content_type="application/octet-stream")
         return json_response(openapi.openapi_v2_json())
-
-
-def start_controller_manager(server: APIServer) -> ControllerManager:
-    """The controllers `slimkube server` runs (all but `config.disable`), against `server`, started."""
-    from control.controllers.manager import ControllerManager
-
-    manager = ControllerManager(server.client_config(), disabled=server.config.disable)
-    manager.start()
-    return manager
-
-
-async def serve_forever(config: ServerConfig, *, ready: Callable[[APIServer], None] | None = None) -> None:
-    """Run the API server, then the controller manager, until SIGINT/SIGTERM; stop the controllers first
-    (their last requests still reach the server), then the server."""
-    import signal
-
-    server = APIServer(config)
-    await server.start()
-    manager = start_controller_manager(server)
-    if ready is not None:
-        ready(server)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await asyncio.to_thread(manager.stop)
-        await server.stop()

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from control.api.qos import qos_class
 from control.apimachinery.meta import deep_copy, format_timestamp
-from control.apimachinery.quantity import Quantity, QuantityError
 from control.apiserver.resources import Resource
 
 # Kinds whose spec changes bump metadata.generation (upstream: their strategies' PrepareForUpdate).
@@ -51,37 +51,6 @@ def _spec_of(obj: Mapping[str, Any]) -> Any:
     """What counts as the object's desired state for `generation`; for kinds without `spec`, everything
     that is neither metadata nor status."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
-
-
-def qos_class(pod_spec: Mapping[str, Any]) -> str:
-    """Upstream pkg/apis/core/helper/qos: Guaranteed when every container has cpu and memory limits equal
-    to its requests, BestEffort when no container asks for anything, Burstable otherwise."""
-    containers = [c for key in ("initContainers", "containers")
-                  for c in (pod_spec.get(key) if isinstance(pod_spec.get(key), list) else [])
-                  if isinstance(c, Mapping)]  # wrong types are validation's 422, not a crash here
-    any_set = False
-    guaranteed = True
-    for container in containers:
-        resources = container.get("resources") or {}
-        if not isinstance(resources, Mapping):
-            return "BestEffort"
-        requests = resources.get("requests") or {}
-        limits = resources.get("limits") or {}
-        if not isinstance(requests, Mapping) or not isinstance(limits, Mapping):
-            return "BestEffort"
-        if requests or limits:
-            any_set = True
-        for name in ("cpu", "memory"):
-            limit = limits.get(name)
-            request = requests.get(name, limit)
-            try:
-                equal = limit is not None and Quantity(str(request)) == Quantity(str(limit))
-            except QuantityError:
-                equal = False
-            guaranteed = guaranteed and equal
-    if not any_set:
-        return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
 
 
 def prepare_for_create(resource: Resource, obj: dict[str, Any], *, now: datetime, uid: str) -> None:

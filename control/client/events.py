@@ -165,7 +165,7 @@ class EventRecorder:
                 return
             try:
                 self._record_to_sink(event)
-            except Exception:  # noqa: BLE001 - the sender must outlive any one bad event
+            except Exception:
                 log.exception("unexpected error recording event %s", event.get("metadata", {}).get("name"))
             finally:
                 with self._idle:

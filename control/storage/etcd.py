@@ -33,8 +33,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
-from requests.adapters import HTTPAdapter
 from etcd3gw import Etcd3Client, exceptions
+from requests.adapters import HTTPAdapter
 
 from control.storage.interface import (
     Compacted,

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from control.util.iptables import JumpRule
+
 MAX_CHAIN_NAME = 28  # XT_EXTENSION_MAXNAMELEN (29) less the terminating NUL
 DEFAULT_FORWARD_CHAIN = "KUBE-POD-FORWARD"
 DEFAULT_MASQ_CHAIN = "KUBE-POD-MASQ"
@@ -40,7 +42,7 @@ UPSTREAM_CHAIN_PREFIXES = ("KUBE-SVC-", "KUBE-SVL-", "KUBE-SEP-", "KUBE-FW-", "K
 
 
 class IptablesClient(Protocol):
-    """What applying the rules needs from iptables (nodeagent.network.iptables.Iptables is the real one)."""
+    """What applying the rules needs from iptables (control.util.iptables.Iptables is the real one)."""
 
     def restore(self, text: str) -> None: ...
 
@@ -73,15 +75,6 @@ class PodRulesConfig:
                 raise ValueError(f"chain {chain!r} is one upstream's kube-proxy or kubelet uses")
         if not 0 < len(self.bridge) <= 15:
             raise ValueError(f"bridge {self.bridge!r}: an interface name of 1 to 15 characters")
-
-
-@dataclass(frozen=True)
-class JumpRule:
-    """A rule in a built-in chain that sends traffic to one of ours (argv form, as `iptables -C/-I/-D`)."""
-
-    table: str
-    chain: str
-    rule: tuple[str, ...]
 
 
 def _comment(text: str) -> tuple[str, ...]:

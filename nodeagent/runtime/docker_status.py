@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Union
 
 from nodeagent.runtime.labels import Identity, Kind
@@ -40,7 +40,7 @@ def parse_time(value: str | None) -> datetime | None:
     if "." in text:
         head, frac = text.split(".", 1)
         text = f"{head}.{frac[:6]}"
-    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 def inspect_state(state: Mapping[str, Any]) -> ContainerState:

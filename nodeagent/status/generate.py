@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from control.api.qos import qos_class
 from control.apimachinery.meta import deep_copy, format_timestamp
-from control.apiserver.strategy import qos_class
 from nodeagent.runtime.actions import should_container_be_restarted
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from control.version import KUBERNETES_VERSION
+from control.util.version import KUBERNETES_VERSION
 from tests.e2e.conftest import Kubectl
 from tests.support.apiserver import Endpoint
 

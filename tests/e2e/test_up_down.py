@@ -1,5 +1,5 @@
 """`slimkube up` / Ctrl-C / `up` again / `down` as a user runs them (issue 5 item 12), against the real
-dockerd, kernel and iptables: `python -m control.cli up` as a child process with a kubelet config in its
+dockerd, kernel and iptables: `python -m slimkube.cli up` as a child process with a kubelet config in its
 data dir (DATA_DIR/kubelet.yaml) naming a test node, bridge, veth prefix, pod CIDR and chains, so nothing
 collides with a real cluster on this host.
 
@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from control.client.rest import RESTClient
+from control.util.iptables import detect
 from nodeagent.network import rules
-from nodeagent.network.iptables import detect
 from nodeagent.runtime import labels
 from proxy.app import run_cleanup
 from tests.support.apiserver import free_port
@@ -44,7 +44,7 @@ class UpProcess:
         self.lines: list[str] = []
         self._cond = threading.Condition()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "control.cli", "up", "--data-dir", data_dir, "--bind-address", "127.0.0.1",
+            [sys.executable, "-m", "slimkube.cli", "up", "--data-dir", data_dir, "--bind-address", "127.0.0.1",
              "--port", str(port)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -177,12 +177,12 @@ def test_up_ctrl_c_up_adopts_then_down_removes_everything(node: dict, docker_api
     with RESTClient.from_kubeconfig(kubeconfig) as client:
         assert_adopted(client, before, docker_api, name, containers)
 
-    refused = subprocess.run([sys.executable, "-m", "control.cli", "down", "--data-dir", data_dir], cwd=ROOT,
+    refused = subprocess.run([sys.executable, "-m", "slimkube.cli", "down", "--data-dir", data_dir], cwd=ROOT,
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "stop it before `down`" in refused.stderr
     assert second.interrupt() == 0, "\n".join(second.lines)
 
-    down = subprocess.run([sys.executable, "-m", "control.cli", "down", "--data-dir", data_dir], cwd=ROOT,
+    down = subprocess.run([sys.executable, "-m", "slimkube.cli", "down", "--data-dir", data_dir], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert down.returncode == 0, down.stderr
     assert "removed 2 containers" in down.stderr and "kept the data store" in down.stderr

@@ -19,10 +19,10 @@ import yaml
 
 from control.client import errors
 from control.client.rest import RESTClient
-from control.jointoken import JoinToken, ca_hash, parse
+from control.util.iptables import detect
+from control.util.jointoken import JoinToken, ca_hash, parse
 from nodeagent.bootstrap import BootstrapError, join
 from nodeagent.config import load
-from nodeagent.network.iptables import detect
 from nodeagent.teardown import RealHostNetwork, teardown
 from tests.support.apiserver import Endpoint, ThreadServer, free_port
 from tests.support.hostnet import free_pod_cidr
@@ -97,7 +97,7 @@ def test_node_token_is_stable_across_restarts(tmp_path):
 def test_agent_command_exits_1_on_a_forged_token(server, tmp_path):
     _, api = server
     forged = str(JoinToken("pw", ca_hash(b"another CA")))
-    result = subprocess.run([sys.executable, "-m", "control.cli", "agent", "--server", api.url, "--token", forged,
+    result = subprocess.run([sys.executable, "-m", "slimkube.cli", "agent", "--server", api.url, "--token", forged,
                              "--data-dir", str(tmp_path / "agent")], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1, result.stderr
     assert "does not match the token's hash" in result.stderr
@@ -114,7 +114,7 @@ def test_agent_joins_with_only_server_and_token_and_stops_on_sigterm(
     config_path.write_text(yaml.safe_dump(settings))
     config = load(str(config_path), overrides={"data_dir": str(tmp_path / "agent")})
     cleanup(lambda: teardown(config, docker_api=docker_api, iptables=detect(), network=RealHostNetwork()))
-    agent = subprocess.Popen([sys.executable, "-m", "control.cli", "agent", "--server", api.url, "--token",
+    agent = subprocess.Popen([sys.executable, "-m", "slimkube.cli", "agent", "--server", api.url, "--token",
                               node_token(thread_server.config.data_dir), "--config", str(config_path),
                               "--data-dir", str(tmp_path / "agent")], stderr=subprocess.PIPE, text=True)
     cleanup(lambda: agent.poll() is None and (agent.kill(), agent.wait(10)))

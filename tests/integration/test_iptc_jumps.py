@@ -15,8 +15,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from nodeagent.network.iptables import Iptables, Mode, run_command
-from nodeagent.network.rules import JumpRule
+from control.util.iptables import Iptables, JumpRule, Mode, run_command
 from proxy.jumps import CliJumps, IptcJumps, load_iptc, parse_rule
 from proxy.metrics import ProxyMetrics
 from proxy.model import NodeConfig

@@ -27,7 +27,7 @@ import pytest
 import requests
 import yaml
 
-from nodeagent.network.iptables import Iptables, detect
+from control.util.iptables import Iptables, detect
 from proxy.app import run_cleanup
 from proxy.cleanup import is_proxy_chain
 from proxy.tables import parse_chains
@@ -65,7 +65,7 @@ class ProxyProcess:
     def __init__(self, args: list[str], log_path: Path) -> None:
         self.log_path = log_path
         with open(log_path, "wb") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "control.cli", "proxy", *args], cwd=ROOT,
+            self.proc = subprocess.Popen([sys.executable, "-m", "slimkube.cli", "proxy", *args], cwd=ROOT,
                                          stdout=log, stderr=subprocess.STDOUT)
 
     def log(self) -> str:
@@ -148,14 +148,14 @@ def test_services_become_chains_health_metrics_sigterm_and_cleanup(
     assert proxy.proc.wait(timeout=WAIT) == 0, proxy.log()
     assert "KUBE-SERVICES" in chains(host_iptables, "nat")  # the rules stay while the proxy is down
 
-    done = subprocess.run([sys.executable, "-m", "control.cli", "proxy", "--cleanup"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "slimkube.cli", "proxy", "--cleanup"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "proxy rules removed" in done.stderr
     for table in ("filter", "nat"):
         assert not [chain for chain in chains(host_iptables, table) if is_proxy_chain(chain)], table
     assert bystander in chains(host_iptables, "filter")
-    again = subprocess.run([sys.executable, "-m", "control.cli", "proxy", "--cleanup"], cwd=ROOT,
+    again = subprocess.run([sys.executable, "-m", "slimkube.cli", "proxy", "--cleanup"], cwd=ROOT,
                            capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and "proxy rules absent" in again.stderr
 

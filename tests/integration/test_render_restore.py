@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 
-from nodeagent.network.iptables import Iptables, Mode, Result, run_command
+from control.util.iptables import Iptables, Mode, Result, run_command
 from proxy.chains import endpoint_chain_name, service_chain_name
 from proxy.model import EndpointInfo, NodeConfig, ProxyState, ServicePortInfo, ServicePortName
 from proxy.render import jump_rules, render

@@ -40,15 +40,14 @@ from typing import Any
 import docker.errors
 import pytest
 
-from control.apiserver.server import start_controller_manager
 from control.client.errors import NotFound
 from control.client.kubeconfig import load_kubeconfig
 from control.client.rest import RESTClient
+from control.util.iptables import Iptables, detect
 from nodeagent.config import KubeletConfig
 from nodeagent.images import BUSYBOX_IMAGE
 from nodeagent.kubelet import Kubelet
 from nodeagent.network.bridge import delete_bridge
-from nodeagent.network.iptables import Iptables, detect
 from nodeagent.node_status import default_ip
 from proxy.app import ProxyServer, run_cleanup
 from proxy.cleanup import is_proxy_chain
@@ -56,6 +55,7 @@ from proxy.config import ProxyConfig
 from proxy.model import ServicePortName
 from proxy.render import endpoint_chain_name, service_chain_name
 from proxy.tables import BUILTIN_CHAINS, TABLES, parse_chains, parse_rules
+from slimkube.controlplane import start_controller_manager
 from tests.conftest import TEST_LABEL
 from tests.support.apiserver import ThreadServer
 from tests.support.hostnet import free_pod_cidr

@@ -102,7 +102,7 @@ class ProcessServer:
         os.makedirs(self.data_dir, exist_ok=True)
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "control.cli", "server", "--data-dir", self.data_dir, "--bind-address",
+            [sys.executable, "-m", "slimkube.cli", "server", "--data-dir", self.data_dir, "--bind-address",
              "127.0.0.1", "--port", str(self.port), "--datastore", self.datastore, *self.args],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from nodeagent.network.iptables import IptablesError, Mode
+from control.util.iptables import IptablesError, Mode
 
 BUILTIN = {"filter": ("INPUT", "FORWARD", "OUTPUT"), "nat": ("PREROUTING", "INPUT", "OUTPUT", "POSTROUTING")}
 

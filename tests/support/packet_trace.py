@@ -28,7 +28,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from nodeagent.network.rules import JumpRule
+from control.util.iptables import JumpRule
 
 BUILTIN = {"filter": ("INPUT", "FORWARD", "OUTPUT"), "nat": ("PREROUTING", "INPUT", "OUTPUT", "POSTROUTING")}
 TERMINAL = {"ACCEPT", "DROP", "REJECT", "DNAT", "MASQUERADE"}

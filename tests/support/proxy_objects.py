@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nodeagent.network.iptables import Result, run_command
+from control.util.iptables import Result, run_command
 
 
 def service(name: str = "web", *, ip: str = "10.96.0.10", port: int = 80, protocol: str = "TCP",

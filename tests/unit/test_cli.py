@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from control.cli import main
-from control.version import SLIMKUBE_VERSION
+from control.util.version import SLIMKUBE_VERSION
+from slimkube.cli import main
 
 
 def test_version_names_slimkube_and_kubernetes_levels():

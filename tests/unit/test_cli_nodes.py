@@ -8,8 +8,8 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from control.cli import main
-from control.nodelock import NodeLock
+from slimkube.cli import main
+from slimkube.nodelock import NodeLock
 
 
 @pytest.mark.parametrize("args,message", [
@@ -90,7 +90,7 @@ def test_node_lock_is_released_for_the_next_holder(tmp_path):
 def test_stop_on_signal_turns_sigterm_into_an_event_and_restores_the_handler():
     import signal
 
-    from control.stopsignal import StopOnSignal
+    from slimkube.stopsignal import StopOnSignal
 
     before = signal.getsignal(signal.SIGTERM)
     with StopOnSignal() as signals:

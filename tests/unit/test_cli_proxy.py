@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from control.allinone import NodeError, run_kubelet
-from control.cli import main
-from nodeagent.network.iptables import Iptables, Mode, Result
+from control.util.iptables import Iptables, Mode, Result
+from slimkube.allinone import NodeError, run_kubelet
+from slimkube.cli import main
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def test_the_config_files_kubeconfig_is_used_when_no_flag_names_one(tmp_path: Pa
 def test_cleanup_needs_no_api_server(monkeypatch: pytest.MonkeyPatch) -> None:
     iptables = Iptables(Mode.NFT, lambda argv, stdin=None: Result(0, "", ""))
     seen: list[Iptables] = []
-    monkeypatch.setattr("nodeagent.network.iptables.detect", lambda: iptables)
+    monkeypatch.setattr("control.util.iptables.detect", lambda: iptables)
     monkeypatch.setattr("proxy.app.run_cleanup", lambda given: seen.append(given) or True)
     result = CliRunner().invoke(main, ["proxy", "--cleanup"])
     assert result.exit_code == 0, result.output

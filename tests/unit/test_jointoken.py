@@ -1,4 +1,4 @@
-"""The node join token (control/jointoken.py): k3s's secure `K10<CA hash>::<user>:<password>` and short forms."""
+"""The node join token (control/util/jointoken.py): k3s's secure `K10<CA hash>::<user>:<password>` and short forms."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from control.jointoken import JoinToken, TokenError, ca_hash, matches_ca, parse
+from control.util.jointoken import JoinToken, TokenError, ca_hash, matches_ca, parse
 
 CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 HASH = hashlib.sha256(CA).hexdigest()

@@ -1,4 +1,4 @@
-"""control/loopthread.py: a loop on its own thread, an app served on a free port, no half-made server left
+"""control/util/loopthread.py: a loop on its own thread, an app served on a free port, no half-made server left
 when binding fails."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 from aiohttp import web
 
-from control.loopthread import LoopThread, serve_app
+from control.util.loopthread import LoopThread, serve_app
 
 
 async def _hello(request: web.Request) -> web.Response:

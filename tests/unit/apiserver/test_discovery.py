@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from control.apiserver import discovery
-from control.version import KUBERNETES_MINOR, KUBERNETES_VERSION
+from control.util.version import KUBERNETES_MINOR, KUBERNETES_VERSION
 
 
 def _entries(group: str, version: str = "v1") -> dict[str, dict]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from control.apiserver import master_endpoints
-from control.apiserver.master_endpoints import advertise_address, choose_address, master_endpoints as build
+from control.apiserver.master_endpoints import advertise_address, choose_address
+from control.apiserver.master_endpoints import master_endpoints as build
 from control.apiserver.registry import Registry
 from control.storage.sqlite import SQLiteStorage
 

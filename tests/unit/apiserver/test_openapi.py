@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from control.apiserver import openapi
-from control.version import KUBERNETES_VERSION
+from control.util.version import KUBERNETES_VERSION
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from control.api.qos import qos_class
 from control.apiserver import strategy
 from control.apiserver.resources import by_path
 
@@ -50,7 +51,7 @@ def test_node_create_keeps_the_status_the_kubelet_registered():
                  "Burstable", id="one-container-without-limits"),
 ])
 def test_qos_class(containers, expected):
-    assert strategy.qos_class({"containers": containers}) == expected
+    assert qos_class({"containers": containers}) == expected
 
 
 def _stored(**spec):

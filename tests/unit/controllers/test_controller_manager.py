@@ -8,9 +8,9 @@ import threading
 import pytest
 from click.testing import CliRunner
 
-from control.cli import main
 from control.client.kubeconfig import ClientConfig
 from control.controllers.manager import CONTROLLERS, ControllerContext, ControllerManager
+from slimkube.cli import main
 
 CONFIG = ClientConfig(server="https://127.0.0.1:1", token="t")
 

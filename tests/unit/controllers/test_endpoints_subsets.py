@@ -10,8 +10,18 @@ from typing import Any
 import pytest
 
 from control.controllers.endpoints_subsets import (
-    HEADLESS_LABEL, MAX_CAPACITY, OVER_CAPACITY_ANNOTATION, TRIGGER_TIME_ANNOTATION, compute_subsets,
-    desired_endpoints, find_port, repack_subsets, selects, should_pod_be_in_endpoints, truncate_subsets)
+    HEADLESS_LABEL,
+    MAX_CAPACITY,
+    OVER_CAPACITY_ANNOTATION,
+    TRIGGER_TIME_ANNOTATION,
+    compute_subsets,
+    desired_endpoints,
+    find_port,
+    repack_subsets,
+    selects,
+    should_pod_be_in_endpoints,
+    truncate_subsets,
+)
 
 
 def service(ports: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:

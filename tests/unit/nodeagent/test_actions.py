@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from nodeagent.runtime.actions import (
     KillReason,
     PodActions,
+    RestartPolicy,
     compute_pod_actions,
     next_init_container,
     restart_policy,
-    RestartPolicy,
 )
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState, SandboxStatus
@@ -51,7 +51,7 @@ def ctr(name: str, state: ContainerState = RUNNING, *, exit: int = 0, attempt: i
     return ContainerStatus(id=cid or f"{name}-{attempt}", name=name, state=state, image="busybox",
                            hash=container_hash(spec_container(name)) if hash is None else hash,
                            restart_count=attempt, exit_code=exit, reason=reason,
-                           created_at=datetime(2026, 1, 1, 0, 0, attempt, tzinfo=timezone.utc))
+                           created_at=datetime(2026, 1, 1, 0, 0, attempt, tzinfo=UTC))
 
 
 def sandbox(sid: str = "sb", *, ready: bool = True, attempt: int = 0, ip: str = "10.88.0.2",

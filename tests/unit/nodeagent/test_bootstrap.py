@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from control.jointoken import JoinToken, ca_hash
+from control.util.jointoken import JoinToken, ca_hash
 from nodeagent.bootstrap import BootstrapError, Plan, agent_ca_path, decide, join
 
 CA = b"-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"

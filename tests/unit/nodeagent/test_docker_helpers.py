@@ -3,7 +3,7 @@ exit reasons and PodStatus assembly order."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -57,8 +57,8 @@ def test_pod_hostname_prefers_spec_hostname_and_truncates():
 
 def test_parse_time():
     assert parse_time("0001-01-01T00:00:00Z") is None
-    assert parse_time("2026-11-23T09:15:12.611339971Z") == datetime(2026, 11, 23, 9, 15, 12, 611339, timezone.utc)
-    assert parse_time("2026-11-23T09:15:12Z") == datetime(2026, 11, 23, 9, 15, 12, tzinfo=timezone.utc)
+    assert parse_time("2026-11-23T09:15:12.611339971Z") == datetime(2026, 11, 23, 9, 15, 12, 611339, UTC)
+    assert parse_time("2026-11-23T09:15:12Z") == datetime(2026, 11, 23, 9, 15, 12, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from nodeagent.runtime.downward import DownwardAPIError, NodeFacts, field_value, resource_value
 from nodeagent.runtime.env import CreateContainerConfigError, make_environment
 from nodeagent.runtime.expansion import expand, mapping_for
 from tests.support.fake_objects import FakeObjects
-
 
 POD = {
     "metadata": {"name": "web", "namespace": "ns1", "uid": "u-1", "labels": {"app": "web", "tier": "a b"},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent.network.iptables import Iptables, IptablesError, Mode, Result, decide_mode
+from control.util.iptables import Iptables, IptablesError, Mode, Result, decide_mode
 
 DOCKER_LEGACY = "\n".join(["*filter", ":FORWARD DROP [0:0]"] + [f"-A DOCKER-ISOLATION -j RETURN{i}" for i in range(10)])
 NFT_HINT = "*mangle\n:KUBE-IPTABLES-HINT - [0:0]\nCOMMIT\n"

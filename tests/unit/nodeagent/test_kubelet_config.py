@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from control.componentconfig import parse_duration
+from control.util.componentconfig import parse_duration
 from nodeagent.config import ConfigError, KubeletConfig, from_document, load
 
 

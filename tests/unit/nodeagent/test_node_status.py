@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from nodeagent.node_status import ImageFacts, NodeFacts, gather_facts, initial_node, node_status
 
-NOW = datetime(2026, 11, 23, 10, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 23, 10, 0, 0, tzinfo=UTC)
 GiB = 1024 ** 3
 FACTS = NodeFacts(hostname="node-a", internal_ip="192.168.56.10", cpus=2, memory_bytes=4 * GiB,
                   memory_available_bytes=3 * GiB, disk_bytes=100 * GiB, disk_available_bytes=50 * GiB,

@@ -4,7 +4,7 @@ grace period, sandbox and network)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -120,10 +120,10 @@ def ready_sandbox() -> SandboxStatus:
 
 def cstatus(cid: str, spec: dict[str, Any], state: ContainerState, *, restart: int = 0, exit_code: int = 0,
             finished: float | None = None) -> ContainerStatus:
-    moment = datetime.fromtimestamp(finished, timezone.utc) if finished is not None else None
+    moment = datetime.fromtimestamp(finished, UTC) if finished is not None else None
     return ContainerStatus(cid, spec["name"], state, spec["image"], hash=container_hash(spec), restart_count=restart,
                            exit_code=exit_code, finished_at=moment,
-                           created_at=datetime.fromtimestamp(NOW - 100 + restart, timezone.utc))
+                           created_at=datetime.fromtimestamp(NOW - 100 + restart, UTC))
 
 
 def pod_status(*containers: ContainerStatus, sandboxes: tuple[SandboxStatus, ...] = ()) -> PodStatus:

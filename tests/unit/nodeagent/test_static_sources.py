@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from nodeagent.sources import CONFIG_HASH, CONFIG_SEEN, CONFIG_SOURCE, FileSource, URLSource, static_pod
 from nodeagent.runtime.spechash import container_hash
+from nodeagent.sources import CONFIG_HASH, CONFIG_SEEN, CONFIG_SOURCE, FileSource, URLSource, static_pod
 
 MANIFEST = """
 apiVersion: v1
@@ -76,7 +76,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     body = b""
     status = 200
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         self.send_response(self.status)
         self.send_header("Content-Length", str(len(self.body)))
         self.end_headers()

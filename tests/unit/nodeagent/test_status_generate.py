@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -14,12 +14,12 @@ from nodeagent.status.generate import generate_pod_status, get_phase, status_cha
 
 RUNNING, EXITED, CREATED, UNKNOWN = (ContainerState.RUNNING, ContainerState.EXITED, ContainerState.CREATED,
                                      ContainerState.UNKNOWN)
-NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 EARLIER = "2026-03-01T11:00:00Z"
 
 
 def t(second: int) -> datetime:
-    return datetime(2026, 3, 1, 11, 30, second, tzinfo=timezone.utc)
+    return datetime(2026, 3, 1, 11, 30, second, tzinfo=UTC)
 
 
 def pod(apps: tuple[str, ...] = ("a",), inits: tuple[str, ...] = (), *, policy: str = "Always",
@@ -255,7 +255,7 @@ def test_regenerating_from_own_output_is_stable():
     obj = pod(("a", "b"), ("i1",))
     rt = runtime(ctr("i1", EXITED), ctr("a"), ctr("b", EXITED, exit=1, attempt=0), ctr("b", attempt=1))
     first = generate_pod_status(obj, rt, now=NOW)
-    second = generate_pod_status({**obj, "status": first}, rt, now=datetime(2026, 3, 2, tzinfo=timezone.utc))
+    second = generate_pod_status({**obj, "status": first}, rt, now=datetime(2026, 3, 2, tzinfo=UTC))
     assert not status_changed(first, second)
 
 

@@ -4,14 +4,14 @@ uid as precondition."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from control.client.errors import NotFound
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState, SandboxStatus
 from nodeagent.status_manager import StatusManager, status_patch
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class FakeClient:
@@ -37,7 +37,7 @@ def pod(**meta: Any) -> dict[str, Any]:
 
 
 def running() -> PodStatus:
-    started = datetime(2025, 12, 31, tzinfo=timezone.utc)
+    started = datetime(2025, 12, 31, tzinfo=UTC)
     return PodStatus("u1", "p", "ns", (SandboxStatus("s", SandboxState.READY, ip="10.244.1.2"),),
                      (ContainerStatus("cid", "c", ContainerState.RUNNING, "busybox", started_at=started),),
                      ips=("10.244.1.2",))

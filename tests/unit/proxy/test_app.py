@@ -14,7 +14,7 @@ import requests
 
 from control.client.errors import NotFound
 from control.client.kubeconfig import ClientConfig
-from nodeagent.network.iptables import Iptables, Mode, Result
+from control.util.iptables import Iptables, Mode, Result
 from proxy.app import ROUTE_LOCALNET, ProcSysctl, ProxyServer, apply_kernel_settings
 from proxy.chains import service_chain_name
 from proxy.config import ConntrackConfig, ProxyConfig

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent.network.iptables import Result
+from control.util.iptables import Result
 from proxy.conntrack import Conntrack, ConntrackError, Flow, delete_all, flows_to_delete
 from proxy.model import EndpointInfo, ServicePortInfo, ServicePortName
 from proxy.trackers import StaleEndpoint

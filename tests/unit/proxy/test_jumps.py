@@ -8,8 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from nodeagent.network.iptables import Iptables, Mode, Result, run_command
-from nodeagent.network.rules import JumpRule
+from control.util.iptables import Iptables, JumpRule, Mode, Result, run_command
 from proxy import jumps
 from proxy.jumps import CliJumps, IptcJumps, MatchSpec, RuleSpec, parse_rule
 from proxy.metrics import ProxyMetrics

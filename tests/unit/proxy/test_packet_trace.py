@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent.network.rules import JumpRule
+from control.util.iptables import JumpRule
 from tests.support.packet_trace import Netfilter, Packet, parse_rule, trace
 
 JUMPS = (JumpRule("nat", "PREROUTING", ("-j", "T-SVC")), JumpRule("nat", "OUTPUT", ("-j", "T-SVC")),

@@ -1,4 +1,4 @@
-"""control.registry.defaults against upstream's pkg/apis/*/v1/defaults_test.go expectations."""
+"""control.api.defaults against upstream's pkg/apis/*/v1/defaults_test.go expectations."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from control.registry.defaults import apply_defaults, image_pull_policy
+from control.api.defaults import apply_defaults, image_pull_policy
 
 
 def _pod_spec(**extra: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""control.registry.validation(_apps) against upstream's field paths, error types and messages."""
+"""control.api.validation(_apps) against upstream's field paths, error types and messages."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from control.api.defaults import apply_defaults
+from control.api.validation import POD_UPDATE_MESSAGE, validate
+from control.api.validation_apps import STATEFULSET_UPDATE_MESSAGE
 from control.apimachinery.validation import ErrorType
-from control.registry.defaults import apply_defaults
-from control.registry.validation import POD_UPDATE_MESSAGE, validate
-from control.registry.validation_apps import STATEFULSET_UPDATE_MESSAGE
 
 Obj = dict[str, Any]
 

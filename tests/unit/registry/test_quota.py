@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from control.api import quota
 from control.apimachinery.quantity import Quantity
-from control.registry import quota
 
 
 def pod(*containers, init=(), phase="Pending", **spec):

@@ -4,7 +4,8 @@ The Kubernetes version is what the API server claims to serve: kubectl compares 
 warns when they are more than one minor apart, so it names the API level slimkube implements.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _dist_version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _dist_version
 
 try:
     SLIMKUBE_VERSION = _dist_version("slimkube")

@@ -3,9 +3,10 @@
 token the server just wrote).
 
 `up`, in one process:
-1. take `DIR/node.lock` (control/nodelock.py) so `down` and a second `up` refuse while this runs;
-2. the API server on its own asyncio loop thread (control/apiserver/server.py), on 0.0.0.0:6443 unless
-   told otherwise; it writes DIR/admin.kubeconfig and DIR/node-token; then the controller manager;
+1. take `DIR/node.lock` (slimkube/nodelock.py) so `down` and a second `up` refuse while this runs;
+2. the control plane (controlplane.py): the API server on its own asyncio loop thread, on 0.0.0.0:6443
+   unless told otherwise (it writes DIR/admin.kubeconfig and DIR/node-token), then the controller
+   manager (all but `--disable`);
 3. a kubelet joining it exactly as `slimkube agent` would (nodeagent/bootstrap.py with the node token
    and the server's CA file), node name = hostname, podCIDR = the cluster CIDR's first /24;
 4. once the node is registered, the kube-proxy (proxy/app.py) with the same credential, this node's
@@ -21,14 +22,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Protocol
 
-from control.apiserver.server import APIServer, ServerConfig, start_controller_manager
+from control.apiserver.server import APIServer, ServerConfig
 from control.client.kubeconfig import ClientConfig
-from control.controllers.manager import ControllerManager
-from control.loopthread import LoopThread
-from control.stopsignal import StopOnSignal
+from slimkube.controlplane import BackgroundServer
+from slimkube.stopsignal import StopOnSignal
 
 PROGRESS_SECONDS = 10.0
 Say = Callable[[str], None]
@@ -52,33 +52,6 @@ class ProxyLike(Protocol):
     def start(self) -> None: ...
 
     def stop(self) -> None: ...
-
-
-class BackgroundServer:
-    """An APIServer on its own event-loop thread, so the main thread stays free for signals, and the
-    controller manager (all but `config.disable`) once it is ready; `stop` ends the controllers first."""
-
-    def __init__(self, config: ServerConfig) -> None:
-        self.server = APIServer(config)
-        self._thread = LoopThread("apiserver")
-        self._controllers: ControllerManager | None = None
-
-    def start(self, *, timeout: float = 120.0) -> APIServer:
-        self._thread.start()
-        self._thread.run(self.server.start(), timeout=timeout)
-        self._controllers = start_controller_manager(self.server)
-        return self.server
-
-    def stop(self, *, timeout: float = 30.0) -> None:
-        if self._controllers is not None:
-            self._controllers.stop()
-            self._controllers = None
-        if not self._thread.running:
-            return
-        try:
-            self._thread.run(self.server.stop(), timeout=timeout)
-        finally:
-            self._thread.stop()
 
 
 def run_kubelet(kubelet: KubeletLike, stop: threading.Event, *, say: Say,
@@ -118,9 +91,10 @@ def run_kubelet(kubelet: KubeletLike, stop: threading.Event, *, say: Say,
 
 def run_up(server_config: ServerConfig, make_kubelet: Callable[[ClientConfig], KubeletLike], *,
            join: Callable[[APIServer], ClientConfig], signals: StopOnSignal, say: Say,
-           make_proxy: Callable[[ClientConfig], ProxyLike] | None = None) -> None:
+           make_proxy: Callable[[ClientConfig], ProxyLike] | None = None,
+           disable: Collection[str] = ()) -> None:
     """Steps 2-5 of the module notes (the caller holds the lock and installed `signals`)."""
-    background = BackgroundServer(server_config)
+    background = BackgroundServer(server_config, disable=disable)
     try:
         try:
             api = background.start()

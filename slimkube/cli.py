@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from control.version import KUBERNETES_VERSION, SLIMKUBE_VERSION
+from control.util.version import KUBERNETES_VERSION, SLIMKUBE_VERSION
 
 DEFAULT_DATA_DIR = "/var/lib/slimkube"
 
@@ -38,6 +38,20 @@ def images(rebuild: bool) -> None:
         click.echo(f"{spec.ref}: {'built' if built else 'present'}")
 
 
+_disable_option = click.option(  # `server` and `up`; the names are checked by _parse_disable
+    "--disable", default="", metavar="NAME,...",
+    help="Comma-separated control-plane parts not to run, by upstream's name (e.g. endpoint).")
+
+
+def _parse_disable(text: str) -> frozenset[str]:
+    from slimkube.controlplane import parse_disable
+
+    try:
+        return parse_disable(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--disable") from None
+
+
 @main.command()
 @click.option("--data-dir", default=DEFAULT_DATA_DIR, show_default=True, help="State, tokens and kubeconfig.")
 @click.option("--bind-address", default="0.0.0.0", show_default=True)
@@ -49,7 +63,7 @@ def images(rebuild: bool) -> None:
 @click.option("--advertise-address", default=None,
               help="The IP the `kubernetes` Service's Endpoints name [default: --bind-address if it is a "
               "specific IP, else this host's address on the default route].")
-@click.option("--disable", default="", help="Comma-separated controllers not to run: endpoint.")
+@_disable_option
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
            advertise_address: str | None, disable: str, verbose: bool) -> None:
@@ -59,8 +73,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
     import ipaddress
     import logging
 
-    from control.apiserver.server import ServerConfig, serve_forever
-    from control.controllers.manager import CONTROLLERS
+    from control.apiserver.server import ServerConfig
+    from slimkube.controlplane import serve_forever
 
     for flag, value in (("--service-cidr", service_cidr), ("--cluster-cidr", cluster_cidr)):
         try:
@@ -72,21 +86,17 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
             ipaddress.ip_address(advertise_address)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--advertise-address") from None
-    disabled = frozenset(name.strip() for name in disable.split(",") if name.strip())
-    if unknown := sorted(disabled - set(CONTROLLERS)):
-        raise click.BadParameter(f"unknown {', '.join(unknown)} (known: {', '.join(CONTROLLERS)})",
-                                 param_hint="--disable")
+    disabled = _parse_disable(disable)
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
-                          service_cidr=service_cidr, cluster_cidr=cluster_cidr, advertise_address=advertise_address,
-                          disable=disabled)
+                          service_cidr=service_cidr, cluster_cidr=cluster_cidr, advertise_address=advertise_address)
 
     def ready(api: object) -> None:
         click.echo(f"slimkube server: API at {api.url}; kubeconfig {api.kubeconfig_path}", err=True)  # type: ignore[attr-defined]
 
     try:
-        asyncio.run(serve_forever(config, ready=ready))
+        asyncio.run(serve_forever(config, disable=disabled, ready=ready))
     except ValueError as exc:  # a bad --datastore URL
         raise click.UsageError(str(exc)) from None
 
@@ -179,9 +189,9 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
     With a K10 token the agent checks the server's CA (GET /cacerts) against the token's hash before it sends
     the token. Stopping the agent leaves the pods running; the next agent adopts them.
     """
-    from control.allinone import NodeError, run_kubelet
-    from control.nodelock import LockHeld, NodeLock
-    from control.stopsignal import StopOnSignal
+    from slimkube.allinone import NodeError, run_kubelet
+    from slimkube.nodelock import LockHeld, NodeLock
+    from slimkube.stopsignal import StopOnSignal
 
     _check_credentials(kubeconfig, server, token, ca_file)
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, pod_cidr=pod_cidr,
@@ -218,10 +228,11 @@ def _default_kubelet_config_file(data_dir: str, config_file: str | None) -> str 
               help="Pod addresses; this node gets its first /24 [default: the kubelet config's, 10.244.0.0/16].")
 @click.option("--kubelet-port", "kubelet_port", type=click.IntRange(0, 65535),
               help="The kubelet's HTTP port (logs, /pods, /stats) [default: 10250].")
+@_disable_option
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
        config_file: str | None, node_name: str | None, pod_cidr: str | None, node_ip: str | None,
-       kubelet_port: int | None, verbose: bool) -> None:
+       kubelet_port: int | None, disable: str, verbose: bool) -> None:
     """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
     Prints progress, then the admin kubeconfig path once the node is Ready. Ctrl-C stops them; the pods keep
@@ -232,13 +243,13 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     import dataclasses
     import ipaddress
 
-    from control.allinone import NodeError, run_up
     from control.apiserver.server import ServerConfig
-    from control.nodelock import LockHeld, NodeLock
-    from control.stopsignal import StopOnSignal
     from nodeagent.bootstrap import BootstrapError, join
     from nodeagent.config import default_pod_cidr
     from proxy.app import ProxyServer
+    from slimkube.allinone import NodeError, run_up
+    from slimkube.nodelock import LockHeld, NodeLock
+    from slimkube.stopsignal import StopOnSignal
 
     for flag, value in (("--service-cidr", service_cidr), ("--cluster-cidr", cluster_cidr)):
         try:
@@ -246,6 +257,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
                 ipaddress.ip_network(value, strict=True)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint=flag) from None
+    disabled = _parse_disable(disable)
     config_file = _default_kubelet_config_file(data_dir, config_file)
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, node_ip=node_ip,
                              port=kubelet_port, cluster_cidr=cluster_cidr, pod_cidr=pod_cidr)
@@ -268,7 +280,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
             lock.acquire(what="running `up` again")
             _say(f"[up] data dir {data_dir}; node {config.node_name}, pod CIDR {config.pod_cidr}")
             run_up(server_config, lambda client_config: _make_kubelet(config, client_config), join=join_local,
-                   signals=signals, say=_say, make_proxy=lambda client: ProxyServer(proxy_config, client))
+                   signals=signals, say=_say, make_proxy=lambda client: ProxyServer(proxy_config, client),
+                   disable=disabled)
     except (LockHeld, NodeError) as exc:
         raise click.ClickException(str(exc)) from None
     except ValueError as exc:  # a bad --datastore URL
@@ -287,9 +300,9 @@ def down(data_dir: str, config_file: str | None, node_name: str | None) -> None:
     """
     import docker
 
-    from control.nodelock import LockHeld, NodeLock
-    from nodeagent.network.iptables import detect
+    from control.util.iptables import detect
     from nodeagent.teardown import RealHostNetwork, teardown
+    from slimkube.nodelock import LockHeld, NodeLock
 
     config = _kubelet_config(_default_kubelet_config_file(data_dir, config_file), data_dir=data_dir,
                              node_name=node_name)
@@ -333,7 +346,7 @@ def _default_proxy_config_file(data_dir: str) -> str | None:
 
 def _cleanup_proxy_rules(iptables, tag: str) -> bool:
     """Remove the proxy's chains and jumps; False (after saying why) if that failed."""
-    from nodeagent.network.iptables import IptablesError
+    from control.util.iptables import IptablesError
     from proxy.app import run_cleanup
 
     try:
@@ -371,9 +384,9 @@ def proxy(kubeconfig: str | None, server: str | None, token: str | None, ca_file
     Stopping it leaves the rules in place (traffic keeps flowing; the next start re-syncs them). `--cleanup`
     removes them and exits; it needs no API server.
     """
-    from control.stopsignal import StopOnSignal
-    from nodeagent.network.iptables import IptablesError, detect
+    from control.util.iptables import IptablesError, detect
     from proxy.app import ProxyServer
+    from slimkube.stopsignal import StopOnSignal
 
     config = _proxy_config(config_file, kubeconfig=kubeconfig, hostname_override=hostname_override,
                            cluster_cidr=cluster_cidr, healthz_bind_address=healthz_bind_address,

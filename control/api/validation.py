@@ -606,7 +606,7 @@ _VALIDATORS: dict[str, Validator] = {
 def validate(plural: str, obj: dict[str, Any], *, old: dict[str, Any] | None = None) -> list[FieldError]:
     """Every error of a `plural` object about to be stored; `old` is the stored object on update."""
     # Imported here, not at the top: validation_apps builds on this module's pod checks.
-    from control.registry.validation_apps import APPS_VALIDATORS
+    from control.api.validation_apps import APPS_VALIDATORS
 
     c = Check()
     if not isinstance(obj, dict):

@@ -46,6 +46,15 @@ class Result:
     stderr: str
 
 
+@dataclass(frozen=True)
+class JumpRule:
+    """A rule in a built-in chain that sends traffic to one of ours (argv form, as `iptables -C/-I/-D`)."""
+
+    table: str
+    chain: str
+    rule: tuple[str, ...]
+
+
 class Runner(Protocol):
     """Runs one command; tests substitute a recorder."""
 

@@ -22,15 +22,15 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from control.apimachinery.labels import Selector, SelectorError, selector_from_label_selector
-from control.apimachinery.validation import FieldError, regex_error, validate_labels
-from control.registry.validation import (
+from control.api.validation import (
     NEGATIVE_MESSAGE,
     Check,
     join,
     validate_object_meta,
     validate_pod_template,
 )
+from control.apimachinery.labels import Selector, SelectorError, selector_from_label_selector
+from control.apimachinery.validation import FieldError, regex_error, validate_labels
 
 _PERCENT_FMT = "[0-9]+%"
 _PERCENT = re.compile(_PERCENT_FMT)

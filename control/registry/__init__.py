@@ -1,1 +1,0 @@
-"""Per-resource defaulting and validation of API objects, as upstream's pkg/apis/*/v1 and */validation."""

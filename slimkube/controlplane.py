@@ -1,0 +1,88 @@
+"""The control plane in k3s's order (k3s pkg/daemons/control/server.go): storage and the API server
+first (APIServer.start opens the store, bootstraps, then listens), then — once it answers — the
+controller manager with the server's admin credentials; the scheduler joins here with its issue.
+Stopping goes the other way: the controllers first, while their last requests still reach the server.
+
+Each part after the API server can be switched off by upstream's name (`--disable endpoint`, …), as
+k3s's `--disable-*` flags and kube-controller-manager's `--controllers=-name` do; `parse_disable`
+refuses a name nothing here knows, before anything starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable, Collection
+
+from control.apiserver.server import APIServer, ServerConfig
+from control.controllers.manager import CONTROLLERS, ControllerManager
+from control.util.loopthread import LoopThread
+
+
+def known_components() -> list[str]:
+    """The names `--disable` takes: every controller the manager knows (later also the scheduler)."""
+    return list(CONTROLLERS)
+
+
+def parse_disable(text: str) -> frozenset[str]:
+    """`--disable a,b` → {"a", "b"}; ValueError naming the unknown ones and the known ones."""
+    names = frozenset(name.strip() for name in text.split(",") if name.strip())
+    known = known_components()
+    if unknown := sorted(names - set(known)):
+        raise ValueError(f"unknown {', '.join(unknown)} (known: {', '.join(known)})")
+    return names
+
+
+def start_controller_manager(server: APIServer, *, disable: Collection[str] = ()) -> ControllerManager:
+    """The controllers `slimkube server` runs (all but `disable`), against `server`, started."""
+    manager = ControllerManager(server.client_config(), disabled=disable)
+    manager.start()
+    return manager
+
+
+class BackgroundServer:
+    """An APIServer on its own event-loop thread, so the main thread stays free for signals, and the
+    controller manager (all but `disable`) once it is ready; `stop` ends the controllers first."""
+
+    def __init__(self, config: ServerConfig, *, disable: Collection[str] = ()) -> None:
+        self.server = APIServer(config)
+        self._disable = frozenset(disable)
+        self._thread = LoopThread("apiserver")
+        self._controllers: ControllerManager | None = None
+
+    def start(self, *, timeout: float = 120.0) -> APIServer:
+        self._thread.start()
+        self._thread.run(self.server.start(), timeout=timeout)
+        self._controllers = start_controller_manager(self.server, disable=self._disable)
+        return self.server
+
+    def stop(self, *, timeout: float = 30.0) -> None:
+        if self._controllers is not None:
+            self._controllers.stop()
+            self._controllers = None
+        if not self._thread.running:
+            return
+        try:
+            self._thread.run(self.server.stop(), timeout=timeout)
+        finally:
+            self._thread.stop()
+
+
+async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
+                        ready: Callable[[APIServer], None] | None = None) -> None:
+    """`slimkube server`: the API server, then the controller manager, until SIGINT/SIGTERM; then the
+    controllers stop first (their last requests still reach the server), then the server."""
+    server = APIServer(config)
+    await server.start()
+    manager = start_controller_manager(server, disable=disable)
+    if ready is not None:
+        ready(server)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await asyncio.to_thread(manager.stop)
+        await server.stop()
