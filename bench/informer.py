@@ -87,7 +87,7 @@ def write(store: Storage, template: bytes, events: int, prefix: str) -> None:
     """events/2 creates, then an update of each, straight into the store."""
     records = [store.create(f"{PREFIX}{prefix}-{i}", template.replace(b'"template"', b'"%s-%d"' % (prefix.encode(), i)))
                for i in range(events // 2)]
-    for i, record in enumerate(records):
+    for record in records:
         store.update(record.key, record.value.replace(b'"v0"', b'"v1"'), expected_revision=record.mod_revision)
 
 

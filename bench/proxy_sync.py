@@ -105,11 +105,11 @@ def bench_backend(mode: Mode, st: ProxyState, spaces: Namespaces, repeat: int, c
     first_full, first_bare = [], []
     for _ in range(repeat):
         ns = spaces.make(mode.value[:3] + "b")
-        first_bare.append(timed(lambda: bare_restore(mode, ns, text)))
+        first_bare.append(timed(lambda ns=ns: bare_restore(mode, ns, text)))
         spaces.delete(ns)
         ns = spaces.make(mode.value[:3] + "f")
         ipt = Iptables(mode, in_netns(ns))
-        first_full.append(timed(lambda: ipt.restore(render(st, NODE).text)))
+        first_full.append(timed(lambda ipt=ipt: ipt.restore(render(st, NODE).text)))
         spaces.delete(ns)
 
     ns = spaces.make(mode.value[:3] + "s")
@@ -137,7 +137,7 @@ def bench_backend(mode: Mode, st: ProxyState, spaces: Namespaces, repeat: int, c
         partial_render.append(rendered_at - start)
         chains = rendered.chains
         # The same text again, bare: the stale SEP chain is declared (re-created) and deleted again.
-        partial_bare.append(timed(lambda: bare_restore(mode, ns, rendered.text)))
+        partial_bare.append(timed(lambda text=rendered.text: bare_restore(mode, ns, text)))
     mark = hex(1 << NODE.masquerade_bit)
     tiny = f"*nat\n:KUBE-MARK-MASQ - [0:0]\n-A KUBE-MARK-MASQ -j MARK --or-mark {mark}\nCOMMIT\n"
     one_rule = statistics.median(timed(lambda: bare_restore(mode, ns, tiny)) for _ in range(3))

@@ -209,7 +209,7 @@ def load_iptc() -> Any | None:
     """The iptc module, or None when it cannot load (not installed, or libip4tc/libxtables missing)."""
     try:
         import iptc
-    except Exception as exc:  # ImportError, OSError from ctypes, or iptc's XTablesError when libxtables fails
+    except Exception as exc:  # noqa: BLE001 - ImportError, OSError from ctypes, or iptc's XTablesError when libxtables fails
         log.info("python-iptables unavailable (%s): jump rules ensured with iptables -C/-I", exc)
         return None
     return iptc

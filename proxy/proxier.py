@@ -163,8 +163,11 @@ class Proxier:
 
     def run(self, stop: threading.Event) -> None:
         """The sync loop until `stop` is set: at most every min_sync_period, at least every sync_period."""
-        watcher = threading.Thread(target=lambda: (stop.wait(), self._runner.stop()), name="proxy-stop",
-                                   daemon=True)
+        def stop_runner_when_told() -> None:
+            stop.wait()
+            self._runner.stop()
+
+        watcher = threading.Thread(target=stop_runner_when_told, name="proxy-stop", daemon=True)
         watcher.start()
         self._runner.loop()
 

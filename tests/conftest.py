@@ -81,7 +81,7 @@ def docker_api(root: None) -> Iterator[object]:
     try:
         api = docker.APIClient(version="auto", timeout=60)
         api.ping()
-    except Exception as exc:  # any failure to reach the daemon means the same: no dockerd
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the daemon means the same: no dockerd
         unavailable("dockerd", f"{exc} (run ./install.sh)")
     remove_test_containers(api)
     yield api
@@ -130,7 +130,7 @@ def cleanup() -> Iterator[Callable[[Callable[[], object]], None]]:
     for action in reversed(actions):
         try:
             action()
-        except Exception as exc:  # keep undoing the rest; report all at the end
+        except Exception as exc:  # noqa: BLE001 - keep undoing the rest; report all at the end
             errors.append(exc)
     if errors:
         raise RuntimeError(f"cleanup failed: {errors}")

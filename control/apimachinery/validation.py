@@ -308,7 +308,7 @@ def aggregate_message(errors: Iterable[FieldError]) -> str:
 
 def validate_labels(labels: Mapping[str, str], *, path: str = "metadata.labels") -> list[FieldError]:
     """Every key must be a qualified name and every value a label value (metav1 ValidateLabels)."""
-    errors = []
+    errors: list[FieldError] = []
     for key, value in labels.items():
         errors.extend(FieldError.invalid(path, key, message) for message in is_qualified_name(key))
         errors.extend(FieldError.invalid(path, value, message) for message in is_valid_label_value(value))
@@ -319,7 +319,7 @@ def validate_annotations(
     annotations: Mapping[str, str], *, path: str = "metadata.annotations"
 ) -> list[FieldError]:
     """Keys are qualified names compared case-insensitively; all keys and values together fit 256 KiB."""
-    errors = []
+    errors: list[FieldError] = []
     for key in annotations:
         errors.extend(FieldError.invalid(path, key, message) for message in is_qualified_name(key.lower()))
     total = sum(_size(key) + _size(value) for key, value in annotations.items())

@@ -24,6 +24,7 @@ Design notes
 from __future__ import annotations
 
 import base64
+import builtins
 import json
 import queue
 import socket
@@ -126,7 +127,7 @@ class EtcdStorage:
             raise Unavailable("storage is closed")
         try:
             if path == "kv/txn":
-                return self._client.transaction(payload)
+                return dict(self._client.transaction(payload))  # a TypedDict: the same keys, read the same way
             return self._client.post(self._client.get_url(path), json=payload)
         except (exceptions.ConnectionFailedError, exceptions.ConnectionTimeoutError) as exc:
             raise Unavailable(f"etcd {self._endpoint}: {exc.detail_text or exc}") from exc
@@ -198,7 +199,7 @@ class EtcdStorage:
         return Record(key, previous.value, previous.create_revision, int(response["header"]["revision"]))
 
     @staticmethod
-    def _expect(key: str, expected_revision: int | None) -> list[dict]:
+    def _expect(key: str, expected_revision: int | None) -> builtins.list[dict[str, Any]]:
         """The key exists (version > 0: an absent key's mod_revision is 0, which must not match 0) and,
         when given, was last written at `expected_revision`."""
         compare = [{"key": _b64(key), "target": "VERSION", "result": "GREATER", "version": 0}]
@@ -362,8 +363,11 @@ class EtcdWatch:
         if self._closed.is_set():
             return
         self._closed.set()
+        connection = self._response.raw.connection
         try:
-            sock = socket.socket(fileno=self._response.raw.connection.sock.fileno())
+            if connection is None or connection.sock is None:
+                raise OSError("the connection is already gone")
+            sock = socket.socket(fileno=connection.sock.fileno())
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             finally:

@@ -422,6 +422,7 @@ class SQLiteWatch:
                 batch = list(self._queue)
                 self._queue.clear()
                 return batch
+            assert self._error is not None  # the wait above ends only on closed, a batch or an error
             raise self._error
 
     def close(self) -> None:

@@ -65,5 +65,6 @@ async def serve_app(app: web.Application, host: str, port: int, *,
         await runner.cleanup()
         raise
     server = site._server  # aiohttp exposes the bound sockets only here
-    bound = server.sockets[0].getsockname()[1] if server is not None and server.sockets else port
+    sockets = server.sockets if isinstance(server, asyncio.Server) else ()
+    bound = sockets[0].getsockname()[1] if sockets else port
     return runner, bound

@@ -247,13 +247,15 @@ def test_service_allocation_and_release(api, ns):
 
 def test_errors_are_status_objects(api, ns):
     cases = [
-        ("POST", f"/api/v1/namespaces/{ns}/pods", {"data": b"{not json", "headers": {"Content-Type": "application/json"}}, 400),
+        ("POST", f"/api/v1/namespaces/{ns}/pods",
+         {"data": b"{not json", "headers": {"Content-Type": "application/json"}}, 400),
         ("POST", f"/api/v1/namespaces/{ns}/pods", {"data": b"{}", "headers": {"Content-Type": "text/html"}}, 415),
         ("POST", f"/api/v1/namespaces/{ns}/pods", {"json": {"metadata": {"name": "x"}, "spec": {}}}, 422),
         ("GET", f"/api/v1/namespaces/{ns}/pods/none", {}, 404),
         ("PUT", f"/api/v1/namespaces/{ns}/pods", {"json": {}}, 405),
         ("POST", f"/api/v1/namespaces/{ns}/configmaps",
-         {"data": b'{"data":{"a":"' + b"x" * (3 * 1024 * 1024) + b'"}}', "headers": {"Content-Type": "application/json"}},
+         {"data": b'{"data":{"a":"' + b"x" * (3 * 1024 * 1024) + b'"}}',
+          "headers": {"Content-Type": "application/json"}},
          413),
     ]
     for method, path, kwargs, code in cases:

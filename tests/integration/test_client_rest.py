@@ -61,7 +61,7 @@ class Collector:
         try:
             for event in client.watch(path, stop=self.stop, **kw):
                 self.events.append(event)
-        except BaseException as exc:  # handed to the test thread
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
             self.error = exc
 
     def changes(self) -> list[tuple[str, str, str]]:

@@ -158,7 +158,7 @@ def test_slimkube_server_runs_the_endpoints_controller_and_disable_stops_it(tmp_
                 make_service(client, ns)
                 make_pod(client, ns, "a", "10.244.0.31", ready=True)
                 if expect_endpoints:
-                    assert wait_until(lambda: addresses(client, ns) == {
+                    assert wait_until(lambda ns=ns: addresses(client, ns) == {
                         "http:8080": ["10.244.0.31"], "metrics:9100": ["10.244.0.31"]}, timeout=10), process.log()
                 else:
                     time.sleep(1.5)

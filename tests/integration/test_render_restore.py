@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 
-from control.util.iptables import Iptables, Mode, Result, run_command
+from control.util.iptables import Iptables, IptablesError, Mode, Result, run_command
 from proxy.chains import endpoint_chain_name, service_chain_name
 from proxy.model import EndpointInfo, NodeConfig, ProxyState, ServicePortInfo, ServicePortName
 from proxy.render import jump_rules, render
@@ -127,6 +127,6 @@ def test_full_partial_and_stale_sequence(mode: Mode, netns) -> None:
 
     # 4. A restore that fails (a jump to a chain that is not there) changes nothing.
     before = ipt.save("nat")
-    with pytest.raises(Exception):
+    with pytest.raises(IptablesError):
         ipt.restore("*nat\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -j KUBE-SVC-DOESNOTEXIST0000\nCOMMIT\n")
     assert ipt.save("nat") == before

@@ -36,10 +36,12 @@ def wait_exit(docker_api, cid: str, timeout: float = 30) -> tuple[int, str]:
 def test_busybox_replies_through_the_sandbox_network_namespace(docker_api, run):
     sandbox = run(PAUSE_IMAGE, network_mode="none", ipc_mode="shareable")
     joined = {"network_mode": f"container:{sandbox}", "ipc_mode": f"container:{sandbox}"}
-    server = run(BUSYBOX_IMAGE, ["sh", "-c", "echo hello-from-pod > /tmp/index.html && httpd -f -p 8080 -h /tmp"], **joined)
+    server = run(BUSYBOX_IMAGE, ["sh", "-c", "echo hello-from-pod > /tmp/index.html && httpd -f -p 8080 -h /tmp"],
+                 **joined)
     client = run(
         BUSYBOX_IMAGE,
-        ["sh", "-c", "for i in $(seq 50); do timeout 3 wget -qO- http://127.0.0.1:8080/ && exit 0; sleep 0.1; done; exit 1"],
+        ["sh", "-c",
+         "for i in $(seq 50); do timeout 3 wget -qO- http://127.0.0.1:8080/ && exit 0; sleep 0.1; done; exit 1"],
         **joined,
     )
     code, out = wait_exit(docker_api, client)

@@ -370,8 +370,8 @@ def _race(n: int, attempt: Callable[[], Record]) -> tuple[list[Record], list[Exc
 def test_racing_updates_exactly_one_wins(store: Storage) -> None:
     start = store.create(PODS + "a", b"start")
     for _ in range(3):
-        won, lost = _race(8, lambda: store.update(PODS + "a", threading.current_thread().name.encode(),
-                                                  expected_revision=start.mod_revision))
+        won, lost = _race(8, lambda start=start: store.update(PODS + "a", threading.current_thread().name.encode(),
+                                                              expected_revision=start.mod_revision))
         assert len(won) == 1 and len(lost) == 7
         assert all(isinstance(e, Conflict) and e.current == won[0] for e in lost)
         assert store.get(PODS + "a") == won[0]

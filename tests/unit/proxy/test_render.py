@@ -286,7 +286,7 @@ def test_every_line_names_only_kube_chains() -> None:
                 assert target.startswith("KUBE-") or target in {
                     "ACCEPT", "DROP", "REJECT", "RETURN", "MARK", "DNAT", "MASQUERADE"}, line
         counts = {table: len(re.findall(r"^-A ", part, re.MULTILINE))
-                  for table, part in zip(("filter", "nat"), rendered.text.split("*nat"))}
+                  for table, part in zip(("filter", "nat"), rendered.text.split("*nat"), strict=True)}
         assert rendered.rule_counts == counts
         for jump in jump_rules(node):
             assert jump.rule[-1] in rendered.chains[jump.table]

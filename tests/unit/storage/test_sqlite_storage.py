@@ -64,16 +64,19 @@ GONE = _Row(6, "k", 0, 1, 3, 5, b"v", b"v")
 @pytest.mark.parametrize(
     "plan, latest, expected",
     [
-        pytest.param(lambda l: plan_create("k", b"n", l, 9), None, _Row(9, "k", 1, 0, 9, 0, b"n", None), id="create-new"),
-        pytest.param(lambda l: plan_create("k", b"n", l, 9), GONE, _Row(9, "k", 1, 0, 9, 6, b"n", None),
+        pytest.param(lambda latest: plan_create("k", b"n", latest, 9), None, _Row(9, "k", 1, 0, 9, 0, b"n", None),
+                     id="create-new"),
+        pytest.param(lambda latest: plan_create("k", b"n", latest, 9), GONE, _Row(9, "k", 1, 0, 9, 6, b"n", None),
                      id="create-after-delete-supersedes-tombstone"),
-        pytest.param(lambda l: plan_create("k", b"n", l, 9), LIVE, KeyExists, id="create-existing"),
-        pytest.param(lambda l: plan_update("k", b"n", 5, l, 9), LIVE, _Row(9, "k", 0, 0, 3, 5, b"n", b"v"), id="update"),
-        pytest.param(lambda l: plan_update("k", b"n", 4, l, 9), LIVE, Conflict, id="update-stale"),
-        pytest.param(lambda l: plan_update("k", b"n", 6, l, 9), GONE, KeyNotFound, id="update-deleted"),
-        pytest.param(lambda l: plan_delete("k", None, l, 9), LIVE, _Row(9, "k", 0, 1, 3, 5, b"v", b"v"), id="delete"),
-        pytest.param(lambda l: plan_delete("k", 4, l, 9), LIVE, Conflict, id="delete-stale"),
-        pytest.param(lambda l: plan_delete("k", None, l, 9), None, KeyNotFound, id="delete-missing"),
+        pytest.param(lambda latest: plan_create("k", b"n", latest, 9), LIVE, KeyExists, id="create-existing"),
+        pytest.param(lambda latest: plan_update("k", b"n", 5, latest, 9), LIVE, _Row(9, "k", 0, 0, 3, 5, b"n", b"v"),
+                     id="update"),
+        pytest.param(lambda latest: plan_update("k", b"n", 4, latest, 9), LIVE, Conflict, id="update-stale"),
+        pytest.param(lambda latest: plan_update("k", b"n", 6, latest, 9), GONE, KeyNotFound, id="update-deleted"),
+        pytest.param(lambda latest: plan_delete("k", None, latest, 9), LIVE, _Row(9, "k", 0, 1, 3, 5, b"v", b"v"),
+                     id="delete"),
+        pytest.param(lambda latest: plan_delete("k", 4, latest, 9), LIVE, Conflict, id="delete-stale"),
+        pytest.param(lambda latest: plan_delete("k", None, latest, 9), None, KeyNotFound, id="delete-missing"),
     ],
 )
 def test_plans(plan: Callable, latest: _Row | None, expected: object) -> None:
@@ -109,7 +112,8 @@ def test_unique_name_prev_revision_rejects_a_forged_concurrent_write(opened: Cal
     store = opened()
     a = store.create("/a", b"1")
     store.update("/a", b"mine", expected_revision=a.mod_revision)
-    forged = "INSERT INTO kine (name, created, deleted, create_revision, prev_revision, value) VALUES (?, ?, 0, ?, ?, ?)"
+    forged = ("INSERT INTO kine (name, created, deleted, create_revision, prev_revision, value)"
+              " VALUES (?, ?, 0, ?, ?, ?)")
     with sqlite3.connect(path) as conn:
         with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
             conn.execute(forged, ("/a", 0, 1, a.mod_revision, b"theirs"))  # a second successor of revision 1
