@@ -7,6 +7,7 @@ from click.testing import CliRunner
 
 from control.util.version import SLIMKUBE_VERSION
 from slimkube.cli import main
+from slimkube.controlplane import parse_disable
 
 
 def test_version_names_slimkube_and_kubernetes_levels():
@@ -24,3 +25,24 @@ def test_server_refuses_bad_flags_with_usage_errors(tmp_path, args, message):
     result = CliRunner().invoke(main, ["server", "--data-dir", str(tmp_path), *args])
     assert result.exit_code == 2
     assert message in result.output
+
+
+def test_up_refuses_unknown_disable_names_before_starting_anything(tmp_path):
+    result = CliRunner().invoke(main, ["up", "--data-dir", str(tmp_path), "--disable", "bogus"])
+    assert result.exit_code == 2
+    assert "bogus" in result.output and "endpoint" in result.output  # names the known ones too
+    assert list(tmp_path.iterdir()) == []  # no lock, store or kubeconfig was made
+
+
+@pytest.mark.parametrize("text,expected", [
+    pytest.param("", frozenset(), id="empty"),
+    pytest.param("endpoint", frozenset({"endpoint"}), id="one"),
+    pytest.param(" endpoint , ,endpoint", frozenset({"endpoint"}), id="spaces-and-repeats"),
+])
+def test_parse_disable_takes_known_names(text, expected):
+    assert parse_disable(text) == expected
+
+
+def test_parse_disable_names_unknown_and_known():
+    with pytest.raises(ValueError, match=r"unknown bogus \(known: endpoint"):
+        parse_disable("endpoint,bogus")
