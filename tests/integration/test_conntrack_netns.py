@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
-from nodeagent.network import iptables as backend
+from control.util import iptables as backend
 from proxy.conntrack import Conntrack, Flow
 from proxy.metrics import ProxyMetrics
 from proxy.model import NodeConfig

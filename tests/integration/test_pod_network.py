@@ -16,7 +16,7 @@ from pathlib import Path
 import docker.errors
 import pytest
 
-from nodeagent.network import iptables as iptables_backend
+from control.util import iptables as iptables_backend
 from nodeagent.network import rules
 from nodeagent.network.bridge import delete_bridge, ensure_bridge
 from nodeagent.network.ipam import LocalIPAM

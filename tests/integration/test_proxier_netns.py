@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import pytest
 
-from nodeagent.network import iptables as backend
+from control.util import iptables as backend
 from proxy.chains import endpoint_chain_name, service_chain_name
 from proxy.cleanup import cleanup as proxy_cleanup
 from proxy.metrics import ProxyMetrics
