@@ -162,7 +162,7 @@ class ResourceHandlers:
     async def _create(self, request: web.Request, target: req.Target) -> web.StreamResponse:
         body = req.decode_object(await _read(request), _content_type(request))
         dry_run = req.dry_run(request.query)
-        if target.resource.plural == "bindings":
+        if self.registry.strategy(target.resource).binds_pods:
             return await self._bind(target, body)
         obj = await asyncio.to_thread(self.registry.create, target.resource, target.namespace, body, dry_run=dry_run)
         return json_response(obj, 201)

@@ -1,4 +1,4 @@
-"""Server-owned fields, generation, status handling and graceful deletion rules (strategy.py)."""
+"""Server-owned fields, generation, status handling and graceful deletion rules (strategies/)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from control.api.qos import qos_class
-from control.apiserver import strategy
+from control.apiserver.strategies import base, strategy_for
+from control.apiserver.strategies.pods import graceful_pod_seconds
 from control.apiserver.resources import by_path
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -20,7 +21,7 @@ CONFIGMAPS = by_path("", "v1", "configmaps")
 def test_create_sets_server_fields_and_drops_client_ones():
     obj = {"metadata": {"name": "d", "uid": "mine", "resourceVersion": "5", "deletionTimestamp": "x"},
            "spec": {"replicas": 1}, "status": {"replicas": 9}}
-    strategy.prepare_for_create(DEPLOYMENTS, obj, now=NOW, uid="u-1")
+    strategy_for(DEPLOYMENTS).prepare_for_create(obj, now=NOW, uid="u-1")
     assert obj["metadata"] == {"name": "d", "uid": "u-1", "creationTimestamp": "2026-01-02T03:04:05Z",
                                "generation": 1}
     assert obj["status"] == {}
@@ -28,14 +29,14 @@ def test_create_sets_server_fields_and_drops_client_ones():
 
 def test_pod_create_starts_pending_with_qos_class():
     pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Running"}}
-    strategy.prepare_for_create(PODS, pod, now=NOW, uid="u")
+    strategy_for(PODS).prepare_for_create(pod, now=NOW, uid="u")
     assert pod["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
     assert "generation" not in pod["metadata"]
 
 
 def test_node_create_keeps_the_status_the_kubelet_registered():
     node = {"metadata": {"name": "n"}, "status": {"capacity": {"cpu": "2"}}}
-    strategy.prepare_for_create(NODES, node, now=NOW, uid="u")
+    strategy_for(NODES).prepare_for_create(node, now=NOW, uid="u")
     assert node["status"] == {"capacity": {"cpu": "2"}}
 
 
@@ -62,10 +63,10 @@ def _stored(**spec):
 def test_update_bumps_generation_only_when_spec_changes():
     old = _stored(replicas=1)
     same = {"metadata": {"name": "d", "labels": {"a": "b"}}, "spec": {"replicas": 1}}
-    strategy.prepare_for_update(DEPLOYMENTS, same, old)
+    strategy_for(DEPLOYMENTS).prepare_for_update(same, old)
     assert same["metadata"]["generation"] == 3
     changed = {"metadata": {"name": "d"}, "spec": {"replicas": 2}}
-    strategy.prepare_for_update(DEPLOYMENTS, changed, old)
+    strategy_for(DEPLOYMENTS).prepare_for_update(changed, old)
     assert changed["metadata"]["generation"] == 4
 
 
@@ -73,7 +74,7 @@ def test_update_of_main_resource_keeps_status_and_server_metadata():
     old = _stored(replicas=1)
     new = {"metadata": {"name": "d", "uid": "forged", "generation": 99}, "spec": {"replicas": 1},
            "status": {"observedGeneration": 100}}
-    strategy.prepare_for_update(DEPLOYMENTS, new, old)
+    strategy_for(DEPLOYMENTS).prepare_for_update(new, old)
     assert new["status"] == {"observedGeneration": 3}
     assert new["metadata"]["uid"] == "u"
     assert new["metadata"]["creationTimestamp"] == "t"
@@ -82,14 +83,14 @@ def test_update_of_main_resource_keeps_status_and_server_metadata():
 def test_update_of_kind_without_status_subresource_keeps_what_the_client_sent():
     old = {"metadata": {"name": "c", "uid": "u"}, "data": {"a": "1"}}
     new = {"metadata": {"name": "c"}, "data": {"a": "2"}}
-    strategy.prepare_for_update(CONFIGMAPS, new, old)
+    strategy_for(CONFIGMAPS).prepare_for_update(new, old)
     assert new == {"metadata": {"name": "c", "uid": "u"}, "data": {"a": "2"}}
 
 
 def test_status_update_takes_only_status_and_labels():
     old = _stored(replicas=1)
     new = {"metadata": {"name": "d", "labels": {"x": "y"}}, "spec": {"replicas": 50}, "status": {"replicas": 1}}
-    result = strategy.prepare_for_status_update(new, old)
+    result = base.prepare_for_status_update(new, old)
     assert result["spec"] == {"replicas": 1}
     assert result["status"] == {"replicas": 1}
     assert result["metadata"]["labels"] == {"x": "y"}
@@ -105,16 +106,16 @@ def test_status_update_takes_only_status_and_labels():
     pytest.param({"spec": {"nodeName": "n"}, "status": {"phase": "Succeeded"}}, None, 0, id="finished-pod"),
 ])
 def test_graceful_pod_seconds(pod, requested, expected):
-    assert strategy.graceful_pod_seconds(pod, requested) == expected
+    assert graceful_pod_seconds(pod, requested) == expected
 
 
 def test_mark_deleting_only_shortens_the_grace_period():
     obj = {"metadata": {"name": "p"}}
-    assert strategy.mark_deleting(obj, now=NOW, grace_seconds=30)
+    assert base.mark_deleting(obj, now=NOW, grace_seconds=30)
     assert obj["metadata"]["deletionTimestamp"] == "2026-01-02T03:04:35Z"
-    assert not strategy.mark_deleting(obj, now=NOW, grace_seconds=60)
+    assert not base.mark_deleting(obj, now=NOW, grace_seconds=60)
     assert obj["metadata"]["deletionGracePeriodSeconds"] == 30
-    assert strategy.mark_deleting(obj, now=NOW, grace_seconds=0)
+    assert base.mark_deleting(obj, now=NOW, grace_seconds=0)
     assert obj["metadata"]["deletionGracePeriodSeconds"] == 0
 
 
@@ -126,4 +127,4 @@ def test_mark_deleting_only_shortens_the_grace_period():
     pytest.param({"deletionTimestamp": "t", "deletionGracePeriodSeconds": 30}, False, id="grace-pending"),
 ])
 def test_ready_to_remove(metadata, expected):
-    assert strategy.ready_to_remove({"metadata": metadata}) is expected
+    assert base.ready_to_remove({"metadata": metadata}) is expected
