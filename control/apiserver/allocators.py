@@ -158,6 +158,6 @@ class NodePortAllocator:
         dropped = [int(p) for p in self._keys.reserved() if p not in keep]
         for port in dropped:
             self._keys.release(str(port))
-        for port in keep:
-            self._keys.reserve(port)
+        for value in keep:
+            self._keys.reserve(value)
         return dropped

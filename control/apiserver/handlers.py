@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from multidict import MultiMapping
 
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
 from control.apimachinery.meta import deep_copy
@@ -343,7 +344,7 @@ async def _optional_body(request: web.Request) -> Any:
                            else "application/json")
 
 
-def _delete_options(query: Mapping[str, str], body: Any) -> DeleteOptions:
+def _delete_options(query: MultiMapping[str], body: Any) -> DeleteOptions:
     options = req.delete_options(query, body)
     preconditions = options.get("preconditions") or {}
     return DeleteOptions(grace_period_seconds=options.get("gracePeriodSeconds"),

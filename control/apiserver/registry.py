@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import json
 import secrets
 import uuid
@@ -214,7 +215,8 @@ class Registry:
             raise status.bad_request(f"the API version in the data ({api_version}) does not match the expected "
                                      f"API version ({resource.api_version})")
         if kind not in (None, resource.kind):
-            raise status.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({resource.kind})")
+            raise status.bad_request(f"the kind in the data ({kind}) does not match the expected kind "
+                                     f"({resource.kind})")
         obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
         if obj.get("metadata") is None:  # `"metadata": null` decodes to empty metadata upstream
             obj["metadata"] = {}
@@ -397,7 +399,8 @@ class Registry:
 
     # -- deleting -----------------------------------------------------------------------------------
 
-    def delete(self, resource: Resource, namespace: str, name: str, options: DeleteOptions) -> tuple[dict[str, Any], bool]:
+    def delete(self, resource: Resource, namespace: str, name: str,
+               options: DeleteOptions) -> tuple[dict[str, Any], bool]:
         """Returns (object, removed now). Not removed now means marked deleting: graceful pod, finalizers,
         or a namespace waiting for its controller."""
         for _ in range(_PATCH_ATTEMPTS):
@@ -448,7 +451,7 @@ class Registry:
         return decode(removed.value, removed.mod_revision), True
 
     def delete_collection(self, resource: Resource, namespace: str, flt: Filter,
-                          options: DeleteOptions) -> list[dict[str, Any]]:
+                          options: DeleteOptions) -> builtins.list[dict[str, Any]]:
         deleted = []
         for obj in self.list(resource, namespace, flt).items:
             try:

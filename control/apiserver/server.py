@@ -219,7 +219,8 @@ class APIServer:
         site = web.TCPSite(self._runner, self.config.bind_address, self.config.port, reuse_address=True,
                            ssl_context=ssl_context)
         await site.start()
-        sockets = site._server.sockets if site._server else []  # the real port when 0 was asked for
+        # the real port when 0 was asked for
+        sockets = site._server.sockets if isinstance(site._server, asyncio.Server) else []
         if sockets:
             self.port = sockets[0].getsockname()[1]
         _write_private(self.kubeconfig_path, yaml.safe_dump(kubeconfig(

@@ -22,9 +22,7 @@ from control.apiserver.strategies.pods import BindingStrategy, PodStrategy
 from control.apiserver.strategies.services import ServiceAllocations, ServiceStrategy
 from control.storage.interface import Storage
 
-__all__ = ["KINDS", "SERVICES", "Strategy", "build", "strategy_for"]
-
-SERVICES = "services"  # its strategy is made by `build`, with the allocators
+_SERVICES = "services"  # its strategy is made by `build`, with the allocators
 
 KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "namespaces": NamespaceStrategy,
@@ -46,7 +44,7 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
 
 def strategy_for(resource: Resource) -> Strategy:
     """The strategy of a kind that needs no collaborators (every kind but services)."""
-    if resource.plural == SERVICES:
+    if resource.plural == _SERVICES:
         raise ValueError("the services strategy needs the allocators: use build()")
     return KINDS.get(resource.plural, Strategy)(resource)
 
@@ -55,5 +53,5 @@ def build(storage: Storage, *, service_cidr: str, node_port_range: tuple[int, in
     """Every served resource's strategy, by plural, for one store over `storage`."""
     allocations = ServiceAllocations(ClusterIPAllocator(storage, service_cidr),
                                      NodePortAllocator(storage, node_port_range))
-    return {resource.plural: ServiceStrategy(resource, allocations) if resource.plural == SERVICES
+    return {resource.plural: ServiceStrategy(resource, allocations) if resource.plural == _SERVICES
             else strategy_for(resource) for resource in RESOURCES}

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime
 
 import pytest
 
 from control.api.qos import qos_class
+from control.apiserver import strategies
+from control.apiserver.resources import RESOURCES, by_path
 from control.apiserver.strategies import base, strategy_for
 from control.apiserver.strategies.pods import graceful_pod_seconds
-from control.apiserver.resources import by_path
+from control.apiserver.strategies.services import ServiceStrategy
+from control.storage.sqlite import SQLiteStorage
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 PODS = by_path("", "v1", "pods")
 DEPLOYMENTS = by_path("apps", "v1", "deployments")
 NODES = by_path("", "v1", "nodes")
 CONFIGMAPS = by_path("", "v1", "configmaps")
+NAMESPACES = by_path("", "v1", "namespaces")
+
+
+def by_path_plural(plural):
+    return next(r for r in RESOURCES if r.plural == plural)
 
 
 def test_create_sets_server_fields_and_drops_client_ones():
@@ -128,3 +137,68 @@ def test_mark_deleting_only_shortens_the_grace_period():
 ])
 def test_ready_to_remove(metadata, expected):
     assert base.ready_to_remove({"metadata": metadata}) is expected
+
+
+def test_every_named_kind_is_a_served_resource_and_every_resource_has_a_strategy(tmp_path):
+    assert set(strategies.KINDS) <= {r.plural for r in RESOURCES}
+    storage = SQLiteStorage(str(tmp_path / "state.db"))
+    try:
+        built = strategies.build(storage, service_cidr="10.96.0.0/12", node_port_range=(30000, 32767))
+    finally:
+        storage.close()
+    assert set(built) == {r.plural for r in RESOURCES}
+    assert all(s.resource.plural == plural for plural, s in built.items())
+    assert isinstance(built["services"], ServiceStrategy)
+    assert built["bindings"].binds_pods and not built["pods"].binds_pods
+
+
+@pytest.mark.parametrize("plural,create_on_update", [
+    pytest.param("endpoints", True, id="endpoints"),
+    pytest.param("leases", True, id="leases"),
+    pytest.param("events", True, id="events"),
+    pytest.param("configmaps", False, id="configmaps"),
+    pytest.param("pods", False, id="pods"),
+])
+def test_allow_create_on_update(plural, create_on_update):
+    assert strategy_for(by_path_plural(plural)).allow_create_on_update is create_on_update
+
+
+def test_namespace_lifecycle():
+    namespaces = strategy_for(NAMESPACES)
+    ns = {"metadata": {"name": "n"}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Gone"}}
+    namespaces.prepare_for_create(ns, now=NOW, uid="u")
+    assert ns["status"] == {"phase": "Active"}
+    namespaces.prepare_for_delete(ns)
+    base.mark_deleting(ns, now=NOW, grace_seconds=0)
+    assert ns["status"]["phase"] == "Terminating"
+    assert not namespaces.ready_to_remove(ns)  # the namespace controller still has to finalize it
+    finalized = namespaces.prepare_for_subresource_update(
+        "finalize", {"metadata": {"name": "n", "labels": {"x": "y"}}, "spec": {"finalizers": []}}, ns)
+    assert finalized["spec"]["finalizers"] == [] and "labels" not in finalized["metadata"]
+    assert namespaces.ready_to_remove(finalized)
+
+
+def test_only_pods_on_a_node_are_deleted_gracefully():
+    running = {"spec": {"nodeName": "n"}, "status": {"phase": "Running"}}
+    assert strategy_for(PODS).delete_grace_seconds(running, None) == 30
+    assert strategy_for(CONFIGMAPS).delete_grace_seconds(running, 30) == 0
+
+
+def test_service_allocations_are_reserved_undone_and_released(tmp_path):
+    storage = SQLiteStorage(str(tmp_path / "state.db"))
+    try:
+        services = strategies.build(storage, service_cidr="10.0.0.0/29", node_port_range=(30000, 30001))["services"]
+        service = {"metadata": {"name": "s"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}}
+        undo = services.begin_write(service, None)
+        assert service["spec"]["clusterIP"] == "10.0.0.2" and service["spec"]["ports"][0]["nodePort"] == 30000
+        undo()  # the write failed: both free again
+        two_ports = {"type": "NodePort", "ports": [{"port": 80}, {"port": 81}]}
+        first = {"metadata": {"name": "t"}, "spec": copy.deepcopy(two_ports)}
+        services.begin_write(first, None)
+        assert sorted(p["nodePort"] for p in first["spec"]["ports"]) == [30000, 30001]
+        services.after_write(first, None)  # removed: released
+        second = {"metadata": {"name": "u"}, "spec": copy.deepcopy(two_ports)}
+        services.begin_write(second, None)
+        assert sorted(p["nodePort"] for p in second["spec"]["ports"]) == [30000, 30001]
+    finally:
+        storage.close()
