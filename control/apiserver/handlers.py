@@ -23,8 +23,8 @@ from multidict import MultiMapping
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
+from control.apiserver import binding, status, tables
 from control.apiserver import request as req
-from control.apiserver import status, tables
 from control.apiserver.registry import DeleteOptions, Registry
 from control.apiserver.resources import by_path
 from control.apiserver.selection import Filter, parse_filter
@@ -270,7 +270,7 @@ class ResourceHandlers:
         if not name or not isinstance(node, str) or not node:
             errors = [FieldError.required("target.name")] if not node else [FieldError.required("metadata.name")]
             raise status.invalid("Binding", name or "", errors)
-        await asyncio.to_thread(self.registry.bind, target.namespace, name, node)
+        await asyncio.to_thread(binding.bind, self.registry, target.namespace, name, node)
         return json_response(status.success_status(), 201)
 
     async def _log(self, request: web.Request, target: req.Target) -> web.StreamResponse:

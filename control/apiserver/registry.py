@@ -35,11 +35,10 @@ from typing import Any
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
 from control.apiserver import admission, patch, status, strategies
-from control.apiserver.resources import Resource, by_path, storage_key, storage_prefix
+from control.apiserver.resources import Resource, storage_key, storage_prefix
 from control.apiserver.selection import Filter
 from control.apiserver.status import APIError
 from control.apiserver.strategies.base import Rollback, Strategy, mark_deleting, nothing_to_undo
-from control.apiserver.strategies.pods import assign_node
 from control.storage.interface import Compacted, Conflict, KeyExists, KeyNotFound, Record, Storage
 
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # upstream's utilrand alphabet: no vowels, no 0/1/3
@@ -47,7 +46,6 @@ _GENERATE_ATTEMPTS = 8
 _PATCH_ATTEMPTS = 5
 _MAX_PAGE = 10_000  # records read from storage at once; a larger `limit` (up to 2^63-1) reads several
 _CONTINUE_VERSION = "meta.k8s.io/v1"
-PODS = by_path("", "v1", "pods")  # the target of pods/binding
 
 
 def encode(obj: Mapping[str, Any]) -> bytes:
@@ -124,14 +122,19 @@ def decode_continue(token: str) -> tuple[int, str]:
 
 
 class Registry:
-    """CRUD for every resource in resources.RESOURCES over one `Storage`."""
+    """CRUD for every resource in resources.RESOURCES over one `Storage`.
+
+    `service_cidr` and `node_port_range` configure the services strategy's allocators; `clock` gives the
+    creation and deletion timestamps (injected for tests), also to the REST storages beside this one
+    (binding.py).
+    """
 
     def __init__(self, storage: Storage, *, service_cidr: str = "10.96.0.0/12",
                  node_port_range: tuple[int, int] = (30000, 32767),
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.storage = storage
         self._strategies = strategies.build(storage, service_cidr=service_cidr, node_port_range=node_port_range)
-        self._clock = clock
+        self.clock = clock
         self._quota = admission.QuotaAdmission(self)
 
     def strategy(self, resource: Resource) -> Strategy:
@@ -253,7 +256,7 @@ class Registry:
             admission.check_namespace(self, resource, namespace, name)
         strategy = self.strategy(resource)
         strategy.defaults(obj)
-        strategy.prepare_for_create(obj, now=self._clock(), uid=str(uuid.uuid4()))
+        strategy.prepare_for_create(obj, now=self.clock(), uid=str(uuid.uuid4()))
         self._validate(resource, strategy, obj, None)
         rollback: Rollback = nothing_to_undo
         try:
@@ -382,21 +385,6 @@ class Registry:
         strategy.after_write(old, None if removed_now else new)
         return result
 
-    def bind(self, namespace: str, name: str, node_name: str) -> None:
-        """pods/binding: set `spec.nodeName` once, with the PodScheduled condition (upstream
-        pkg/registry/core/pod/storage BindingREST.assignPod). Bypasses update validation, which forbids
-        any other writer from changing nodeName."""
-        assert PODS is not None
-        record = self._record(PODS, namespace, name)
-        if record is None:
-            raise _not_found(PODS, name)
-        pod = decode(record.value, record.mod_revision)
-        assign_node(pod, node_name, now=self._clock())
-        try:
-            self.storage.update(record.key, encode(pod), expected_revision=record.mod_revision)
-        except (Conflict, KeyNotFound):
-            raise status.conflict("pods/binding", name, status.STALE_OBJECT) from None
-
     # -- deleting -----------------------------------------------------------------------------------
 
     def delete(self, resource: Resource, namespace: str, name: str,
@@ -438,7 +426,7 @@ class Registry:
         strategy = self.strategy(resource)
         grace = strategy.delete_grace_seconds(obj, options.grace_period_seconds)
         strategy.prepare_for_delete(new)
-        mark_deleting(new, now=self._clock(), grace_seconds=grace)
+        mark_deleting(new, now=self.clock(), grace_seconds=grace)
         if not strategy.ready_to_remove(new):
             if options.dry_run or encode(new) == encode(obj):
                 return obj, False

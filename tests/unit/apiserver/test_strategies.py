@@ -10,8 +10,9 @@ import pytest
 from control.api.qos import qos_class
 from control.apiserver import strategies
 from control.apiserver.resources import RESOURCES, by_path
+from control.apiserver.status import APIError
 from control.apiserver.strategies import base, strategy_for
-from control.apiserver.strategies.pods import graceful_pod_seconds
+from control.apiserver.strategies.pods import assign_node, graceful_pod_seconds
 from control.apiserver.strategies.services import ServiceStrategy
 from control.storage.sqlite import SQLiteStorage
 
@@ -202,3 +203,14 @@ def test_service_allocations_are_reserved_undone_and_released(tmp_path):
         assert sorted(p["nodePort"] for p in second["spec"]["ports"]) == [30000, 30001]
     finally:
         storage.close()
+
+
+def test_assign_node_once_and_never_while_deleting():
+    pod = {"metadata": {"name": "p"}, "spec": {}}
+    assign_node(pod, "n1", now=NOW)
+    assert pod["spec"]["nodeName"] == "n1"
+    assert [c["type"] for c in pod["status"]["conditions"]] == ["PodScheduled"]
+    with pytest.raises(APIError, match='already assigned to node "n1"'):
+        assign_node(pod, "n2", now=NOW)
+    with pytest.raises(APIError, match="is being deleted"):
+        assign_node({"metadata": {"name": "q", "deletionTimestamp": "t"}, "spec": {}}, "n1", now=NOW)
