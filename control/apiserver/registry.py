@@ -238,13 +238,16 @@ class Registry:
             metadata["name"] = name
 
     @staticmethod
-    def _validate(resource: Resource, strategy: Strategy, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def _validate(strategy: Strategy, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         errors = strategy.validate(obj, old)
+        resource = strategy.resource
         if errors:
             raise status.invalid(resource.kind, (obj.get("metadata") or {}).get("name", ""), errors,
                                  group=resource.group)
 
     def create(self, resource: Resource, namespace: str, body: Any, *, dry_run: bool = False) -> dict[str, Any]:
+        """POST, in the order strategies/base.py documents; a failed write gives back what the strategy's
+        `begin_write` reserved."""
         obj = deep_copy(body)
         self._check_identity(resource, namespace, obj)
         metadata = obj["metadata"]
@@ -257,16 +260,15 @@ class Registry:
         strategy = self.strategy(resource)
         strategy.defaults(obj)
         strategy.prepare_for_create(obj, now=self.clock(), uid=str(uuid.uuid4()))
-        self._validate(resource, strategy, obj, None)
+        self._validate(strategy, obj, None)
         rollback: Rollback = nothing_to_undo
         try:
             with self._quota.admit(resource, namespace, obj):
-                if not dry_run:
-                    rollback = strategy.begin_write(obj, None)
                 if dry_run:
                     if self._record(resource, namespace, name):
                         raise status.already_exists(resource.plural, name, group=resource.group)
                     return obj
+                rollback = strategy.begin_write(obj, None)
                 for attempt in range(_GENERATE_ATTEMPTS if generate else 1):
                     try:
                         record = self.storage.create(storage_key(resource, namespace, name), encode(obj))
@@ -358,7 +360,7 @@ class Registry:
             new = obj
             strategy.defaults(new)
             strategy.prepare_for_update(new, old)
-        self._validate(resource, strategy, new, old)
+        self._validate(strategy, new, old)
         if encode(new) == encode(old):
             return old
         rollback: Rollback = nothing_to_undo
