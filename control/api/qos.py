@@ -12,9 +12,9 @@ from control.apimachinery.quantity import Quantity, QuantityError
 def qos_class(pod_spec: Mapping[str, Any]) -> str:
     """Upstream pkg/apis/core/helper/qos: Guaranteed when every container has cpu and memory limits equal
     to its requests, BestEffort when no container asks for anything, Burstable otherwise."""
-    containers = [c for key in ("initContainers", "containers")
-                  for c in (pod_spec.get(key) if isinstance(pod_spec.get(key), list) else [])
-                  if isinstance(c, Mapping)]  # wrong types are validation's 422, not a crash here
+    listed = [pod_spec.get(key) for key in ("initContainers", "containers")]
+    # wrong types are validation's 422, not a crash here
+    containers = [c for items in listed if isinstance(items, list) for c in items if isinstance(c, Mapping)]
     any_set = False
     guaranteed = True
     for container in containers:

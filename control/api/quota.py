@@ -1,9 +1,10 @@
 """ResourceQuota admission, the pure part (upstream: pkg/quota/v1/evaluator/core/pods.go and services.go
 for what an object counts, plugin/pkg/admission/resourcequota/controller.go for the check and its message).
 
-The API server lists the namespace's quotas and objects, and asks here: what does the new object add
-(`usage`), what do the existing ones use (`used_in`), does a quota apply (`matches_scope`), and would
-the sum exceed `spec.hard` (`check`). Keeping I/O out makes the counting rules testable as tables.
+The API server lists the namespace's quotas and objects, and asks here: does a quota constrain the new
+object at all (`counts`: only those creates are serialised), what does it add (`usage`), what do the
+existing ones use (`used_in`), does a quota apply (`matches_scope`), and would the sum exceed
+`spec.hard` (`check`). Keeping I/O out makes the counting rules testable as tables.
 
 Counting as upstream:
 - A pod's request of a resource is the larger of the sum over its app containers and the largest init
@@ -28,6 +29,12 @@ _LEGACY_COUNTS = {"configmaps", "secrets", "persistentvolumeclaims", "replicatio
 _ZERO = Quantity("0")
 
 
+def _field(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """`obj[key]` when it is a JSON object, else empty: a wrong type is validation's 422, not a crash here."""
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
 def _quantity(value: Any) -> Quantity | None:
     try:
         return Quantity(str(value))
@@ -41,12 +48,10 @@ def _containers(spec: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
 
 
 def _container_amount(container: Mapping[str, Any], kind: str, resource: str) -> Quantity | None:
-    resources = container.get("resources") if isinstance(container.get("resources"), Mapping) else {}
-    values = resources.get(kind) if isinstance(resources.get(kind), Mapping) else {}
-    amount = values.get(resource)
+    resources = _field(container, "resources")
+    amount = _field(resources, kind).get(resource)
     if amount is None and kind == "requests":
-        limits = resources.get("limits") if isinstance(resources.get("limits"), Mapping) else {}
-        amount = limits.get(resource)
+        amount = _field(resources, "limits").get(resource)
     return _quantity(amount) if amount is not None else None
 
 
@@ -62,9 +67,8 @@ def _pod_amount(spec: Mapping[str, Any], kind: str, resource: str) -> Quantity:
 
 
 def _terminal(pod: Mapping[str, Any]) -> bool:
-    status = pod.get("status") if isinstance(pod.get("status"), Mapping) else {}
-    metadata = pod.get("metadata") if isinstance(pod.get("metadata"), Mapping) else {}
-    return status.get("phase") in ("Succeeded", "Failed") or bool(metadata.get("deletionTimestamp"))
+    return (_field(pod, "status").get("phase") in ("Succeeded", "Failed")
+            or bool(_field(pod, "metadata").get("deletionTimestamp")))
 
 
 def usage(plural: str, obj: Mapping[str, Any], *, group: str = "") -> dict[str, Quantity]:
@@ -74,7 +78,7 @@ def usage(plural: str, obj: Mapping[str, Any], *, group: str = "") -> dict[str, 
     if plural == "pods":
         if _terminal(obj):
             return {}
-        spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+        spec = _field(obj, "spec")
         result = {"pods": one, counted: one}
         for resource in ("cpu", "memory"):
             request = _pod_amount(spec, "requests", resource)
@@ -85,10 +89,11 @@ def usage(plural: str, obj: Mapping[str, Any], *, group: str = "") -> dict[str, 
     if not group and plural in _LEGACY_COUNTS:
         result[plural] = one
     if plural == "services":
-        spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+        spec = _field(obj, "spec")
         kind = spec.get("type")
-        ports = spec.get("ports") if isinstance(spec.get("ports"), list) else []
-        result["services.nodeports"] = Quantity(str(len(ports) if kind in ("NodePort", "LoadBalancer") else 0))
+        ports = spec.get("ports")
+        nodeports = len(ports) if isinstance(ports, list) and kind in ("NodePort", "LoadBalancer") else 0
+        result["services.nodeports"] = Quantity(str(nodeports))
         result["services.loadbalancers"] = Quantity("1" if kind == "LoadBalancer" else "0")
     return result
 
@@ -99,27 +104,36 @@ def used_in(plural: str, objects: Iterable[Mapping[str, Any]], *, group: str = "
 
 def matches_scope(quota: Mapping[str, Any], plural: str, obj: Mapping[str, Any]) -> bool:
     """Whether `quota` (its spec.scopes) applies to `obj`; non-pods only match unscoped quotas."""
-    spec = quota.get("spec") if isinstance(quota.get("spec"), Mapping) else {}
-    scopes = spec.get("scopes") if isinstance(spec.get("scopes"), list) else []
-    if not scopes:
+    scopes = _field(quota, "spec").get("scopes")
+    if not scopes or not isinstance(scopes, list):
         return True
     if plural != "pods":
         return False
-    pod_spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    pod_spec = _field(obj, "spec")
     terminating = pod_spec.get("activeDeadlineSeconds") is not None
     best_effort = not any(
-        (c.get("resources") or {}).get(kind) for key in ("containers", "initContainers")
-        for c in _containers(pod_spec, key) if isinstance(c.get("resources"), Mapping)
-        for kind in ("requests", "limits"))
+        _field(c, "resources").get(kind) for key in ("containers", "initContainers")
+        for c in _containers(pod_spec, key) for kind in ("requests", "limits"))
     answers = {"Terminating": terminating, "NotTerminating": not terminating, "BestEffort": best_effort,
                "NotBestEffort": not best_effort}
     return all(answers.get(scope, True) for scope in scopes)
 
 
+def counts(quota: Mapping[str, Any], plural: str, obj: Mapping[str, Any], *, group: str = "") -> bool:
+    """Whether creating `obj` is checked against `quota`: the quota applies to it (scopes) and limits
+    something the object counts (for a pod that includes every compute resource, which the pod must then
+    specify). ResourceQuotas themselves are never checked (upstream counts them as `resourcequotas`)."""
+    if plural == "resourcequotas" or not matches_scope(quota, plural, obj):
+        return False
+    delta = usage(plural, obj, group=group)
+    return any(resource in delta for resource in _field(_field(quota, "spec"), "hard"))
+
+
 def _missing_compute(constrained: list[str], obj: Mapping[str, Any]) -> str | None:
     """Upstream's `must specify limits.memory for: app` when a constrained compute resource is unset."""
-    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
-    missing_resources, missing_containers = [], []
+    spec = _field(obj, "spec")
+    missing_resources: list[str] = []
+    missing_containers: list[str] = []
     for name in constrained:
         kind, _, resource = name.rpartition(".")
         kind = kind or "requests"
@@ -137,9 +151,8 @@ def _missing_compute(constrained: list[str], obj: Mapping[str, Any]) -> str | No
 def check(quota: Mapping[str, Any], used: Mapping[str, Quantity], delta: Mapping[str, Quantity],
           *, obj: Mapping[str, Any] | None = None) -> str | None:
     """None if `used + delta` fits every hard limit that `delta` touches; else upstream's message."""
-    spec = quota.get("spec") if isinstance(quota.get("spec"), Mapping) else {}
-    hard = spec.get("hard") if isinstance(spec.get("hard"), Mapping) else {}
-    name = (quota.get("metadata") or {}).get("name", "")
+    hard = _field(_field(quota, "spec"), "hard")
+    name = _field(quota, "metadata").get("name", "")
     if obj is not None and "pods" in delta:
         missing = _missing_compute([r for r in hard if r in _COMPUTE], obj)
         if missing:

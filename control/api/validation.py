@@ -143,7 +143,7 @@ class Check:
             self.errors.append(FieldError.required(path))
         elif value and value not in choices:
             self.errors.append(FieldError.not_supported(path, value, choices))
-        return value if value in choices else None
+        return value if value is not None and value in choices else None
 
     def quantity(self, value: object, path: str) -> Quantity | None:
         """A resource quantity, as a string or a JSON number."""
@@ -325,7 +325,7 @@ def _pod_update(c: Check, spec: dict[str, Any], old_spec: dict[str, Any]) -> Non
     for key in ("containers", "initContainers"):
         new_list, old_list = munged.get(key), old_spec.get(key)
         if isinstance(new_list, list) and isinstance(old_list, list):
-            for new_item, old_item in zip(new_list, old_list):
+            for new_item, old_item in zip(new_list, old_list, strict=False):  # an added container is new
                 if isinstance(new_item, dict) and isinstance(old_item, dict):
                     new_item.pop("image", None)
                     if "image" in old_item:

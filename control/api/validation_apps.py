@@ -186,7 +186,8 @@ def _stateful_set(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | Non
     if (strategy := c.obj(spec, "updateStrategy", "spec.updateStrategy")) is not None:
         kind = c.supported(strategy, "type", "spec.updateStrategy.type", ("RollingUpdate", "OnDelete"),
                            required=True)
-        if kind == "RollingUpdate" and (rolling := c.obj(strategy, "rollingUpdate", "spec.updateStrategy.rollingUpdate")):
+        path = "spec.updateStrategy.rollingUpdate"
+        if kind == "RollingUpdate" and (rolling := c.obj(strategy, "rollingUpdate", path)):
             c.nonnegative(rolling, "partition", "spec.updateStrategy.rollingUpdate.partition")
     retention_path = "spec.persistentVolumeClaimRetentionPolicy"
     if (retention := c.obj(spec, "persistentVolumeClaimRetentionPolicy", retention_path)) is not None:
@@ -272,11 +273,11 @@ def _cron_range(expr: str, low: int, high: int, names: Mapping[str, int]) -> Non
     if bounds[0] in ("*", "?"):
         start, end = low, high
     else:
-        start = names.get(bounds[0].lower()) if bounds[0].lower() in names else _cron_int(bounds[0])
+        start = names[bounds[0].lower()] if bounds[0].lower() in names else _cron_int(bounds[0])
         if len(bounds) == 1:
             end = start
         elif len(bounds) == 2:
-            end = names.get(bounds[1].lower()) if bounds[1].lower() in names else _cron_int(bounds[1])
+            end = names[bounds[1].lower()] if bounds[1].lower() in names else _cron_int(bounds[1])
         else:
             raise CronError(f"too many hyphens: {expr}")
     if len(range_and_step) == 2:
@@ -306,7 +307,7 @@ def check_schedule(schedule: str) -> None:
     fields = schedule.split()
     if len(fields) != 5:
         raise CronError(f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]")
-    for field, (low, high, names) in zip(fields, _CRON_FIELDS):
+    for field, (low, high, names) in zip(fields, _CRON_FIELDS, strict=True):
         for expr in field.split(","):
             _cron_range(expr, low, high, names)
 

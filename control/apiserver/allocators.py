@@ -78,6 +78,12 @@ class _KeyAllocator:
             raise AllocationError("range is full")
 
 
+def kubernetes_service_ip(cidr: str) -> str:
+    """The first usable address of the service CIDR: the `kubernetes` Service's, never handed out
+    dynamically (and a name in the serving certificate)."""
+    return str(ipaddress.ip_network(cidr, strict=True).network_address + 1)
+
+
 class ClusterIPAllocator:
     """ClusterIPs from the service CIDR (10.96.0.0/12 by default)."""
 
@@ -92,7 +98,7 @@ class ClusterIPAllocator:
     @property
     def kubernetes_ip(self) -> str:
         """The first usable address, kept for the `kubernetes` Service."""
-        return str(self.network.network_address + 1)
+        return kubernetes_service_ip(str(self.network))
 
     def _render(self, index: int) -> str:
         return str(self.network.network_address + 1 + index)
@@ -152,6 +158,6 @@ class NodePortAllocator:
         dropped = [int(p) for p in self._keys.reserved() if p not in keep]
         for port in dropped:
             self._keys.release(str(port))
-        for port in keep:
-            self._keys.reserve(port)
+        for value in keep:
+            self._keys.reserve(value)
         return dropped

@@ -18,12 +18,13 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from multidict import MultiMapping
 
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
+from control.apiserver import binding, status, tables
 from control.apiserver import request as req
-from control.apiserver import status, tables
 from control.apiserver.registry import DeleteOptions, Registry
 from control.apiserver.resources import by_path
 from control.apiserver.selection import Filter, parse_filter
@@ -162,7 +163,7 @@ class ResourceHandlers:
     async def _create(self, request: web.Request, target: req.Target) -> web.StreamResponse:
         body = req.decode_object(await _read(request), _content_type(request))
         dry_run = req.dry_run(request.query)
-        if target.resource.plural == "bindings":
+        if self.registry.strategy(target.resource).binds_pods:
             return await self._bind(target, body)
         obj = await asyncio.to_thread(self.registry.create, target.resource, target.namespace, body, dry_run=dry_run)
         return json_response(obj, 201)
@@ -269,7 +270,7 @@ class ResourceHandlers:
         if not name or not isinstance(node, str) or not node:
             errors = [FieldError.required("target.name")] if not node else [FieldError.required("metadata.name")]
             raise status.invalid("Binding", name or "", errors)
-        await asyncio.to_thread(self.registry.bind, target.namespace, name, node)
+        await asyncio.to_thread(binding.bind, self.registry, target.namespace, name, node)
         return json_response(status.success_status(), 201)
 
     async def _log(self, request: web.Request, target: req.Target) -> web.StreamResponse:
@@ -343,7 +344,7 @@ async def _optional_body(request: web.Request) -> Any:
                            else "application/json")
 
 
-def _delete_options(query: Mapping[str, str], body: Any) -> DeleteOptions:
+def _delete_options(query: MultiMapping[str], body: Any) -> DeleteOptions:
     options = req.delete_options(query, body)
     preconditions = options.get("preconditions") or {}
     return DeleteOptions(grace_period_seconds=options.get("gracePeriodSeconds"),

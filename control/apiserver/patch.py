@@ -320,7 +320,8 @@ def _merge_map(original: dict, patch: dict, type_name: str | None) -> dict:
             raise PatchError("invalid patch format of setElementOrder list", code=400)
         field = _field(type_name, key)
         if "merge" in field.strategy.split(",") and isinstance(original.get(key), list):
-            live = live_lists[key] if isinstance(live_lists[key], list) else []
+            live_list = live_lists[key]
+            live = live_list if isinstance(live_list, list) else []
             original[key] = _normalize_order(original[key], order, live, _element_key(field.merge_key))
     for key, values in deletions.items():
         if not isinstance(values, list):

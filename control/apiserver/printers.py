@@ -373,7 +373,8 @@ def event_cells(event: Obj, now: datetime) -> list[Any]:
 def resource_quota_cells(quota: Obj, now: datetime) -> list[Any]:
     """printResourceQuota: `used/hard` per resource, `limits.*` in LIMIT and everything else in REQUEST."""
     hard, used = _status(quota).get("hard") or {}, _status(quota).get("used") or {}
-    requests, limits = [], []
+    requests: list[str] = []
+    limits: list[str] = []
     for name in sorted(hard):
         text = f"{name}: {used.get(name, '0')}/{hard[name]}"
         (limits if name.startswith("limits.") else requests).append(text)

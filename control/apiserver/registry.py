@@ -1,7 +1,7 @@
 """The generic REST store between the HTTP handlers and `Storage` (upstream: k8s.io/apiserver/pkg/registry/
 generic/registry/store.go — Create, Update with `GuaranteedUpdate`, Delete with graceful deletion and
-finalizers — plus the per-kind strategies in strategy.py, registry/ defaults and validation, and
-admission.py).
+finalizers). It knows no kind by name: what differs per kind is asked of the resource's strategy
+(strategies/, in the order strategies/base.py documents), what every create passes is in admission.py.
 
 Design notes
 - Blocking and thread-safe, like `Storage`: the aiohttp handlers call it through `asyncio.to_thread`, so
@@ -12,45 +12,40 @@ Design notes
   resourceVersion gets 409; a patch without one is retried on a lost race (upstream GuaranteedUpdate),
   so `kubectl scale` and `kubectl apply` never fail because a controller wrote status meanwhile.
 - A write that changes nothing is not written (upstream skips no-op updates), so watchers see no event.
-- Deletion: pods on a node get deletionTimestamp + grace and stay until the kubelet deletes them with
-  grace 0; objects with finalizers stay until the last one is removed; `propagationPolicy` Orphan and
+- Deletion: an object gets deletionTimestamp + the grace its strategy gives (pods on a node: until the
+  kubelet deletes them with grace 0) and stays while finalizers are left; `propagationPolicy` Orphan and
   Foreground are recorded as the `orphan`/`foregroundDeletion` finalizers the garbage collector acts on.
+- Quota admission serialises only the creates a ResourceQuota of their namespace counts, per namespace
+  (admission.QuotaAdmission); every other write runs in parallel, down to storage's compare-and-swap.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import json
 import secrets
-import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from control.api.defaults import apply_defaults
-from control.api.validation import validate
-from control.apimachinery.meta import deep_copy, set_condition
+from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
-from control.apiserver import admission, patch, status, strategy
-from control.apiserver.allocators import ClusterIPAllocator, NodePortAllocator
-from control.apiserver.resources import Resource, by_path, storage_key, storage_prefix
+from control.apiserver import admission, patch, status, strategies
+from control.apiserver.resources import Resource, storage_key, storage_prefix
 from control.apiserver.selection import Filter
 from control.apiserver.status import APIError
+from control.apiserver.strategies.base import Rollback, Strategy, mark_deleting, nothing_to_undo
 from control.storage.interface import Compacted, Conflict, KeyExists, KeyNotFound, Record, Storage
 
-SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-ALLOW_CREATE_ON_UPDATE = frozenset({"endpoints", "events", "leases"})
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # upstream's utilrand alphabet: no vowels, no 0/1/3
 _GENERATE_ATTEMPTS = 8
 _PATCH_ATTEMPTS = 5
 _MAX_PAGE = 10_000  # records read from storage at once; a larger `limit` (up to 2^63-1) reads several
 _CONTINUE_VERSION = "meta.k8s.io/v1"
-SERVICES = by_path("", "v1", "services")
-PODS = by_path("", "v1", "pods")
-NAMESPACES = by_path("", "v1", "namespaces")
 
 
 def encode(obj: Mapping[str, Any]) -> bytes:
@@ -127,16 +122,24 @@ def decode_continue(token: str) -> tuple[int, str]:
 
 
 class Registry:
-    """CRUD for every resource in resources.RESOURCES over one `Storage`."""
+    """CRUD for every resource in resources.RESOURCES over one `Storage`.
+
+    `service_cidr` and `node_port_range` configure the services strategy's allocators; `clock` gives the
+    creation and deletion timestamps (injected for tests), also to the REST storages beside this one
+    (binding.py).
+    """
 
     def __init__(self, storage: Storage, *, service_cidr: str = "10.96.0.0/12",
                  node_port_range: tuple[int, int] = (30000, 32767),
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.storage = storage
-        self.services = admission.ServiceAllocations(ClusterIPAllocator(storage, service_cidr),
-                                                     NodePortAllocator(storage, node_port_range))
-        self._clock = clock
-        self._quota_lock = threading.Lock()
+        self._strategies = strategies.build(storage, service_cidr=service_cidr, node_port_range=node_port_range)
+        self.clock = clock
+        self._quota = admission.QuotaAdmission(self)
+
+    def strategy(self, resource: Resource) -> Strategy:
+        """The strategy of a served resource (strategies.build made one per entry of the resource table)."""
+        return self._strategies[resource.plural]
 
     # -- reading ------------------------------------------------------------------------------------
 
@@ -215,7 +218,8 @@ class Registry:
             raise status.bad_request(f"the API version in the data ({api_version}) does not match the expected "
                                      f"API version ({resource.api_version})")
         if kind not in (None, resource.kind):
-            raise status.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({resource.kind})")
+            raise status.bad_request(f"the kind in the data ({kind}) does not match the expected kind "
+                                     f"({resource.kind})")
         obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
         if obj.get("metadata") is None:  # `"metadata": null` decodes to empty metadata upstream
             obj["metadata"] = {}
@@ -233,13 +237,17 @@ class Registry:
         if name is not None:
             metadata["name"] = name
 
-    def _validate(self, resource: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        errors = validate(resource.plural, obj, old=old)
+    @staticmethod
+    def _validate(strategy: Strategy, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        errors = strategy.validate(obj, old)
+        resource = strategy.resource
         if errors:
             raise status.invalid(resource.kind, (obj.get("metadata") or {}).get("name", ""), errors,
                                  group=resource.group)
 
     def create(self, resource: Resource, namespace: str, body: Any, *, dry_run: bool = False) -> dict[str, Any]:
+        """POST, in the order strategies/base.py documents; a failed write gives back what the strategy's
+        `begin_write` reserved."""
         obj = deep_copy(body)
         self._check_identity(resource, namespace, obj)
         metadata = obj["metadata"]
@@ -249,19 +257,18 @@ class Registry:
         name = metadata.get("name") or ""
         if resource.namespaced:
             admission.check_namespace(self, resource, namespace, name)
-        apply_defaults(resource.plural, obj)
-        strategy.prepare_for_create(resource, obj, now=self._clock(), uid=str(uuid.uuid4()))
-        self._validate(resource, obj, None)
-        rollback: Callable[[], None] = lambda: None
+        strategy = self.strategy(resource)
+        strategy.defaults(obj)
+        strategy.prepare_for_create(obj, now=self.clock(), uid=str(uuid.uuid4()))
+        self._validate(strategy, obj, None)
+        rollback: Rollback = nothing_to_undo
         try:
-            with self._quota_lock:
-                admission.check_quota(self, resource, namespace, obj)
-                if resource is SERVICES and not dry_run:
-                    rollback = self.services.allocate(obj, None)
+            with self._quota.admit(resource, namespace, obj):
                 if dry_run:
                     if self._record(resource, namespace, name):
                         raise status.already_exists(resource.plural, name, group=resource.group)
                     return obj
+                rollback = strategy.begin_write(obj, None)
                 for attempt in range(_GENERATE_ATTEMPTS if generate else 1):
                     try:
                         record = self.storage.create(storage_key(resource, namespace, name), encode(obj))
@@ -285,7 +292,7 @@ class Registry:
         self._check_identity(resource, namespace, obj, name=name)
         record = self._record(resource, namespace, name)
         if record is None:
-            if subresource or resource.plural not in ALLOW_CREATE_ON_UPDATE:
+            if subresource or not self.strategy(resource).allow_create_on_update:
                 raise _not_found(resource, name)
             return self.create(resource, namespace, obj, dry_run=dry_run), True
         wanted = obj["metadata"].get("resourceVersion")
@@ -346,30 +353,26 @@ class Registry:
         """Turn a full new object into a compare-and-swap update of `record`."""
         old = decode(record.value, record.mod_revision)
         name = old["metadata"]["name"]
-        if subresource in ("status", "finalize"):
-            new = strategy.prepare_for_status_update(obj, old) if subresource == "status" else deep_copy(old)
-            if subresource == "finalize":
-                spec = obj.get("spec") or {}
-                if not isinstance(spec, dict):
-                    raise status.invalid(resource.kind, name, [FieldError.invalid("spec", spec,
-                                                                                  "must be of type object")])
-                new.setdefault("spec", {})["finalizers"] = deep_copy(spec.get("finalizers") or [])
+        strategy = self.strategy(resource)
+        if subresource:
+            new = strategy.prepare_for_subresource_update(subresource, obj, old)
         else:
             new = obj
-            apply_defaults(resource.plural, new)
-            strategy.prepare_for_update(resource, new, old)
-        self._validate(resource, new, old)
+            strategy.defaults(new)
+            strategy.prepare_for_update(new, old)
+        self._validate(strategy, new, old)
         if encode(new) == encode(old):
             return old
-        rollback: Callable[[], None] = lambda: None
-        if resource is SERVICES and not subresource and not dry_run:
-            rollback = self.services.allocate(new, old)
+        rollback: Rollback = nothing_to_undo
+        if not subresource and not dry_run:
+            rollback = strategy.begin_write(new, old)
         if dry_run:
             new["metadata"]["resourceVersion"] = str(record.mod_revision)
             return new
         key = storage_key(resource, namespace, name)
+        removed_now = strategy.ready_to_remove(new)
         try:
-            if self._removable(resource, new):
+            if removed_now:
                 removed = self.storage.delete(key, expected_revision=record.mod_revision)
                 result = decode(removed.value, removed.mod_revision)
             else:
@@ -381,42 +384,13 @@ class Registry:
         except BaseException:
             rollback()
             raise
-        if resource is SERVICES:
-            self.services.release_unused(old, None if self._removable(resource, new) else new)
+        strategy.after_write(old, None if removed_now else new)
         return result
-
-    @staticmethod
-    def _removable(resource: Resource, obj: Mapping[str, Any]) -> bool:
-        if resource is NAMESPACES and (obj.get("spec") or {}).get("finalizers"):
-            return False
-        return strategy.ready_to_remove(obj)
-
-    def bind(self, namespace: str, name: str, node_name: str) -> None:
-        """pods/binding: set `spec.nodeName` once, with the PodScheduled condition (upstream
-        pkg/registry/core/pod/storage BindingREST.assignPod). Bypasses update validation, which forbids
-        any other writer from changing nodeName."""
-        assert PODS is not None
-        record = self._record(PODS, namespace, name)
-        if record is None:
-            raise _not_found(PODS, name)
-        pod = decode(record.value, record.mod_revision)
-        if pod["metadata"].get("deletionTimestamp"):
-            raise status.conflict("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
-        current = (pod.get("spec") or {}).get("nodeName")
-        if current:
-            raise status.conflict("pods/binding", name, f'pod {name} is already assigned to node "{current}"')
-        pod.setdefault("spec", {})["nodeName"] = node_name
-        conditions = pod.setdefault("status", {}).setdefault("conditions", [])
-        set_condition(conditions, {"type": "PodScheduled", "status": "True", "lastProbeTime": None},
-                      now=self._clock())
-        try:
-            self.storage.update(record.key, encode(pod), expected_revision=record.mod_revision)
-        except (Conflict, KeyNotFound):
-            raise status.conflict("pods/binding", name, status.STALE_OBJECT) from None
 
     # -- deleting -----------------------------------------------------------------------------------
 
-    def delete(self, resource: Resource, namespace: str, name: str, options: DeleteOptions) -> tuple[dict[str, Any], bool]:
+    def delete(self, resource: Resource, namespace: str, name: str,
+               options: DeleteOptions) -> tuple[dict[str, Any], bool]:
         """Returns (object, removed now). Not removed now means marked deleting: graceful pod, finalizers,
         or a namespace waiting for its controller."""
         for _ in range(_PATCH_ATTEMPTS):
@@ -451,12 +425,11 @@ class Registry:
             finalizers.append(wanted)
         if not finalizers:
             del new["metadata"]["finalizers"]
-        now = self._clock()
-        grace = strategy.graceful_pod_seconds(obj, options.grace_period_seconds) if resource is PODS else 0
-        if resource is NAMESPACES:
-            new.setdefault("status", {})["phase"] = "Terminating"
-        strategy.mark_deleting(new, now=now, grace_seconds=grace)
-        if not self._removable(resource, new):
+        strategy = self.strategy(resource)
+        grace = strategy.delete_grace_seconds(obj, options.grace_period_seconds)
+        strategy.prepare_for_delete(new)
+        mark_deleting(new, now=self.clock(), grace_seconds=grace)
+        if not strategy.ready_to_remove(new):
             if options.dry_run or encode(new) == encode(obj):
                 return obj, False
             updated = self.storage.update(key, encode(new), expected_revision=record.mod_revision)
@@ -464,12 +437,11 @@ class Registry:
         if options.dry_run:
             return obj, True
         removed = self.storage.delete(key, expected_revision=record.mod_revision)
-        if resource is SERVICES:
-            self.services.release_unused(obj, None)
+        strategy.after_write(obj, None)
         return decode(removed.value, removed.mod_revision), True
 
     def delete_collection(self, resource: Resource, namespace: str, flt: Filter,
-                          options: DeleteOptions) -> list[dict[str, Any]]:
+                          options: DeleteOptions) -> builtins.list[dict[str, Any]]:
         deleted = []
         for obj in self.list(resource, namespace, flt).items:
             try:
@@ -479,32 +451,3 @@ class Registry:
                 if exc.code != 404:
                     raise
         return deleted
-
-    # -- start-up -----------------------------------------------------------------------------------
-
-    def bootstrap(self, *, api_port: int) -> None:
-        """What upstream's bootstrap controllers ensure before serving: the system namespaces, the
-        `kubernetes` Service on the first service IP, and allocator reservations matching the Services
-        actually stored (repair after a crash between reservation and write)."""
-        assert NAMESPACES is not None and SERVICES is not None
-        for name in SYSTEM_NAMESPACES:
-            if self.get(NAMESPACES, "", name) is None:
-                try:
-                    self.create(NAMESPACES, "", {"metadata": {"name": name}})
-                except APIError as exc:
-                    if exc.code != 409:
-                        raise
-        self.services.repair(self.list_all(SERVICES, ""))
-        if self.get(SERVICES, "default", "kubernetes") is None:
-            service = {
-                "metadata": {"name": "kubernetes", "namespace": "default",
-                             "labels": {"component": "apiserver", "provider": "kubernetes"}},
-                "spec": {"clusterIP": self.services.ips.kubernetes_ip, "type": "ClusterIP",
-                         "sessionAffinity": "None",
-                         "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": api_port}]},
-            }
-            try:
-                self.create(SERVICES, "default", service)
-            except APIError as exc:
-                if exc.code != 409:
-                    raise

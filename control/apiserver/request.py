@@ -108,7 +108,7 @@ def dry_run(query: MultiMapping[str]) -> bool:
     return bool(values)
 
 
-def _parse_json(data: bytes) -> Any:
+def _parse_json(data: str | bytes) -> Any:
     def refuse(constant: str) -> Any:
         raise ValueError(f"invalid character '{constant[0]}' looking for beginning of value")
 

@@ -43,6 +43,8 @@ import yaml
 from aiohttp import web
 
 from control.apiserver import certs, discovery, master_endpoints, openapi, status
+from control.apiserver.allocators import kubernetes_service_ip
+from control.apiserver.bootstrap import bootstrap
 from control.apiserver.handlers import ResourceHandlers, json_response
 from control.apiserver.registry import Registry
 from control.apiserver.status import APIError
@@ -201,7 +203,7 @@ class APIServer:
             self._storage = await asyncio.to_thread(open_storage, self.config.datastore, data_dir=self.config.data_dir)
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
                                  node_port_range=self.config.node_port_range)
-        await asyncio.to_thread(self.registry.bootstrap, api_port=self.config.port)
+        await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
         self._cache = WatchCache(self._storage)
         await self._cache.start()
         app = self._app()
@@ -211,13 +213,14 @@ class APIServer:
         if self.config.tls:
             self.certs = await asyncio.to_thread(certs.ensure_serving_certs, self.config.data_dir,
                                                  bind_address=self.config.bind_address,
-                                                 service_ip=self.registry.services.ips.kubernetes_ip)
+                                                 service_ip=kubernetes_service_ip(self.config.service_cidr))
             ssl_context = self.certs.ssl_context()
             await asyncio.to_thread(self._write_join_token, self.certs.ca_pem())
         site = web.TCPSite(self._runner, self.config.bind_address, self.config.port, reuse_address=True,
                            ssl_context=ssl_context)
         await site.start()
-        sockets = site._server.sockets if site._server else []  # the real port when 0 was asked for
+        # the real port when 0 was asked for
+        sockets = site._server.sockets if isinstance(site._server, asyncio.Server) else []
         if sockets:
             self.port = sockets[0].getsockname()[1]
         _write_private(self.kubeconfig_path, yaml.safe_dump(kubeconfig(

@@ -105,7 +105,10 @@ def too_large(limit: int) -> APIError:
 
 
 def unsupported_media_type(content_type: str) -> APIError:
-    return APIError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/merge-patch+json, application/strategic-merge-patch+json, application/json-patch+json (got "{content_type}")')
+    return APIError(415, "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: "
+                    "application/json, application/yaml, application/merge-patch+json, "
+                    f'application/strategic-merge-patch+json, application/json-patch+json (got "{content_type}")')
 
 
 def too_many_requests(retry_after: int) -> APIError:

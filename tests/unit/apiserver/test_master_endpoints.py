@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from control.apiserver import master_endpoints
+from control.apiserver.bootstrap import bootstrap
 from control.apiserver.master_endpoints import advertise_address, choose_address
 from control.apiserver.master_endpoints import master_endpoints as build
 from control.apiserver.registry import Registry
@@ -45,7 +46,7 @@ def test_reconcile_creates_rewrites_and_otherwise_leaves_it(tmp_path):
     storage = SQLiteStorage(str(tmp_path / "state.db"))
     try:
         registry = Registry(storage)
-        registry.bootstrap(api_port=6443)
+        bootstrap(registry, api_port=6443)
         assert master_endpoints.reconcile(registry, ip="192.0.2.10", port=6443)
         stored = registry.get(master_endpoints.ENDPOINTS, "default", "kubernetes")
         assert stored is not None and stored["subsets"] == build("192.0.2.10", 6443)["subsets"]

@@ -38,7 +38,8 @@ def test_invalid_lists_every_field_error_as_a_cause():
     errors = [FieldError.required("spec.containers"), FieldError.invalid("metadata.name", "Web", "bad name")]
     body = status.invalid("Pod", "Web", errors).status
     assert body["code"] == 422 and body["reason"] == "Invalid"
-    assert body["message"] == 'Pod "Web" is invalid: [spec.containers: Required value, metadata.name: Invalid value: "Web": bad name]'
+    assert body["message"] == ('Pod "Web" is invalid: [spec.containers: Required value, '
+                               'metadata.name: Invalid value: "Web": bad name]')
     assert [c["field"] for c in body["details"]["causes"]] == ["spec.containers", "metadata.name"]
     assert body["details"]["kind"] == "Pod"
 

@@ -57,7 +57,8 @@ def test_hundred_watchers_get_every_event_from_one_store_watch(store):
         return got
 
     got = run(scenario())
-    assert {tuple(e.type for e in events) for events in got} == {(EventType.ADDED, EventType.MODIFIED, EventType.DELETED)}
+    assert {tuple(e.type for e in events) for events in got} == {
+        (EventType.ADDED, EventType.MODIFIED, EventType.DELETED)}
     assert CountingStorage.watches == 1
 
 

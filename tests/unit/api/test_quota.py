@@ -99,3 +99,22 @@ def test_scopes(scopes, obj, expected):
 def test_scoped_quota_does_not_apply_to_other_kinds():
     assert not quota.matches_scope(q({"pods": "1"}, ["BestEffort"]), "services", {})
     assert quota.matches_scope(q({"services": "1"}), "services", {})
+
+
+@pytest.mark.parametrize("hard,scopes,plural,obj,group,expected", [
+    pytest.param({"pods": "1"}, None, "pods", pod(container()), "", True, id="pod-count"),
+    pytest.param({"limits.memory": "1Gi"}, None, "pods", pod(container()), "", True,
+                 id="compute-the-pod-must-specify"),
+    pytest.param({"services": "1"}, None, "pods", pod(container()), "", False, id="other-kind"),
+    pytest.param({"pods": "1"}, None, "pods", pod(container(), phase="Succeeded"), "", False,
+                 id="finished-pod-counts-nothing"),
+    pytest.param({"pods": "1"}, ["BestEffort"], "pods", pod(container(requests={"cpu": "1"})), "", False,
+                 id="out-of-scope"),
+    pytest.param({"count/deployments.apps": "1"}, None, "deployments", {}, "apps", True, id="object-count"),
+    pytest.param({"services.nodeports": "1"}, None, "services", {"spec": {"type": "ClusterIP"}}, "", True,
+                 id="zero-amount-still-checked"),
+    pytest.param({"resourcequotas": "1"}, None, "resourcequotas", q({"pods": "1"}), "", False,
+                 id="quotas-are-not-checked"),
+])
+def test_counts(hard, scopes, plural, obj, group, expected):
+    assert quota.counts(q(hard, scopes), plural, obj, group=group) is expected

@@ -1,0 +1,57 @@
+"""One strategy per served resource (upstream: pkg/registry/<group>/<kind>/strategy.go, each wired into the
+kind's REST storage): what differs per kind — defaults, validation, what the server sets on create and
+keeps on update, status and generation handling, allocations, deletion rules — lives here, and the
+generic store (registry.py) only calls it.
+
+`KINDS` maps a resource of the table in resources.py (by plural, unique across the served groups) to its
+strategy's class; a resource not named there is a plain kind and gets the base `Strategy`. Services are
+the one kind whose strategy needs collaborators (the ClusterIP and NodePort allocators over storage), so
+`build` makes the whole set for one store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from control.apiserver.allocators import ClusterIPAllocator, NodePortAllocator
+from control.apiserver.resources import RESOURCES, Resource
+from control.apiserver.strategies.base import CreateOnUpdateStrategy, ResetStatusStrategy, Strategy, WorkloadStrategy
+from control.apiserver.strategies.namespaces import NamespaceStrategy
+from control.apiserver.strategies.pods import BindingStrategy, PodStrategy
+from control.apiserver.strategies.services import ServiceAllocations, ServiceStrategy
+from control.storage.interface import Storage
+
+_SERVICES = "services"  # its strategy is made by `build`, with the allocators
+
+KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
+    "namespaces": NamespaceStrategy,
+    "pods": PodStrategy,
+    "bindings": BindingStrategy,
+    "endpoints": CreateOnUpdateStrategy,
+    "events": CreateOnUpdateStrategy,
+    "leases": CreateOnUpdateStrategy,
+    "resourcequotas": ResetStatusStrategy,
+    "replicationcontrollers": WorkloadStrategy,
+    "deployments": WorkloadStrategy,
+    "replicasets": WorkloadStrategy,
+    "daemonsets": WorkloadStrategy,
+    "statefulsets": WorkloadStrategy,
+    "jobs": WorkloadStrategy,
+    "cronjobs": WorkloadStrategy,
+})
+
+
+def strategy_for(resource: Resource) -> Strategy:
+    """The strategy of a kind that needs no collaborators (every kind but services)."""
+    if resource.plural == _SERVICES:
+        raise ValueError("the services strategy needs the allocators: use build()")
+    return KINDS.get(resource.plural, Strategy)(resource)
+
+
+def build(storage: Storage, *, service_cidr: str, node_port_range: tuple[int, int]) -> dict[str, Strategy]:
+    """Every served resource's strategy, by plural, for one store over `storage`."""
+    allocations = ServiceAllocations(ClusterIPAllocator(storage, service_cidr),
+                                     NodePortAllocator(storage, node_port_range))
+    return {resource.plural: ServiceStrategy(resource, allocations) if resource.plural == _SERVICES
+            else strategy_for(resource) for resource in RESOURCES}

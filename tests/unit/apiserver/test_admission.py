@@ -1,0 +1,163 @@
+"""Namespace lifecycle and quota admission (admission.py): which creates a quota serialises, per
+namespace, and that a quota is never exceeded under concurrent creates through the real registry."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from control.apiserver import admission
+from control.apiserver.registry import Registry
+from control.apiserver.resources import Resource, by_path
+from control.apiserver.status import APIError
+from control.storage.sqlite import SQLiteStorage
+
+PODS = by_path("", "v1", "pods")
+CONFIGMAPS = by_path("", "v1", "configmaps")
+NAMESPACES = by_path("", "v1", "namespaces")
+QUOTAS = by_path("", "v1", "resourcequotas")
+WAIT = 5.0
+
+
+class DictReader:
+    """admission.Reader over {(plural, namespace): [objects]}; `add` is what a create's write does."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, resource: Resource, namespace: str, obj: dict[str, Any]) -> None:
+        with self._lock:
+            self.objects.setdefault((resource.plural, namespace), []).append(obj)
+
+    def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
+        return next((o for o in self.list_all(resource, namespace) if o["metadata"]["name"] == name), None)
+
+    def list_all(self, resource: Resource, namespace: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.objects.get((resource.plural, namespace), []))
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "busybox:1"}]}}
+
+
+def quota(**hard: str) -> dict[str, Any]:
+    return {"metadata": {"name": "q"}, "spec": {"hard": hard}}
+
+
+def _both_inside(reader: DictReader, resource: Resource, objs: list[dict[str, Any]], *, namespaces: list[str]) -> bool:
+    """Whether two creates can be inside `admit` at once (not serialised)."""
+    quota_admission = admission.QuotaAdmission(reader)
+    barrier = threading.Barrier(2, timeout=0.5)
+
+    def create(index: int) -> bool:
+        with quota_admission.admit(resource, namespaces[index], objs[index]):
+            try:
+                barrier.wait()
+                return True
+            except threading.BrokenBarrierError:
+                return False
+
+    with ThreadPoolExecutor(2) as pool:
+        return all(pool.map(create, range(2)))
+
+
+@pytest.mark.parametrize("quotas,resource,objs", [
+    pytest.param({}, PODS, [pod("a"), pod("b")], id="no-quota"),
+    pytest.param({"ns": [quota(services="1")]}, PODS, [pod("a"), pod("b")], id="quota-counts-other-kinds"),
+    pytest.param({"ns": [quota(pods="5")]}, CONFIGMAPS, [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}],
+                 id="configmaps-under-a-pod-quota"),
+    pytest.param({"ns": [quota(**{"requests.cpu": "1"}), ]}, QUOTAS, [quota(pods="1"), quota(pods="2")],
+                 id="quotas-themselves"),
+])
+def test_creates_no_quota_counts_are_not_serialised(quotas, resource, objs):
+    reader = DictReader()
+    for namespace, items in quotas.items():
+        for item in items:
+            reader.add(QUOTAS, namespace, item)
+    assert _both_inside(reader, resource, objs, namespaces=["ns", "ns"])
+
+
+def test_counted_creates_in_different_namespaces_are_not_serialised():
+    reader = DictReader()
+    reader.add(QUOTAS, "one", quota(pods="5"))
+    reader.add(QUOTAS, "two", quota(pods="5"))
+    assert _both_inside(reader, PODS, [pod("a"), pod("b")], namespaces=["one", "two"])
+
+
+def test_counted_creates_in_one_namespace_are_serialised_and_see_each_others_write():
+    reader = DictReader()
+    reader.add(QUOTAS, "ns", quota(pods="1"))
+    quota_admission = admission.QuotaAdmission(reader)
+    first_inside, release_first = threading.Event(), threading.Event()
+    second_inside = threading.Event()
+
+    def first() -> None:
+        with quota_admission.admit(PODS, "ns", pod("a")):
+            first_inside.set()
+            assert release_first.wait(WAIT)
+            reader.add(PODS, "ns", pod("a"))  # the write, still inside
+
+    def second() -> None:
+        with quota_admission.admit(PODS, "ns", pod("b")):
+            second_inside.set()
+
+    with ThreadPoolExecutor(2) as pool:
+        done_first = pool.submit(first)
+        assert first_inside.wait(WAIT)
+        done_second = pool.submit(second)
+        assert not second_inside.wait(0.3)  # held back while the first create is admitted
+        release_first.set()
+        done_first.result(WAIT)
+        with pytest.raises(APIError) as refused:
+            done_second.result(WAIT)
+    assert refused.value.code == 403 and "exceeded quota: q" in refused.value.message
+    assert not second_inside.is_set()
+
+
+def test_namespace_lock_is_dropped_when_unused():
+    reader = DictReader()
+    reader.add(QUOTAS, "ns", quota(pods="5"))
+    quota_admission = admission.QuotaAdmission(reader)
+    with quota_admission.admit(PODS, "ns", pod("a")):
+        assert len(quota_admission._locks) == 1
+    assert len(quota_admission._locks) == 0
+
+
+def test_quota_is_never_exceeded_by_concurrent_creates(tmp_path):
+    storage = SQLiteStorage(str(tmp_path / "state.db"))
+    try:
+        registry = Registry(storage)
+        registry.create(NAMESPACES, "", {"metadata": {"name": "ns"}})
+        registry.create(QUOTAS, "ns", quota(pods="3"))
+
+        def create(index: int) -> int:
+            try:
+                registry.create(PODS, "ns", pod(f"p{index}"))
+                return 201
+            except APIError as exc:
+                return exc.code
+
+        with ThreadPoolExecutor(8) as pool:
+            codes = list(pool.map(create, range(16)))
+        assert sorted(codes) == [201] * 3 + [403] * 13
+        assert len(registry.list_all(PODS, "ns")) == 3
+    finally:
+        storage.close()
+
+
+def test_create_in_missing_or_terminating_namespace_is_refused():
+    reader = DictReader()
+    reader.add(NAMESPACES, "", {"metadata": {"name": "going", "deletionTimestamp": "t"},
+                                "status": {"phase": "Terminating"}})
+    with pytest.raises(APIError) as missing:
+        admission.check_namespace(reader, PODS, "absent", "p")
+    assert missing.value.code == 404
+    with pytest.raises(APIError) as terminating:
+        admission.check_namespace(reader, PODS, "going", "p")
+    assert terminating.value.code == 403
+    assert terminating.value.details["causes"][0]["reason"] == "NamespaceTerminating"
