@@ -51,3 +51,13 @@ def notify(state: str, *, environ: Mapping[str, str] | None = None) -> bool:
         log.warning("sd_notify %r to %s failed: %s", state, value, exc)
         return False
     return True
+
+
+def ready() -> None:
+    """READY=1: start-up is finished (the hook `slimkube server|agent|proxy` call once really ready)."""
+    notify(READY)
+
+
+def stopping() -> None:
+    """STOPPING=1: shutting down (called before the daemon starts stopping its parts)."""
+    notify(STOPPING)
