@@ -13,6 +13,9 @@ setupConntrack). Start-up, in order:
    `set_initialized()` (upstream: no sync before both caches are complete, or a restart would briefly
    delete the rules of services not listed yet), then the Proxier's loop runs on its own thread.
 
+Ready (`wait_synced`, what `slimkube proxy` tells systemd with READY=1) once the first sync has written the
+rules: before it, Services made while no proxy ran have no rules on this node yet.
+
 `stop()` sets the stop event (informers and the sync loop end), joins the loop thread and closes the
 listeners. The rules stay in the kernel: traffic keeps flowing while the proxy is down, and the next
 start re-syncs them (upstream behaves the same; `--cleanup` is the way to remove them).
@@ -180,6 +183,10 @@ class ProxyServer:
         if self.http is not None:
             self.http.stop()
         self.client.close()
+
+    def wait_synced(self, timeout: float) -> bool:
+        """True once the first sync has written this node's rules (readiness), waiting at most `timeout`."""
+        return self.proxier is not None and self.proxier.synced.wait(timeout)
 
     @property
     def ports(self) -> Mapping[str, int]:

@@ -99,6 +99,7 @@ class Proxier:
         self._initialized = False
         self._oldest_pending: float | None = None  # first change queued since the last successful sync
         self._last_synced: float | None = None
+        self.synced = threading.Event()  # set by the first successful sync: the proxy is ready (sd_notify)
         # Only the sync (under _sync_lock) touches these: what the last sync applied, and when it was full.
         self._services: dict[ServicePortName, ServicePortInfo] = {}
         self._endpoints: dict[ServicePortName, tuple[EndpointInfo, ...]] = {}
@@ -212,6 +213,7 @@ class Proxier:
             self.metrics.no_endpoint_services.labels(traffic_policy=policy).set(count)
         with self._state_lock:
             self._oldest_pending, self._last_synced = None, self._clock()
+        self.synced.set()
 
     def _apply(self, state: ProxyState, changed: frozenset[ServicePortName] | None) -> bool:
         """Write the rules (full when `changed` is None); False (logged and counted) if iptables failed."""

@@ -56,9 +56,10 @@ class ProxyLike(Protocol):
 
 def run_kubelet(kubelet: KubeletLike, stop: threading.Event, *, say: Say,
                 on_ready: Callable[[], None] | None = None, on_registered: Callable[[], None] | None = None,
-                tag: str = "agent") -> None:
+                on_stopping: Callable[[], None] | None = None, tag: str = "agent") -> None:
     """Start the kubelet, report its way to Ready, run until `stop` is set, then stop it (pods stay).
-    `on_registered` runs once the Node exists; if it raises, the kubelet is stopped and the error raised."""
+    `on_registered` runs once the Node exists; if it raises, the kubelet is stopped and the error raised.
+    `on_stopping` runs before the kubelet stops (systemd's STOPPING=1)."""
     say(f"[{tag}] starting kubelet for node {kubelet.node_name}")
     try:
         kubelet.start()
@@ -86,6 +87,8 @@ def run_kubelet(kubelet: KubeletLike, stop: threading.Event, *, say: Say,
         stop.wait()
     finally:
         say(f"[{tag}] stopping kubelet (pods keep running)")
+        if on_stopping is not None:
+            on_stopping()
         kubelet.stop()
 
 

@@ -74,6 +74,7 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
     import logging
 
     from control.apiserver.server import ServerConfig
+    from control.util import sdnotify
     from slimkube.controlplane import serve_forever
 
     for flag, value in (("--service-cidr", service_cidr), ("--cluster-cidr", cluster_cidr)):
@@ -94,9 +95,10 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
 
     def ready(api: object) -> None:
         click.echo(f"slimkube server: API at {api.url}; kubeconfig {api.kubeconfig_path}", err=True)  # type: ignore[attr-defined]
+        sdnotify.ready()
 
     try:
-        asyncio.run(serve_forever(config, disable=disabled, ready=ready))
+        asyncio.run(serve_forever(config, disable=disabled, ready=ready, stopping=sdnotify.stopping))
     except ValueError as exc:  # a bad --datastore URL
         raise click.UsageError(str(exc)) from None
 
@@ -189,6 +191,7 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
     With a K10 token the agent checks the server's CA (GET /cacerts) against the token's hash before it sends
     the token. Stopping the agent leaves the pods running; the next agent adopts them.
     """
+    from control.util import sdnotify
     from slimkube.allinone import NodeError, run_kubelet
     from slimkube.nodelock import LockHeld, NodeLock
     from slimkube.stopsignal import StopOnSignal
@@ -201,7 +204,8 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
     try:
         with NodeLock(config.data_dir) as lock, StopOnSignal() as signals:
             lock.acquire(what="starting another agent")
-            run_kubelet(_make_kubelet(config, client_config), signals.event, say=_say, tag="agent")
+            run_kubelet(_make_kubelet(config, client_config), signals.event, say=_say, tag="agent",
+                        on_registered=sdnotify.ready, on_stopping=sdnotify.stopping)
     except (LockHeld, NodeError) as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -384,6 +388,7 @@ def proxy(kubeconfig: str | None, server: str | None, token: str | None, ca_file
     Stopping it leaves the rules in place (traffic keeps flowing; the next start re-syncs them). `--cleanup`
     removes them and exits; it needs no API server.
     """
+    from control.util import sdnotify
     from control.util.iptables import IptablesError, detect
     from proxy.app import ProxyServer
     from slimkube.stopsignal import StopOnSignal
@@ -414,10 +419,16 @@ def proxy(kubeconfig: str | None, server: str | None, token: str | None, ca_file
         _say(f"[proxy] node {config.node_name}: serving " + ", ".join(
             f"{job} on :{port}" for job, port in sorted(proxy_server.ports.items())))
         try:
+            while not signals.event.is_set():
+                if proxy_server.wait_synced(0.2):
+                    _say("[proxy] first sync done")
+                    sdnotify.ready()
+                    break
             while not signals.event.wait(1.0):
                 pass
         finally:
             _say("[proxy] stopping (rules stay in place)")
+            sdnotify.stopping()
             proxy_server.stop()
 
 

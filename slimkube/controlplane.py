@@ -69,9 +69,11 @@ class BackgroundServer:
 
 
 async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
-                        ready: Callable[[APIServer], None] | None = None) -> None:
+                        ready: Callable[[APIServer], None] | None = None,
+                        stopping: Callable[[], None] | None = None) -> None:
     """`slimkube server`: the API server, then the controller manager, until SIGINT/SIGTERM; then the
-    controllers stop first (their last requests still reach the server), then the server."""
+    controllers stop first (their last requests still reach the server), then the server. `ready` runs once
+    both serve, `stopping` once a signal has come and before anything stops (systemd's READY=1/STOPPING=1)."""
     server = APIServer(config)
     await server.start()
     manager = start_controller_manager(server, disable=disable)
@@ -84,5 +86,7 @@ async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
     try:
         await stop.wait()
     finally:
+        if stopping is not None:
+            stopping()
         await asyncio.to_thread(manager.stop)
         await server.stop()
