@@ -69,10 +69,6 @@ class Environment:
     def as_dict(self) -> dict[str, str]:
         return dict(self.variables)
 
-    def as_docker(self) -> list[str]:
-        """Docker's `KEY=value` list."""
-        return [f"{name}={value}" for name, value in self.variables]
-
 
 def is_env_var_name(name: str) -> bool:
     """Upstream validation IsEnvVarName."""
