@@ -59,6 +59,8 @@ from nodeagent.volumes.mounts import container_mounts
 
 log = logging.getLogger(__name__)
 
+# What one step of a sync may meet and record (then go on): the runtime's and the pod network's errors.
+STEP_ERRORS: tuple[type[Exception], ...] = (*NETWORK_ERRORS, RuntimeFailure)
 MIN_GRACE_SECONDS = 2.0  # upstream minimumGracePeriodInSeconds
 KEEP_PER_CONTAINER = 2  # instances kept per container name: the running one and the last dead one
 
@@ -186,7 +188,7 @@ class PodSyncer:
         field_path = f"spec.containers{{{container}}}" if container else None
         try:
             self.recorder.event(ref, type, reason, message, field_path=field_path)
-        except Exception:  # noqa: BLE001 - events are best effort (any recorder bug included); never fail a sync
+        except Exception:
             log.exception("recording event %s for %s failed", reason, pod_desc(pod))
 
     # ---- syncPod ----
@@ -286,7 +288,7 @@ class PodSyncer:
             try:
                 interface = self.network.attach(sandbox_id, uid, self.runtime.sandbox_pid(sandbox_id))
                 pod_ips = [interface.ip]
-            except (*NETWORK_ERRORS, RuntimeFailure) as exc:  # netlink, IPAM exhaustion, a sandbox that died
+            except STEP_ERRORS as exc:  # netlink, IPAM exhaustion, a sandbox that died
                 message = f"Failed to set up the network of sandbox {sandbox_id[:12]}: {exc}"
                 steps.append(StepResult("CreatePodSandbox", uid, "CreatePodSandboxError", message))
                 self._event(pod, "Warning", "FailedCreatePodSandBox", message)
@@ -303,7 +305,7 @@ class PodSyncer:
                 continue
             try:
                 action()
-            except (*NETWORK_ERRORS, RuntimeFailure):  # keep going: the next sync or the pod's removal retries
+            except STEP_ERRORS:  # keep going: the next sync or the pod's removal retries
                 log.exception("removing sandbox %s", sandbox_id[:12])
 
     def _remove_old_sandboxes(self, status: PodStatus, *, keep: str) -> None:
@@ -470,7 +472,7 @@ class PodSyncer:
                 if sandbox.state is SandboxState.READY:
                     self.runtime.stop_sandbox(sandbox.id)
                 steps.append(StepResult("KillPodSandbox", sandbox.id))
-            except (*NETWORK_ERRORS, RuntimeFailure) as exc:
+            except STEP_ERRORS as exc:
                 steps.append(StepResult("KillPodSandbox", sandbox.id, "KillPodSandboxError", str(exc)))
         if remove and not any(not s.ok for s in steps):
             steps += self._remove_all(uid, status)

@@ -1,7 +1,7 @@
 """An in-memory iptables for unit tests of the proxy and the kubelet's pod rules: restore/save/has_rule/
-insert_rule/delete_rule with the kernel's semantics that matter here (a restore applies all or nothing; declaring a chain flushes it; `-X`
-deletes an empty chain no rule jumps to; `--noflush` leaves undeclared chains alone), plus a record of
-every call and hooks to make the next restores fail."""
+insert_rule/delete_rule with the kernel's semantics that matter here (a restore applies all or nothing;
+declaring a chain flushes it; `-X` deletes an empty chain no rule jumps to; `--noflush` leaves undeclared
+chains alone), plus a record of every call and hooks to make the next restores fail."""
 
 from __future__ import annotations
 
