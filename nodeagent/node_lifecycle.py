@@ -176,7 +176,7 @@ class NodeReporter:
         while self.node is None and not stop.is_set():
             try:
                 self.register()
-            except Exception as exc:  # the API server down or refusing: keep trying, it is our only job
+            except Exception as exc:  # noqa: BLE001 - the API server down or refusing: keep trying, it is our only job
                 log.warning("node %s: registration failed: %s", self.name, exc)
                 stop.wait(RETRY_SECONDS)
         status_every = self.config.node_status_update_frequency

@@ -473,6 +473,8 @@ class DockerRuntime:
                     raise ImagePullError(f'failed to pull image "{image}": {line["error"]}')
         except docker.errors.APIError as exc:
             raise ImagePullError(f'failed to pull image "{image}": {_explain(exc)}') from exc
+        except (docker.errors.DockerException, OSError) as exc:
+            raise RuntimeUnavailable(f'pulling image "{image}": {exc}') from exc
 
     def images(self) -> list[ImageRecord]:
         with _translated("listing images"):
@@ -491,8 +493,9 @@ class DockerRuntime:
     def stats(self, container_id: str) -> ContainerStats | None:
         """One sample (`one_shot`: the engine skips its second sample, so this does not wait ~1 s)."""
         try:
-            raw = self.api.stats(container_id, stream=False, one_shot=True)
-        except docker.errors.APIError:
+            with _translated(f"stats of {container_id[:12]}"):
+                raw = self.api.stats(container_id, stream=False, one_shot=True)
+        except (ContainerNotFound, RuntimeOperationError):  # gone, or not running: no sample
             return None
         memory = raw.get("memory_stats") or {}
         return ContainerStats(

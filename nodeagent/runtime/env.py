@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from control.client.errors import NotFound
-from nodeagent.runtime.downward import DownwardAPIError, NodeFacts, field_value, resource_value
+from nodeagent.runtime.downward import UNKNOWN_NODE, DownwardAPIError, NodeFacts, field_value, resource_value
 from nodeagent.runtime.expansion import expand, mapping_for
 
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
@@ -189,7 +189,7 @@ def _value_from(source: Mapping[str, Any], pod: Mapping[str, Any], container: Ma
 
 
 def make_environment(pod: Mapping[str, Any], container: Mapping[str, Any], getter: ObjectGetter, *,
-                     pod_ips: Sequence[str] = (), node: NodeFacts = NodeFacts()) -> Environment:
+                     pod_ips: Sequence[str] = (), node: NodeFacts = UNKNOWN_NODE) -> Environment:
     """Resolve `container`'s envFrom and env (see the module notes); raises CreateContainerConfigError."""
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
     objects = _Objects(getter, namespace)
