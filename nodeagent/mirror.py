@@ -35,6 +35,10 @@ def mirror_of(static_pod: Mapping[str, Any]) -> tuple[str, str]:
     return meta.get("namespace") or "default", meta["name"]
 
 
+def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    return pod.get("metadata") or {}
+
+
 def is_mirror(pod: Mapping[str, Any]) -> bool:
     return CONFIG_MIRROR in ((pod.get("metadata") or {}).get("annotations") or {})
 
@@ -63,8 +67,8 @@ def plan(static_pods: Sequence[Mapping[str, Any]], existing: Sequence[Mapping[st
     """What to delete and create so each static pod has one current mirror. `existing` are the node's
     pods in the API (mirrors and others)."""
     wanted = {mirror_of(p): config_hash(p) for p in static_pods}
-    by_key = {((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name")): p
-              for p in existing}
+    by_key: dict[tuple[Any, Any], Mapping[str, Any]] = {  # as the API has them (a missing field stays None)
+        (_meta(p).get("namespace"), _meta(p).get("name")): p for p in existing}
     delete: list[tuple[str, str, str]] = []
     create: list[str] = []
     for key, pod in by_key.items():
@@ -77,10 +81,10 @@ def plan(static_pods: Sequence[Mapping[str, Any]], existing: Sequence[Mapping[st
     gone = {(ns, name) for ns, name, _ in delete}
     for static in static_pods:
         key = mirror_of(static)
-        pod = by_key.get(key)
-        if pod is None or key in gone:
+        found = by_key.get(key)
+        if found is None or key in gone:
             create.append(config_hash(static))
-        elif not is_mirror(pod):
+        elif not is_mirror(found):
             log.warning("static pod %s/%s: a pod that is not its mirror has the name; no mirror made", *key)
     return MirrorPlan(delete=tuple(delete), create=tuple(create))
 

@@ -35,7 +35,7 @@ from control.apimachinery.meta import format_timestamp
 from control.client.errors import ApiError, Conflict, NotFound
 from nodeagent.config import KubeletConfig
 from nodeagent.node_status import ImageFacts, NodeFacts, gather_facts, initial_node, node_status
-from nodeagent.runtime.interface import Runtime
+from nodeagent.runtime.interface import Runtime, RuntimeFailure
 
 log = logging.getLogger(__name__)
 
@@ -84,16 +84,19 @@ def lease_body(node: Mapping[str, Any], *, duration: int, now: datetime) -> dict
                      "renewTime": format_timestamp(now, micro=True)}}
 
 
-def runtime_facts(config: KubeletConfig, runtime: Runtime, *,
-                  docker_version: Callable[[], str]) -> Callable[[], NodeFacts]:
-    """A `facts` callable for `NodeReporter`: psutil/platform facts, the runtime's images, and Docker's
-    version (e.g. `lambda: docker_api.version()["Version"]`)."""
+def runtime_facts(config: KubeletConfig, runtime: Runtime) -> Callable[[], NodeFacts]:
+    """A `facts` callable for `NodeReporter`: psutil/platform facts, the runtime's images, and its version
+    ("unknown" while the runtime does not answer)."""
 
     def facts() -> NodeFacts:
         images = [ImageFacts(names=record.repo_digests + record.repo_tags, size_bytes=record.size)
                   for record in runtime.images()]
+        try:
+            version = runtime.version()
+        except RuntimeFailure:
+            version = "unknown"
         return gather_facts(node_name=config.node_name, node_ip=config.node_ip, data_dir=config.data_dir,
-                            docker_version=docker_version(), images=images)
+                            docker_version=version, images=images)
 
     return facts
 
@@ -173,7 +176,7 @@ class NodeReporter:
         while self.node is None and not stop.is_set():
             try:
                 self.register()
-            except Exception as exc:  # the API server down or refusing: keep trying, it is our only job
+            except Exception as exc:  # noqa: BLE001 - the API server down or refusing: keep trying, it is our only job
                 log.warning("node %s: registration failed: %s", self.name, exc)
                 stop.wait(RETRY_SECONDS)
         status_every = self.config.node_status_update_frequency

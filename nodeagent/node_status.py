@@ -109,11 +109,13 @@ def node_status(facts: NodeFacts, *, old_status: Mapping[str, Any] | None, now: 
     `runtime_healthy` is Docker answering and the PLEG relisting in time; `not_ready_reasons` adds other
     reasons to report NotReady (e.g. the pod network is not set up)."""
     stamp = format_timestamp(now)
-    old = {c.get("type"): c for c in (old_status or {}).get("conditions") or [] if isinstance(c, Mapping)}
+    old: dict[str, Mapping[str, Any]] = {
+        str(c.get("type")): c for c in (old_status or {}).get("conditions") or [] if isinstance(c, Mapping)}
     capacity = {"cpu": str(facts.cpus), "memory": f"{facts.memory_bytes // 1024}Ki",
                 "ephemeral-storage": f"{facts.disk_bytes // 1024}Ki", "pods": str(max_pods)}
     under = pressure(facts)
-    problems = ([] if runtime_healthy else ["container runtime is down or PLEG is not healthy"]) + list(not_ready_reasons)
+    problems = ([] if runtime_healthy else ["container runtime is down or PLEG is not healthy"]) + \
+        list(not_ready_reasons)
     ready = not problems
     conditions = [
         _condition("MemoryPressure", under["MemoryPressure"],

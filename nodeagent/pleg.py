@@ -319,7 +319,7 @@ class GenericPLEG:
                 if outcome is None:  # still being inspected (dockerd answers once the container's start ends)
                     result.failed_pods.add(identity.pod_uid)
                     continue
-                if isinstance(outcome, Exception):  # gone since the list, or Docker failing
+                if isinstance(outcome, BaseException):  # gone since the list, or Docker failing
                     log.info("PLEG: inspecting %s of pod %s failed: %s", cid[:12], identity.pod_uid, outcome)
                     result.failed_pods.add(identity.pod_uid)
                     continue
@@ -328,7 +328,7 @@ class GenericPLEG:
         return current
 
     def _inspect_all(self, changed: Sequence[tuple[tuple[str, str], Identity]],
-                     result: RelistResult) -> dict[tuple[str, str], AnyStatus | Exception | None]:
+                     result: RelistResult) -> dict[tuple[str, str], AnyStatus | BaseException | None]:
         """list key → the container's status, the exception its inspect raised, or None while it is pending.
 
         Up to `inspect_concurrency` inspects run at once on a pool that outlives the relist: dockerd answers
@@ -347,14 +347,15 @@ class GenericPLEG:
             self._inflight.pop(key)
         if futures:
             wait(futures.values(), timeout=self.inspect_wait)
-        outcomes: dict[tuple[str, str], AnyStatus | Exception | None] = {}
+        outcomes: dict[tuple[str, str], AnyStatus | BaseException | None] = {}
         for key, future in futures.items():
             if not future.done():
                 outcomes[key] = None
                 future.add_done_callback(lambda _: self._wake.set())  # relist as soon as it answers
                 continue
             del self._inflight[key]
-            outcomes[key] = future.exception() or future.result()
+            failure = future.exception()
+            outcomes[key] = future.result() if failure is None else failure
         return outcomes
 
     def _submit(self, container_id: str, identity: Identity) -> Future[AnyStatus]:

@@ -165,7 +165,7 @@ class KubeletServer:
                     if gone.is_set():
                         break
                     asyncio.run_coroutine_threadsafe(queue.put(chunk), loop).result()
-            except Exception as exc:  # the container removed mid-stream, Docker gone: end the stream
+            except Exception as exc:  # noqa: BLE001 - the container removed mid-stream, Docker gone: end the stream
                 log.debug("log stream ended: %s", exc)
             finally:
                 close = getattr(chunks, "close", None)

@@ -18,6 +18,9 @@ pkg/kubelet/images/image_manager.go (EnsureImageExists' pull back-off) and seed 
      termination-log file, Docker config, create (CreateContainerError), start (RunContainerError), and
      the postStart hook (a failure kills the container, as upstream: FailedPostStartHook).
 
+Runtime calls raise only the interface's RuntimeFailure types and the network's NETWORK_ERRORS, so each
+step catches exactly those; anything else is a bug and reaches the pod worker (which logs and retries).
+
 Every step's outcome is collected in a `SyncResult`, never stopping at the first failed container, and
 the waiting reason of each container that could not start (upstream's reasonCache) goes back to the pod
 worker for the status. `retry_after` tells the worker when a back-off ends so it can sync again then.
@@ -39,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nodeagent.hooks import DEFAULT_POST_START_TIMEOUT, HookRunner
+from nodeagent.network.manager import NETWORK_ERRORS
 from nodeagent.network.podnet import PodInterface
 from nodeagent.runtime import pod_files
 from nodeagent.runtime.actions import PodActions, compute_pod_actions
@@ -55,6 +59,8 @@ from nodeagent.volumes.mounts import container_mounts
 
 log = logging.getLogger(__name__)
 
+# What one step of a sync may meet and record (then go on): the runtime's and the pod network's errors.
+STEP_ERRORS: tuple[type[Exception], ...] = (*NETWORK_ERRORS, RuntimeFailure)
 MIN_GRACE_SECONDS = 2.0  # upstream minimumGracePeriodInSeconds
 KEEP_PER_CONTAINER = 2  # instances kept per container name: the running one and the last dead one
 
@@ -182,7 +188,7 @@ class PodSyncer:
         field_path = f"spec.containers{{{container}}}" if container else None
         try:
             self.recorder.event(ref, type, reason, message, field_path=field_path)
-        except Exception:  # events are best effort; never fail a sync for one
+        except Exception:
             log.exception("recording event %s for %s failed", reason, pod_desc(pod))
 
     # ---- syncPod ----
@@ -282,7 +288,7 @@ class PodSyncer:
             try:
                 interface = self.network.attach(sandbox_id, uid, self.runtime.sandbox_pid(sandbox_id))
                 pod_ips = [interface.ip]
-            except Exception as exc:  # netlink, IPAM exhaustion, a sandbox that died at once
+            except STEP_ERRORS as exc:  # netlink, IPAM exhaustion, a sandbox that died
                 message = f"Failed to set up the network of sandbox {sandbox_id[:12]}: {exc}"
                 steps.append(StepResult("CreatePodSandbox", uid, "CreatePodSandboxError", message))
                 self._event(pod, "Warning", "FailedCreatePodSandBox", message)
@@ -299,7 +305,7 @@ class PodSyncer:
                 continue
             try:
                 action()
-            except Exception:  # keep going: the next sync or the pod's removal retries
+            except STEP_ERRORS:  # keep going: the next sync or the pod's removal retries
                 log.exception("removing sandbox %s", sandbox_id[:12])
 
     def _remove_old_sandboxes(self, status: PodStatus, *, keep: str) -> None:
@@ -318,7 +324,7 @@ class PodSyncer:
                 continue
             try:
                 self.runtime.remove_container(container.id)
-            except Exception as exc:
+            except RuntimeFailure as exc:
                 steps.append(StepResult("RemoveContainer", container.name, "RemoveContainerError", str(exc)))
         return steps
 
@@ -407,7 +413,7 @@ class PodSyncer:
             mounts = container_mounts(spec, volumes, env=env.as_dict())
             directory = str(pod_volumes.pod_dir(self.pods_dir, uid))
             pod_files.ensure_termination_log(directory, name, attempt)
-            config = build_container_config(pod, spec, env=env.as_docker(), mounts=mounts.binds, tmpfs=mounts.tmpfs,
+            config = build_container_config(pod, spec, env=env.variables, mounts=mounts.binds, tmpfs=mounts.tmpfs,
                                             image=spec.get("image", ""), pod_dir=directory, attempt=attempt,
                                             pod_ips=pod_ips)
         except (CreateContainerConfigError, pod_volumes.VolumeError, ValueError, OSError) as exc:
@@ -415,9 +421,7 @@ class PodSyncer:
             return StepResult(action, name, CreateContainerConfigError.reason, str(exc))
         try:
             container_id = self.runtime.create_container(
-                pod, spec, sandbox_id=sandbox_id, attempt=attempt,
-                config={**config.create_kwargs, "host_config": dict(config.host_config_kwargs)},
-                extra_labels=self.extra_labels)
+                pod, spec, sandbox_id=sandbox_id, attempt=attempt, config=config, extra_labels=self.extra_labels)
         except RuntimeFailure as exc:
             self._event(pod, "Warning", "Failed", f"Error: {exc}", name)
             return StepResult(action, name, exc.reason, str(exc))
@@ -447,7 +451,7 @@ class PodSyncer:
         for container in dead[KEEP_PER_CONTAINER - 1:]:
             try:
                 self.runtime.remove_container(container.id)
-            except Exception:
+            except RuntimeFailure:
                 log.exception("removing old container %s", container.id[:12])
 
     # ---- killPod ----
@@ -468,7 +472,7 @@ class PodSyncer:
                 if sandbox.state is SandboxState.READY:
                     self.runtime.stop_sandbox(sandbox.id)
                 steps.append(StepResult("KillPodSandbox", sandbox.id))
-            except Exception as exc:
+            except STEP_ERRORS as exc:
                 steps.append(StepResult("KillPodSandbox", sandbox.id, "KillPodSandboxError", str(exc)))
         if remove and not any(not s.ok for s in steps):
             steps += self._remove_all(uid, status)
@@ -479,12 +483,12 @@ class PodSyncer:
         for container in status.containers:
             try:
                 self.runtime.remove_container(container.id)
-            except Exception as exc:
+            except RuntimeFailure as exc:
                 steps.append(StepResult("RemoveContainer", container.name, "RemoveContainerError", str(exc)))
         for sandbox in status.sandboxes:
             try:
                 self.runtime.remove_sandbox(sandbox.id)
-            except Exception as exc:
+            except RuntimeFailure as exc:
                 steps.append(StepResult("RemovePodSandbox", sandbox.id, "RemovePodSandboxError", str(exc)))
         try:
             pod_volumes.teardown(self.pods_dir, uid)
@@ -529,7 +533,7 @@ class PodSyncer:
         self._event(pod, "Normal", "Killing", message, name)
         try:
             self.runtime.stop_container(container_id, grace)
-        except Exception as exc:
+        except RuntimeFailure as exc:
             return StepResult("KillContainer", name, "KillContainerError", str(exc))
         return StepResult("KillContainer", name)
 

@@ -7,6 +7,9 @@ the address back if wiring fails; `TearDownPod` unwires and releases. The restar
 frees the addresses of every sandbox that is gone, so neither a leak nor a double allocation survives a
 kill -9.
 
+`attach` and `detach` raise only `NETWORK_ERRORS`: PodNetworkError (netlink, a namespace or bridge gone),
+IPAMError (no free address, a bad state file) and OSError (the state file's I/O), so callers catch those.
+
 Everything here goes through three small Protocols (IPAM, `PodNetwork`, `IptablesClient`), so the
 pod-sync code and this module are unit-tested with fakes; tests/integration/test_pod_network.py runs the
 real ones.
@@ -20,8 +23,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from nodeagent.network import rules
-from nodeagent.network.ipam import Allocation, allocatable, gateway_of
-from nodeagent.network.podnet import DEFAULT_VETH_PREFIX, PodInterface, PodNetwork, veth_name
+from nodeagent.network.ipam import Allocation, IPAMError, allocatable, gateway_of
+from nodeagent.network.podnet import DEFAULT_VETH_PREFIX, PodInterface, PodNetwork, PodNetworkError, veth_name
+
+NETWORK_ERRORS: tuple[type[Exception], ...] = (PodNetworkError, IPAMError, OSError)
 
 
 class IPAM(Protocol):

@@ -46,7 +46,7 @@ def call_in_netns(path: str, action: Callable[[], T], *, timeout: float = 60.0) 
             finally:
                 os.close(fd)
             outcome["result"] = action()
-        except BaseException as exc:  # handed to the caller's thread
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, which re-raises it
             outcome["error"] = exc
 
     thread = threading.Thread(target=body, name=f"netns-{os.path.basename(os.path.dirname(path)) or path}",

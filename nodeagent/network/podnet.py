@@ -129,8 +129,11 @@ def _configure_inside(path: str, *, ip: str, prefix_len: int, gateway: str) -> s
 
 
 def teardown_pod_network(host_veth_name: str) -> bool:
-    """Delete the pod's veth pair; False if it was already gone (idempotent)."""
-    return bridge.delete_link(host_veth_name)
+    """Delete the pod's veth pair; False if it was already gone (idempotent). Raises PodNetworkError."""
+    try:
+        return bridge.delete_link(host_veth_name)
+    except NetlinkError as exc:
+        raise PodNetworkError(f"deleting veth {host_veth_name}: {exc}") from exc
 
 
 class NetlinkPodNetwork:

@@ -10,10 +10,17 @@ exec.go) under kuberuntime. What it does the same way:
 - app containers join the sandbox's network and IPC namespaces with `container:<sandbox id>`, and its PID
   namespace with shareProcessNamespace (the host's with hostPID);
 - stop is Docker's stop with the grace period as timeout: the stop signal, a wait, then SIGKILL;
-- the termination message is a host file bind-mounted at the container's terminationMessagePath (as
-  kuberuntime's makeMounts does) when a `termination_dir` is configured, else the file is copied out of
-  the stopped container with `get_archive` (which cannot see a path on a tmpfs such as /dev); with
+- the kubelet's `ContainerConfig` becomes Docker's create and host-config arguments in one place
+  (`docker_create_args`, as dockershim's docker_container.go CreateContainer): command → Entrypoint,
+  args → Cmd, mounts → bind strings `host:container:ro|rw[,rslave|rshared]`, the memory limit → Memory
+  and MemorySwap (no swap), security options → User, GroupAdd, CapAdd/CapDrop, ReadonlyRootfs,
+  `no-new-privileges`;
+- the termination message: the kubelet bind-mounts a host file of the pod directory at the container's
+  terminationMessagePath (nodeagent/runtime/pod_files.py, as kuberuntime's makeMounts does), and the
+  runtime copies it out of the exited container with `get_archive` (which sees bind mounts); with
   FallbackToLogsOnError and a failed container the last 80 log lines, at most 2048 bytes, stand in;
+- docker.errors and connection failures leave this module only as the interface's RuntimeFailure types
+  (`_translated`);
 - a create that meets an existing name (a create whose reply was lost) retries with a random suffix, as
   the dockershim's randomizeName did.
 Image pulls stream the engine's progress and fail on its first error line: a registry that refuses the
@@ -24,12 +31,11 @@ from __future__ import annotations
 
 import io
 import math
-import os
 import secrets
 import tarfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 import docker.errors
@@ -38,6 +44,8 @@ from nodeagent.images import PAUSE_IMAGE, ensure_pause_image
 from nodeagent.runtime import labels as L
 from nodeagent.runtime.docker_status import AnyStatus, assemble, container_status, sandbox_status
 from nodeagent.runtime.interface import (
+    ContainerConfig,
+    ContainerNotFound,
     ContainerStats,
     CreateContainerError,
     ExecResult,
@@ -47,6 +55,14 @@ from nodeagent.runtime.interface import (
     ImagePullError,
     ImageRecord,
     InvalidImageNameError,
+    Mount,
+    PidNamespace,
+    Propagation,
+    Resources,
+    RuntimeFailure,
+    RuntimeOperationError,
+    RuntimeUnavailable,
+    SecurityOptions,
     StartContainerError,
 )
 from nodeagent.runtime.spechash import container_hash
@@ -77,7 +93,9 @@ class DockerAPI(Protocol):
     def pull(self, repository: str, tag: str | None = None, **kwargs: Any) -> Any: ...
     def images(self, **kwargs: Any) -> list[dict]: ...
     def stats(self, container: str, **kwargs: Any) -> Any: ...
-    def import_image_from_data(self, data: bytes, **kwargs: Any) -> Any: ...
+    def import_image_from_data(self, data: bytes, repository: str | None = None, tag: str | None = None,
+                               changes: list[str] | None = None) -> object: ...
+    def version(self) -> dict: ...
 
 
 def split_reference(image: str) -> tuple[str, str]:
@@ -118,34 +136,136 @@ def _first_file(chunks: Iterator[bytes], limit: int) -> bytes:
     return b""
 
 
+def _explain(exc: docker.errors.APIError) -> str:
+    return str(exc.explanation or exc)
+
+
+@contextmanager
+def _translated(what: str, refused: type[RuntimeFailure] = RuntimeOperationError) -> Iterator[None]:
+    """Docker's errors as the runtime's: NotFound → ContainerNotFound, another refusal → `refused`, no
+    answer at all (the socket gone, a timeout: requests' errors are OSErrors) → RuntimeUnavailable."""
+    try:
+        yield
+    except docker.errors.NotFound as exc:
+        raise ContainerNotFound(f"{what}: {_explain(exc)}") from exc
+    except docker.errors.APIError as exc:
+        raise refused(f"{what}: {_explain(exc)}") from exc
+    except (docker.errors.DockerException, OSError) as exc:
+        raise RuntimeUnavailable(f"{what}: {exc}") from exc
+
+
+# ---- the kubelet's ContainerConfig in Docker's terms ----
+
+_PROPAGATION_OPTION = {Propagation.PRIVATE: "", Propagation.HOST_TO_CONTAINER: "rslave",
+                       Propagation.BIDIRECTIONAL: "rshared"}
+
+
+def bind_string(mount: Mount) -> str:
+    """Docker's bind `host:container:ro|rw[,rslave|rshared]` (dockershim's generateMountBindings)."""
+    options = ["ro" if mount.read_only else "rw"]
+    if _PROPAGATION_OPTION[mount.propagation]:
+        options.append(_PROPAGATION_OPTION[mount.propagation])
+    return f"{mount.host_path}:{mount.container_path}:{','.join(options)}"
+
+
+def docker_env(variables: tuple[tuple[str, str], ...]) -> list[str]:
+    """Docker's `KEY=value` list."""
+    return [f"{name}={value}" for name, value in variables]
+
+
+def resource_kwargs(resources: Resources) -> dict[str, Any]:
+    """cpu_shares, cpu_period/cpu_quota and mem_limit/memswap_limit for create_host_config."""
+    kwargs: dict[str, Any] = {"cpu_shares": resources.cpu_shares}
+    if resources.cpu_quota:
+        kwargs["cpu_period"] = resources.cpu_period
+        kwargs["cpu_quota"] = resources.cpu_quota
+    if resources.memory_limit_bytes:
+        kwargs["mem_limit"] = resources.memory_limit_bytes
+        kwargs["memswap_limit"] = resources.memory_limit_bytes
+    return kwargs
+
+
+def security_kwargs(security: SecurityOptions) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(create_container kwargs, create_host_config kwargs) for the security options."""
+    create: dict[str, Any] = {"user": security.user} if security.user else {}
+    host: dict[str, Any] = {}
+    if security.supplemental_groups:
+        host["group_add"] = list(security.supplemental_groups)
+    if security.privileged:
+        host["privileged"] = True
+    if security.read_only_rootfs:
+        host["read_only"] = True
+    if security.capabilities_add:
+        host["cap_add"] = list(security.capabilities_add)
+    if security.capabilities_drop:
+        host["cap_drop"] = list(security.capabilities_drop)
+    if security.no_new_privileges:
+        host["security_opt"] = ["no-new-privileges"]
+    return create, host
+
+
+def docker_create_args(config: ContainerConfig, *, sandbox_id: str | None = None) -> tuple[dict[str, Any],
+                                                                                         dict[str, Any]]:
+    """(create_container kwargs without name and labels, create_host_config kwargs) for `config`; with a
+    `sandbox_id` the container joins that sandbox's network and IPC namespaces (and its PID namespace when
+    `config.pid` says so)."""
+    create: dict[str, Any] = {
+        "image": config.image,
+        "entrypoint": list(config.command) or None,
+        "command": list(config.args) or None,
+        "environment": docker_env(config.env),
+        "working_dir": config.working_dir or None,
+        "tty": config.tty,
+        "stdin_open": config.stdin,
+        # docker-py sets StdinOnce exactly when stdin is open and the call is not detached.
+        "detach": not config.stdin_once,
+        "use_config_proxy": False,  # the environment is the spec's, not the kubelet host's proxy settings
+    }
+    security_create, host = security_kwargs(config.security)
+    create.update(security_create)
+    host.update(resource_kwargs(config.resources))
+    host["binds"] = [bind_string(mount) for mount in config.mounts]
+    if config.tmpfs:
+        host["tmpfs"] = dict(config.tmpfs)
+    if config.pid is PidNamespace.NODE:
+        host["pid_mode"] = "host"
+    if sandbox_id is not None:
+        joined = f"container:{sandbox_id}"
+        host.update(network_mode=joined, ipc_mode=joined)
+        if config.pid is PidNamespace.POD:
+            host["pid_mode"] = joined
+    return create, host
+
+
 class DockerRuntime:
     """The runtime for one node: every container it makes carries `slimkube.io/node=<node_name>`, and
-    only those are listed."""
+    only those are listed. `pod_ip` gives a sandbox's IP (Docker cannot tell: sandboxes run with
+    network_mode none; the kubelet's network code knows)."""
 
-    def __init__(
-        self,
-        api: DockerAPI,
-        *,
-        node_name: str,
-        pod_ip: Callable[[SandboxStatus], str] | None = None,
-        termination_dir: Path | None = None,
-    ) -> None:
+    def __init__(self, api: DockerAPI, *, node_name: str,
+                 pod_ip: Callable[[SandboxStatus], str] | None = None) -> None:
         self.api = api
         self.node_name = node_name
         self.pod_ip = pod_ip
-        self.termination_dir = termination_dir
         self._pause_ready = False
+
+    def version(self) -> str:
+        """The engine's version, for node status; raises RuntimeUnavailable."""
+        with _translated("docker version"):
+            return str(self.api.version()["Version"])
 
     # ---- listing (the PLEG and list_pods) ----
 
     def list_containers(self) -> list[dict]:
         """The low-level list of this node's containers: no inspection, ~7 ms for 50 containers."""
-        return self.api.containers(all=True, filters={"label": f"{L.NODE}={self.node_name}"})
+        with _translated("listing containers"):
+            return self.api.containers(all=True, filters={"label": f"{L.NODE}={self.node_name}"})
 
     def inspect_status(self, container_id: str, identity: L.Identity) -> AnyStatus:
         """Inspect one container (and read its termination message once it has exited); raises
-        docker.errors.NotFound when it is gone."""
-        inspect = self.api.inspect_container(container_id)
+        ContainerNotFound when it is gone."""
+        with _translated(f"inspecting {container_id[:12]}"):
+            inspect = self.api.inspect_container(container_id)
         if identity.kind is L.Kind.SANDBOX:
             return sandbox_status(identity, inspect)
         state = inspect.get("State") or {}
@@ -161,7 +281,7 @@ class DockerRuntime:
                 continue
             try:
                 status = self.inspect_status(entry["Id"], identity)
-            except docker.errors.NotFound:  # removed between the list and the inspect
+            except ContainerNotFound:  # removed between the list and the inspect
                 continue
             grouped.setdefault(identity.pod_uid, []).append((identity, status))
         return [assemble(uid, items, pod_ip=self.pod_ip) for uid, items in grouped.items()]
@@ -172,14 +292,16 @@ class DockerRuntime:
         self, pod: Mapping[str, Any], *, attempt: int, extra_labels: Mapping[str, str] | None = None
     ) -> str:
         if not self._pause_ready:
-            ensure_pause_image(self.api)
+            with _translated("preparing the pause image", CreateContainerError):
+                ensure_pause_image(self.api)
             self._pause_ready = True
         spec = pod.get("spec") or {}
         host_network = bool(spec.get("hostNetwork"))
-        host_config = self.api.create_host_config(
-            network_mode="host" if host_network else "none",
-            ipc_mode="host" if spec.get("hostIPC") else "shareable",
-        )
+        with _translated("sandbox host config", CreateContainerError):
+            host_config = self.api.create_host_config(
+                network_mode="host" if host_network else "none",
+                ipc_mode="host" if spec.get("hostIPC") else "shareable",
+            )
         labels = L.sandbox_labels(pod, node=self.node_name, attempt=attempt, extra=extra_labels)
         kwargs: dict[str, Any] = {"labels": labels}
         if not host_network:  # Docker refuses a hostname together with the host's network
@@ -189,7 +311,8 @@ class DockerRuntime:
         return sandbox_id
 
     def sandbox_pid(self, sandbox_id: str) -> int:
-        return int(self.api.inspect_container(sandbox_id)["State"]["Pid"])
+        with _translated(f"inspecting sandbox {sandbox_id[:12]}"):
+            return int(self.api.inspect_container(sandbox_id)["State"]["Pid"])
 
     def stop_sandbox(self, sandbox_id: str) -> None:
         self.stop_container(sandbox_id, 10)  # pause exits at once on SIGTERM (nodeagent/pause/pause.c)
@@ -206,33 +329,14 @@ class DockerRuntime:
         *,
         sandbox_id: str,
         attempt: int,
-        config: Mapping[str, Any],
+        config: ContainerConfig,
         extra_labels: Mapping[str, str] | None = None,
     ) -> str:
-        spec = pod.get("spec") or {}
-        kwargs = dict(config)
-        host_kwargs = dict(kwargs.pop("host_config", None) or {})
-        kwargs.pop("name", None)
-        ours = L.container_labels(pod, container, node=self.node_name, sandbox_id=sandbox_id, attempt=attempt,
-                                  spec_hash=container_hash(container), extra=extra_labels)
-        kwargs["labels"] = {**(kwargs.get("labels") or {}), **ours}
-        joined = f"container:{sandbox_id}"
-        host_kwargs.update(network_mode=joined, ipc_mode=joined)
-        if spec.get("hostPID"):
-            host_kwargs["pid_mode"] = "host"
-        elif spec.get("shareProcessNamespace"):
-            host_kwargs["pid_mode"] = joined
-        for key in ("hostname", "domainname"):  # the sandbox owns the UTS identity of the pod
-            kwargs.pop(key, None)
-        identity = L.parse_labels(ours)
-        if self.termination_dir is not None and identity is not None:
-            host_file = self._message_file(identity)
-            host_file.parent.mkdir(parents=True, exist_ok=True)
-            host_file.write_bytes(b"")
-            os.chmod(host_file, 0o666)  # any runAsUser may write its message
-            path = identity.termination_message_path
-            host_kwargs["binds"] = _with_bind(host_kwargs.get("binds"), str(host_file), path)
-        image = kwargs.pop("image", None) or container.get("image", "")
+        kwargs, host_kwargs = docker_create_args(config, sandbox_id=sandbox_id)
+        kwargs["labels"] = L.container_labels(pod, container, node=self.node_name, sandbox_id=sandbox_id,
+                                              attempt=attempt, spec_hash=container_hash(container),
+                                              extra=extra_labels)
+        image = kwargs.pop("image") or container.get("image", "")
         try:
             host_config = self.api.create_host_config(**host_kwargs)
         except (docker.errors.DockerException, TypeError, ValueError) as exc:
@@ -249,59 +353,44 @@ class DockerRuntime:
             name = f"{name}{L.DELIMITER}{secrets.token_hex(4)}"
             return self.api.create_container(image, name=name, host_config=host_config, **kwargs)["Id"]
         except docker.errors.APIError as exc:
-            raise CreateContainerError(exc.explanation or str(exc)) from exc
+            raise CreateContainerError(_explain(exc)) from exc
+        except (docker.errors.DockerException, OSError) as exc:
+            raise RuntimeUnavailable(f"creating {name}: {exc}") from exc
 
     def start_container(self, container_id: str) -> None:
         try:
             self.api.start(container_id)
         except docker.errors.APIError as exc:
-            raise StartContainerError(exc.explanation or str(exc)) from exc
+            raise StartContainerError(_explain(exc)) from exc
+        except (docker.errors.DockerException, OSError) as exc:
+            raise RuntimeUnavailable(f"starting {container_id[:12]}: {exc}") from exc
 
     def stop_container(self, container_id: str, grace_seconds: float) -> None:
-        try:
-            self.api.stop(container_id, timeout=max(0, math.ceil(grace_seconds)))
-        except docker.errors.NotFound:
-            pass
+        with _translated(f"stopping {container_id[:12]}"):
+            try:
+                self.api.stop(container_id, timeout=max(0, math.ceil(grace_seconds)))
+            except docker.errors.NotFound:
+                pass
 
     def remove_container(self, container_id: str) -> None:
-        try:
-            identity = L.parse_entry(self.api.inspect_container(container_id))
-            self.api.remove_container(container_id, v=True, force=True)
-        except docker.errors.NotFound:
-            return
-        except docker.errors.APIError as exc:
-            if exc.status_code != 409:  # 409: a removal already in progress
-                raise
-            return
-        if self.termination_dir is not None and identity is not None and identity.kind is L.Kind.CONTAINER:
-            host_file = self._message_file(identity)
-            host_file.unlink(missing_ok=True)
-            for directory in (host_file.parent, host_file.parent.parent):
-                try:
-                    directory.rmdir()
-                except OSError:  # not empty: other containers of the pod still have messages
-                    break
+        with _translated(f"removing {container_id[:12]}"):
+            try:
+                self.api.remove_container(container_id, v=True, force=True)
+            except docker.errors.APIError as exc:
+                if exc.status_code not in (404, 409):  # gone already, or a removal already in progress
+                    raise
 
     # ---- termination messages ----
 
-    def _message_file(self, identity: L.Identity) -> Path:
-        assert self.termination_dir is not None
-        return self.termination_dir / identity.pod_uid / f"{identity.container_name}_{identity.attempt}"
-
     def _termination_message(self, identity: L.Identity, inspect: Mapping[str, Any]) -> str:
+        """The file at terminationMessagePath (the kubelet bind-mounts it from the pod directory), copied
+        out of the exited container; the log tail with FallbackToLogsOnError when that is empty."""
         message = b""
-        if self.termination_dir is not None:
-            try:
-                with open(self._message_file(identity), "rb") as handle:
-                    message = handle.read(MAX_TERMINATION_MESSAGE)
-            except OSError:
-                pass
-        else:
-            try:
-                chunks, _ = self.api.get_archive(inspect["Id"], identity.termination_message_path)
-                message = _first_file(chunks, MAX_TERMINATION_MESSAGE)
-            except (docker.errors.APIError, tarfile.TarError):
-                pass
+        try:
+            chunks, _ = self.api.get_archive(inspect["Id"], identity.termination_message_path)
+            message = _first_file(chunks, MAX_TERMINATION_MESSAGE)
+        except (docker.errors.APIError, tarfile.TarError):
+            pass
         exit_code = (inspect.get("State") or {}).get("ExitCode", 0)
         if not message and identity.termination_message_policy == "FallbackToLogsOnError" and exit_code != 0:
             try:
@@ -316,7 +405,8 @@ class DockerRuntime:
     def exec(self, container_id: str, argv: list[str], *, timeout: float) -> ExecResult:
         """Docker exec has no deadline of its own: the output is read on a helper thread and the caller
         gives up after `timeout` (the process may go on, as with upstream's dockershim ExecSync)."""
-        exec_id = self.api.exec_create(container_id, argv, stdout=True, stderr=True)["Id"]
+        with _translated(f"exec in {container_id[:12]}"):
+            exec_id = self.api.exec_create(container_id, argv, stdout=True, stderr=True)["Id"]
         result: dict[str, bytes] = {}
 
         def run() -> None:
@@ -331,7 +421,8 @@ class DockerRuntime:
         reader.join(timeout)
         if reader.is_alive():
             raise ExecTimeout(f"command {argv!r} timed out after {timeout}s")
-        exit_code = self.api.exec_inspect(exec_id).get("ExitCode")
+        with _translated(f"exec in {container_id[:12]}"):
+            exit_code = self.api.exec_inspect(exec_id).get("ExitCode")
         return ExecResult(exit_code=-1 if exit_code is None else int(exit_code), output=result.get("output", b""))
 
     def logs(
@@ -343,8 +434,9 @@ class DockerRuntime:
         follow: bool = False,
         since: int | None = None,
     ) -> bytes | Iterator[bytes]:
-        return self.api.logs(container_id, stdout=True, stderr=True, stream=follow, follow=follow,
-                             timestamps=timestamps, tail="all" if tail is None else tail, since=since)
+        with _translated(f"logs of {container_id[:12]}"):
+            return self.api.logs(container_id, stdout=True, stderr=True, stream=follow, follow=follow,
+                                 timestamps=timestamps, tail="all" if tail is None else tail, since=since)
 
     # ---- images ----
 
@@ -354,7 +446,9 @@ class DockerRuntime:
         except docker.errors.ImageNotFound:
             return None
         except docker.errors.APIError as exc:
-            raise ImageInspectError(f'failed to inspect image "{image}": {exc.explanation or exc}') from exc
+            raise ImageInspectError(f'failed to inspect image "{image}": {_explain(exc)}') from exc
+        except (docker.errors.DockerException, OSError) as exc:
+            raise RuntimeUnavailable(f'inspecting image "{image}": {exc}') from exc
 
     def ensure_image(self, image: str, pull_policy: str) -> str:
         repository, tag = split_reference(image)
@@ -378,9 +472,13 @@ class DockerRuntime:
                 if isinstance(line, dict) and line.get("error"):
                     raise ImagePullError(f'failed to pull image "{image}": {line["error"]}')
         except docker.errors.APIError as exc:
-            raise ImagePullError(f'failed to pull image "{image}": {exc.explanation or exc}') from exc
+            raise ImagePullError(f'failed to pull image "{image}": {_explain(exc)}') from exc
+        except (docker.errors.DockerException, OSError) as exc:
+            raise RuntimeUnavailable(f'pulling image "{image}": {exc}') from exc
 
     def images(self) -> list[ImageRecord]:
+        with _translated("listing images"):
+            items = self.api.images()
         return [
             ImageRecord(
                 id=item["Id"],
@@ -389,14 +487,15 @@ class DockerRuntime:
                 size=int(item.get("Size", 0)),
                 created=int(item.get("Created", 0)),
             )
-            for item in self.api.images()
+            for item in items
         ]
 
     def stats(self, container_id: str) -> ContainerStats | None:
         """One sample (`one_shot`: the engine skips its second sample, so this does not wait ~1 s)."""
         try:
-            raw = self.api.stats(container_id, stream=False, one_shot=True)
-        except docker.errors.APIError:
+            with _translated(f"stats of {container_id[:12]}"):
+                raw = self.api.stats(container_id, stream=False, one_shot=True)
+        except (ContainerNotFound, RuntimeOperationError):  # gone, or not running: no sample
             return None
         memory = raw.get("memory_stats") or {}
         return ContainerStats(
@@ -404,10 +503,3 @@ class DockerRuntime:
             memory_usage_bytes=int(memory.get("usage", 0)),
             memory_limit_bytes=int(memory.get("limit", 0)),
         )
-
-
-def _with_bind(binds: Any, host_path: str, container_path: str) -> Any:
-    """Add one read-write bind to `binds` in whichever form create_host_config was given (dict or list)."""
-    if isinstance(binds, Mapping):
-        return {**binds, host_path: {"bind": container_path, "mode": "rw"}}
-    return [*(binds or []), f"{host_path}:{container_path}:rw"]

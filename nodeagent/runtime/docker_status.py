@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Union
+from typing import Any
 
 from nodeagent.runtime.labels import Identity, Kind
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState, SandboxStatus
 
-AnyStatus = Union[ContainerStatus, SandboxStatus]
+AnyStatus = ContainerStatus | SandboxStatus
 
 _LIST_STATES = {
     "created": ContainerState.CREATED,

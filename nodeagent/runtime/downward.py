@@ -43,6 +43,9 @@ class NodeFacts:
     allocatable: Mapping[str, str] = field(default_factory=dict)
 
 
+UNKNOWN_NODE = NodeFacts()  # the default: no host IPs, nothing allocatable known
+
+
 def _format_map(values: Mapping[str, str]) -> str:
     """Upstream FormatMap: sorted `key="value"` lines, values quoted as Go's %q would."""
     return "\n".join(f"{key}={json.dumps(values[key], ensure_ascii=False)}" for key in sorted(values))
@@ -56,7 +59,7 @@ def _subscript_key(raw: str) -> str:
 
 
 def field_value(pod: Mapping[str, Any], field_path: str, *, pod_ips: Sequence[str] = (),
-                node: NodeFacts = NodeFacts()) -> str:
+                node: NodeFacts = UNKNOWN_NODE) -> str:
     """The value of one `fieldRef.fieldPath` for `pod`, as upstream podFieldSelectorRuntimeValue."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
@@ -94,7 +97,7 @@ def _container_named(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
 
 
 def resource_value(selector: Mapping[str, Any], container: Mapping[str, Any], *,
-                   pod: Mapping[str, Any] | None = None, node: NodeFacts = NodeFacts()) -> str:
+                   pod: Mapping[str, Any] | None = None, node: NodeFacts = UNKNOWN_NODE) -> str:
     """The value of one `resourceFieldRef` (`resource`, `divisor`, optional `containerName`).
 
     `limits.*` the container leaves unset read as the node's allocatable, as upstream."""

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from control.client.errors import NotFound
-from nodeagent.runtime.downward import DownwardAPIError, NodeFacts, field_value, resource_value
+from nodeagent.runtime.downward import UNKNOWN_NODE, DownwardAPIError, NodeFacts, field_value, resource_value
 from nodeagent.runtime.expansion import expand, mapping_for
 
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
@@ -68,10 +68,6 @@ class Environment:
 
     def as_dict(self) -> dict[str, str]:
         return dict(self.variables)
-
-    def as_docker(self) -> list[str]:
-        """Docker's `KEY=value` list."""
-        return [f"{name}={value}" for name, value in self.variables]
 
 
 def is_env_var_name(name: str) -> bool:
@@ -193,7 +189,7 @@ def _value_from(source: Mapping[str, Any], pod: Mapping[str, Any], container: Ma
 
 
 def make_environment(pod: Mapping[str, Any], container: Mapping[str, Any], getter: ObjectGetter, *,
-                     pod_ips: Sequence[str] = (), node: NodeFacts = NodeFacts()) -> Environment:
+                     pod_ips: Sequence[str] = (), node: NodeFacts = UNKNOWN_NODE) -> Environment:
     """Resolve `container`'s envFrom and env (see the module notes); raises CreateContainerConfigError."""
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
     objects = _Objects(getter, namespace)

@@ -3,15 +3,24 @@ container/runtime.go) cut down to what one Docker engine and slimkube's syncPod 
 errors whose `reason` becomes a container's waiting reason (pkg/kubelet/images/types.go: ErrImagePull,
 ErrImageNeverPull, ImageInspectError, InvalidImageName).
 
-Pod and container specs are the API's dicts; what comes back is the frozen `types` dataclasses and the
-small records below. `nodeagent.runtime.docker.DockerRuntime` implements it; tests of the pure decision
-code use fakes of this Protocol.
+Pod and container specs are the API's dicts; what goes in to create a container is the kubelet's own
+`ContainerConfig` (upstream's CRI runtimeapi.ContainerConfig, cut down: image, command and args, env,
+mounts, working dir, resources, security options, the PID namespace to join), decided purely by
+`container_config.build_container_config`; what comes back is the frozen `types` dataclasses and the
+small records below. `nodeagent.runtime.docker.DockerRuntime` implements it and is the one place that
+speaks Docker's API; tests of the pure decision code use fakes of this Protocol.
+
+Errors: every runtime call raises only `RuntimeFailure` subclasses (the Docker runtime translates
+docker.errors and connection failures), so callers catch exactly these: `ContainerNotFound` (gone
+already), `RuntimeUnavailable` (dockerd cannot be reached), `RuntimeOperationError` (the engine refused
+the call), and the image/create/start errors whose `reason` is a container's waiting reason.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Protocol
 
 from nodeagent.runtime.types import PodStatus
@@ -21,6 +30,22 @@ class RuntimeFailure(Exception):
     """Base of the runtime's typed errors; `reason` is the waiting reason the status manager shows."""
 
     reason = "RuntimeError"
+
+
+class ContainerNotFound(RuntimeFailure):
+    """The container (or sandbox) does not exist (any more)."""
+
+    reason = "ContainerNotFound"
+
+
+class RuntimeUnavailable(RuntimeFailure):
+    """The runtime cannot be reached (dockerd down, its socket gone, a timeout)."""
+
+    reason = "RuntimeUnavailable"
+
+
+class RuntimeOperationError(RuntimeFailure):
+    """The runtime refused an operation that has no waiting reason of its own (stop, remove, inspect)."""
 
 
 class ImagePullError(RuntimeFailure):
@@ -52,6 +77,77 @@ class StartContainerError(RuntimeFailure):
 
 class ExecTimeout(RuntimeFailure):
     reason = "ExecTimeout"
+
+
+class Propagation(str, Enum):
+    """A mount's propagation (upstream CRI MountPropagation, from the spec's mountPropagation)."""
+
+    PRIVATE = "None"
+    HOST_TO_CONTAINER = "HostToContainer"
+    BIDIRECTIONAL = "Bidirectional"
+
+
+class PidNamespace(str, Enum):
+    """Whose PID namespace a container joins (CRI NamespaceMode): its own, the pod's (shareProcessNamespace:
+    the sandbox's) or the node's (hostPID). Network and IPC are always the sandbox's."""
+
+    CONTAINER = "container"
+    POD = "pod"
+    NODE = "node"
+
+
+@dataclass(frozen=True)
+class Mount:
+    """One bind mount of a host path into the container (CRI Mount)."""
+
+    host_path: str
+    container_path: str
+    read_only: bool = False
+    propagation: Propagation = Propagation.PRIVATE
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Linux cgroup settings (CRI LinuxContainerResources): 0 means unset for period, quota and memory."""
+
+    cpu_shares: int = 2
+    cpu_period: int = 0
+    cpu_quota: int = 0
+    memory_limit_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class SecurityOptions:
+    """The effective security context (CRI LinuxContainerSecurityContext) as the runtime applies it."""
+
+    user: str = ""  # "uid" or "uid:gid"; "" = the image's
+    supplemental_groups: tuple[str, ...] = ()
+    privileged: bool = False
+    read_only_rootfs: bool = False
+    capabilities_add: tuple[str, ...] = ()  # CAP_-prefixed, or "ALL"
+    capabilities_drop: tuple[str, ...] = ()
+    no_new_privileges: bool = False
+
+
+@dataclass(frozen=True)
+class ContainerConfig:
+    """Everything the runtime needs to create one app or init container, in the kubelet's terms
+    (upstream CRI runtimeapi.ContainerConfig). The runtime adds name, labels and the sandbox's network and
+    IPC namespaces; `pid` says which PID namespace to join."""
+
+    image: str
+    command: tuple[str, ...] = ()  # replaces the image's entrypoint; () keeps it
+    args: tuple[str, ...] = ()  # replaces the image's CMD; () keeps it (unless `command` is set)
+    env: tuple[tuple[str, str], ...] = ()
+    working_dir: str = ""
+    mounts: tuple[Mount, ...] = ()
+    tmpfs: Mapping[str, str] = field(default_factory=dict)  # container path → mount options
+    resources: Resources = Resources()
+    security: SecurityOptions = SecurityOptions()
+    pid: PidNamespace = PidNamespace.CONTAINER
+    tty: bool = False
+    stdin: bool = False
+    stdin_once: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,9 +191,13 @@ class Runtime(Protocol):
         """The pause process's host pid, whose /proc/<pid>/ns/net the network code wires."""
         ...
 
-    def stop_sandbox(self, sandbox_id: str) -> None: ...
+    def stop_sandbox(self, sandbox_id: str) -> None:
+        """Stop the pause container; one already gone is not an error."""
+        ...
 
-    def remove_sandbox(self, sandbox_id: str) -> None: ...
+    def remove_sandbox(self, sandbox_id: str) -> None:
+        """Remove the pause container; one already gone is not an error."""
+        ...
 
     def create_container(
         self,
@@ -106,22 +206,26 @@ class Runtime(Protocol):
         *,
         sandbox_id: str,
         attempt: int,
-        config: Mapping[str, Any],
+        config: ContainerConfig,
         extra_labels: Mapping[str, str] | None = None,
     ) -> str:
-        """Create (not start) one app/init container joined to the sandbox's namespaces. `config` holds
-        docker `create_container` keyword args (image, command, entrypoint, environment, working_dir,
-        user, ...) and `host_config`: a dict of `create_host_config` keyword args (binds, cpu_shares,
-        mem_limit, ...). The runtime adds name, labels and the network/ipc/pid modes."""
+        """Create (not start) one app/init container joined to the sandbox's namespaces, as `config` says;
+        the runtime adds name and labels (from `pod`, `container` and `attempt`). Raises
+        CreateContainerError."""
         ...
 
-    def start_container(self, container_id: str) -> None: ...
+    def start_container(self, container_id: str) -> None:
+        """Raises StartContainerError (RunContainerError) when the engine cannot start it."""
+        ...
 
     def stop_container(self, container_id: str, grace_seconds: float) -> None:
-        """SIGTERM (or the image's stop signal), wait up to `grace_seconds`, then SIGKILL."""
+        """SIGTERM (or the image's stop signal), wait up to `grace_seconds`, then SIGKILL; one already gone
+        is not an error."""
         ...
 
-    def remove_container(self, container_id: str) -> None: ...
+    def remove_container(self, container_id: str) -> None:
+        """Remove it with its anonymous volumes; one already gone (or being removed) is not an error."""
+        ...
 
     def exec(self, container_id: str, argv: list[str], *, timeout: float) -> ExecResult:
         """Run `argv` in the container (exec probes, hooks); raises ExecTimeout past `timeout`."""
@@ -145,5 +249,9 @@ class Runtime(Protocol):
         ...
 
     def images(self) -> list[ImageRecord]: ...
+
+    def version(self) -> str:
+        """The engine's version, for node status (containerRuntimeVersion)."""
+        ...
 
     def stats(self, container_id: str) -> ContainerStats | None: ...

@@ -4,7 +4,8 @@ Upstream: kubelet_pods.go (getEtcHostsPath, managedHostsFileContent, nodeHostsFi
 hostsEntriesFromHostAliases, GeneratePodHostNameAndDomain), kuberuntime_container.go (the termination
 message file) and pkg/kubelet/network/dns/dns.go (the pod's resolv.conf).
 
-Host path conventions (the runtime reads the termination message back from the same path):
+Host path conventions (the termination message file is the one path of termination messages: the
+runtime copies it back out of the exited container, nodeagent/runtime/docker.py):
 
     <pod_dir>/etc-hosts                                  bind-mounted at /etc/hosts (rw, as upstream)
     <pod_dir>/resolv.conf                                bind-mounted at /etc/resolv.conf (ro)
@@ -154,13 +155,3 @@ def ensure_termination_log(pod_dir: str | Path, container_name: str, attempt: in
         pass
     os.chmod(path, 0o666)
     return path
-
-
-def read_termination_message(pod_dir: str | Path, container_name: str, attempt: int, *, limit: int = 4096) -> str:
-    """What the container wrote to its termination message file (at most `limit` bytes, upstream's 4 KiB
-    per container), "" when there is none."""
-    try:
-        with open(termination_log_path(pod_dir, container_name, attempt), "rb") as handle:
-            return handle.read(limit).decode("utf-8", "replace")
-    except OSError:
-        return ""

@@ -75,7 +75,9 @@ class PodStatus:
     def latest(self, name: str) -> ContainerStatus | None:
         """The newest container created for spec container `name`, in any state."""
         found = [c for c in self.containers if c.name == name]
-        return max(found, key=lambda c: (c.restart_count, c.created_at.timestamp() if c.created_at else 0.0)) if found else None
+        if not found:
+            return None
+        return max(found, key=lambda c: (c.restart_count, c.created_at.timestamp() if c.created_at else 0.0))
 
     def running(self) -> tuple[ContainerStatus, ...]:
         return tuple(c for c in self.containers if c.state is ContainerState.RUNNING)

@@ -291,7 +291,7 @@ def _pod_ips(pod: Mapping[str, Any], runtime: PodStatus, old: Mapping[str, Any],
         ready = [s for s in runtime.sandboxes if s.state is SandboxState.READY and s.ip]
         ips = [max(ready, key=lambda s: s.attempt).ip] if ready else []
     if not ips:
-        ips = [p.get("ip") for p in old.get("podIPs") or [] if isinstance(p, Mapping) and p.get("ip")]
+        ips = [str(p["ip"]) for p in old.get("podIPs") or [] if isinstance(p, Mapping) and p.get("ip")]
     if not ips and old.get("podIP"):
         ips = [old["podIP"]]
     return ips
@@ -333,7 +333,7 @@ def generate_pod_status(pod: Mapping[str, Any], runtime: PodStatus, *, now: date
 
     all_host_ips = [ip for ip in (host_ip, *host_ips) if ip]
     all_host_ips = list(dict.fromkeys(all_host_ips)) or \
-        [p.get("ip") for p in old.get("hostIPs") or [] if isinstance(p, Mapping) and p.get("ip")] or \
+        [str(p["ip"]) for p in old.get("hostIPs") or [] if isinstance(p, Mapping) and p.get("ip")] or \
         ([old["hostIP"]] if old.get("hostIP") else [])
     if all_host_ips:
         status["hostIP"] = all_host_ips[0]

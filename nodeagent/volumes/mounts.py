@@ -1,10 +1,10 @@
-"""A container's `volumeMounts` as Docker binds and tmpfs mounts: upstream kubelet_pods.go makeMounts (and
-dockershim's generateMountBindings for the bind strings).
+"""A container's `volumeMounts` as the runtime's bind mounts and tmpfs mounts: upstream kubelet_pods.go
+makeMounts (the runtime, nodeagent/runtime/docker.py, turns them into Docker bind strings as dockershim's
+generateMountBindings did).
 
-* A bind is `host:container:ro|rw[,rslave|rshared]`: readOnly (or a volume whose every mount is read-only:
-  configMap, secret, downwardAPI, projected) gives `ro`; mountPropagation HostToContainer → `rslave`,
-  Bidirectional → `rshared` (dockershim's mapping; Docker then wants the host path on a shared mount),
-  None/unset → Docker's default (private).
+* A bind mount is read-only for readOnly (or a volume whose every mount is read-only: configMap, secret,
+  downwardAPI, projected); mountPropagation None/unset, HostToContainer or Bidirectional is kept as the
+  mount's propagation (anything else is refused).
 * `subPath` (or `subPathExpr`, expanded with the container's environment) must be relative and contain
   no `..` element (upstream messages); it is created as a directory when missing, as upstream does, and
   its resolved path must stay inside the volume: a symlink a container planted in an emptyDir pointing at
@@ -21,30 +21,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodeagent.runtime.expansion import expand, mapping_for
+from nodeagent.runtime.interface import Mount, Propagation
 from nodeagent.volumes.pod_volumes import VolumeError, VolumeInfo, VolumeKind
-
-_PROPAGATION = {None: "", "None": "", "HostToContainer": "rslave", "Bidirectional": "rshared"}
 
 
 @dataclass(frozen=True)
 class ContainerMounts:
-    """Docker's `binds` list and `tmpfs` dict for one container, plus the container paths it mounts."""
+    """The bind mounts and the tmpfs mounts (container path → options) of one container."""
 
-    binds: tuple[str, ...] = ()
+    binds: tuple[Mount, ...] = ()
     tmpfs: Mapping[str, str] = field(default_factory=dict)
 
     def mounts_path(self, container_path: str) -> bool:
         """Whether some mount already targets `container_path` (then the kubelet must not add its own,
         as upstream skips its /etc/hosts when a volume is mounted there)."""
-        return container_path in self.tmpfs or any(b.split(":")[1] == container_path for b in self.binds)
+        return container_path in self.tmpfs or any(b.container_path == container_path for b in self.binds)
 
 
-def bind_spec(host_path: str, container_path: str, *, read_only: bool, propagation: str | None = None) -> str:
-    """One Docker bind string."""
-    if propagation not in _PROPAGATION:
-        raise VolumeError(f"invalid MountPropagation mode: {propagation!r}")
-    options = ["ro" if read_only else "rw"] + ([_PROPAGATION[propagation]] if _PROPAGATION[propagation] else [])
-    return f"{host_path}:{container_path}:{','.join(options)}"
+def bind_mount(host_path: str, container_path: str, *, read_only: bool, propagation: str | None = None) -> Mount:
+    """One bind mount; an unknown mountPropagation is refused."""
+    try:
+        mode = Propagation(propagation or Propagation.PRIVATE.value)
+    except ValueError:
+        raise VolumeError(f"invalid MountPropagation mode: {propagation!r}") from None
+    return Mount(host_path, container_path, read_only=read_only, propagation=mode)
 
 
 def _sub_path(mount: Mapping[str, Any], env: Mapping[str, str]) -> str:
@@ -79,7 +79,7 @@ def container_mounts(container: Mapping[str, Any], volumes: Mapping[str, VolumeI
                      env: Mapping[str, str] | None = None) -> ContainerMounts:
     """The binds and tmpfs mounts of `container` given its pod's set-up volumes; raises VolumeError."""
     name = container.get("name", "")
-    binds: list[str] = []
+    binds: list[Mount] = []
     tmpfs: dict[str, str] = {}
     for mount in container.get("volumeMounts") or []:
         volume = volumes.get(mount.get("name", ""))
@@ -98,6 +98,6 @@ def container_mounts(container: Mapping[str, Any], volumes: Mapping[str, VolumeI
         host_path = volume.host_path
         if sub_path:
             host_path = _resolve_sub_path(host_path, sub_path, name, volume.name)
-        binds.append(bind_spec(host_path, target, read_only=bool(mount.get("readOnly")) or volume.read_only,
+        binds.append(bind_mount(host_path, target, read_only=bool(mount.get("readOnly")) or volume.read_only,
                                propagation=mount.get("mountPropagation")))
     return ContainerMounts(tuple(binds), tmpfs)

@@ -21,7 +21,7 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent.runtime.downward import DownwardAPIError, NodeFacts, field_value, resource_value
+from nodeagent.runtime.downward import UNKNOWN_NODE, DownwardAPIError, NodeFacts, field_value, resource_value
 from nodeagent.volumes.atomic_writer import FileProjection
 
 DEFAULT_MODE = 0o644
@@ -63,7 +63,7 @@ def keyed_payload(files: Mapping[str, bytes], items: Sequence[Mapping[str, Any]]
 
 
 def downward_payload(items: Sequence[Mapping[str, Any]], pod: Mapping[str, Any], *, default_mode: int | None,
-                     pod_ips: Sequence[str] = (), node: NodeFacts = NodeFacts()) -> dict[str, FileProjection]:
+                     pod_ips: Sequence[str] = (), node: NodeFacts = UNKNOWN_NODE) -> dict[str, FileProjection]:
     """Upstream downwardapi CollectData: one file per item, fieldRef or resourceFieldRef."""
     mode = DEFAULT_MODE if default_mode is None else int(default_mode)
     payload: dict[str, FileProjection] = {}

@@ -41,7 +41,7 @@ from typing import Any
 
 from control.apimachinery.quantity import QuantityError, to_bytes
 from control.client.errors import NotFound
-from nodeagent.runtime.downward import NodeFacts
+from nodeagent.runtime.downward import UNKNOWN_NODE, NodeFacts
 from nodeagent.runtime.env import ObjectGetter
 from nodeagent.volumes.atomic_writer import FileProjection, PayloadError, write_atomically
 from nodeagent.volumes.payloads import (
@@ -211,7 +211,7 @@ def _setup_one(volume: Mapping[str, Any], pod: Mapping[str, Any], getter: Object
 
 
 def setup(pod: Mapping[str, Any], getter: ObjectGetter, *, pods_dir: str | Path, pod_ips: Sequence[str] = (),
-          node: NodeFacts = NodeFacts()) -> dict[str, VolumeInfo]:
+          node: NodeFacts = UNKNOWN_NODE) -> dict[str, VolumeInfo]:
     """Set up every volume of `pod` (idempotent; see the module notes). Raises VolumeError with upstream's
     `MountVolume.SetUp failed for volume "x" : ...` text for the first volume that fails."""
     infos: dict[str, VolumeInfo] = {}

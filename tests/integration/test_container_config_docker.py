@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from nodeagent.images import BUSYBOX_IMAGE, PAUSE_IMAGE
+from nodeagent.runtime import labels as L
 from nodeagent.runtime.container_config import build_container_config
+from nodeagent.runtime.docker import DockerRuntime, docker_create_args
 from nodeagent.runtime.downward import NodeFacts
 from nodeagent.runtime.env import make_environment
-from nodeagent.runtime.pod_files import ensure_termination_log, read_termination_message, write_pod_files
+from nodeagent.runtime.pod_files import ensure_termination_log, write_pod_files
 from nodeagent.volumes.mounts import container_mounts
 from nodeagent.volumes.pod_volumes import setup, teardown
 from tests.support.fake_objects import FakeObjects
@@ -45,25 +47,33 @@ def run_pod(docker_api, images, container_labels, cleanup, tmp_path):
             network_mode="none", ipc_mode="shareable"))
         cleanup(lambda: api.remove_container(sandbox, force=True))
         api.start(sandbox)
-        outputs = {}
+        outputs, messages = {}, {}
         for container in pod["spec"]["containers"]:
             env = make_environment(pod, container, GETTER, pod_ips=[POD_IP], node=NodeFacts(host_ips=("192.0.2.1",)))
             mounts = container_mounts(container, volumes, env=env.as_dict())
             ensure_termination_log(pod_dir, container["name"], 0)
-            config = build_container_config(pod, container, env=env.as_docker(), mounts=mounts.binds,
+            config = build_container_config(pod, container, env=env.variables, mounts=mounts.binds,
                                             tmpfs=mounts.tmpfs, image=BUSYBOX_IMAGE, pod_dir=pod_dir,
                                             pod_ips=[POD_IP])
-            host_config = api.create_host_config(network_mode=f"container:{sandbox['Id']}",
-                                                 ipc_mode=f"container:{sandbox['Id']}",
-                                                 **config.host_config_kwargs)
-            created = api.create_container(labels=container_labels, host_config=host_config, **config.create_kwargs)
+            create_kwargs, host_config_kwargs = docker_create_args(config, sandbox_id=sandbox["Id"])
+            host_config = api.create_host_config(**host_config_kwargs)
+            created = api.create_container(labels=container_labels, host_config=host_config, **create_kwargs)
             cleanup(lambda created=created: api.remove_container(created, force=True))
             api.start(created)
             result = api.wait(created, timeout=timeout)
             outputs[container["name"]] = (result["StatusCode"], api.logs(created).decode())
-        return outputs, pod_dir
+            messages[container["name"]] = termination_message(api, pod, container, created)
+        return outputs, pod_dir, messages
 
     return run
+
+
+def termination_message(api, pod, container, created) -> str:
+    """What the runtime reads back as the exited container's termination message (get_archive)."""
+    labels = L.container_labels(pod, container, node="sktest", sandbox_id="", attempt=0, spec_hash="")
+    identity = L.parse_labels(labels)
+    assert identity is not None
+    return DockerRuntime(api, node_name="sktest").inspect_status(created["Id"], identity).message
 
 
 def new_pod(containers, volumes=(), **spec):
@@ -108,7 +118,7 @@ def test_env_working_dir_user_and_config_files(run_pod):
         {"name": "creds", "secret": {"secretName": "creds", "defaultMode": 0o444}},
         {"name": "podinfo", "downwardAPI": {"items": [{"path": "name", "fieldRef": {"fieldPath": "metadata.name"}}]}},
     ], securityContext={"supplementalGroups": [4000]})
-    outputs, _ = run_pod(pod)
+    outputs, _, _ = run_pod(pod)
     code, out = outputs["app"]
     assert code == 0, out
     assert lines(out) == {
@@ -136,7 +146,7 @@ def test_read_only_rootfs_resources_caps_and_termination_message(run_pod):
         "securityContext": {"readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
                             "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}},
     }])
-    outputs, pod_dir = run_pod(pod)
+    outputs, _, messages = run_pod(pod)
     code, out = outputs["locked"]
     assert code == 0, out
     values = lines(out)
@@ -146,7 +156,7 @@ def test_read_only_rootfs_resources_caps_and_termination_message(run_pod):
     assert (values["QUOTA"], values["PERIOD"], values["SHARES"]) == ("50000", "100000", "256")
     assert values["CAPS"] == f"{1 << 10:016x}"  # CAP_NET_BIND_SERVICE is bit 10, nothing else
     assert values["NNP"] == "1"
-    assert read_termination_message(pod_dir, "locked", 0) == "bye\n"
+    assert messages["locked"] == "bye\n"
 
 
 def test_empty_dir_shared_memory_tmpfs_host_path_and_etc_hosts(run_pod, tmp_path):
@@ -165,7 +175,7 @@ def test_empty_dir_shared_memory_tmpfs_host_path_and_etc_hosts(run_pod, tmp_path
         {"name": "host", "hostPath": {"path": str(host_dir), "type": "DirectoryOrCreate"}},
         {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": "2Mi"}},
     ], hostAliases=[{"ip": "192.0.2.10", "hostnames": ["alias.example"]}])
-    outputs, pod_dir = run_pod(pod)
+    outputs, pod_dir, _ = run_pod(pod)
     code, out = outputs["writer"]
     assert code == 0, out
     assert "tmpfs /mem tmpfs" in out and "size=2048k" in out and "MEMWRITE=ok" in out
@@ -191,8 +201,9 @@ def test_configmap_update_reaches_a_running_container(docker_api, images, contai
     container = pod["spec"]["containers"][0]
     config = build_container_config(pod, container, env=[], mounts=container_mounts(container, volumes).binds,
                                     image=BUSYBOX_IMAGE, pod_dir=None)
+    create_kwargs, host_config_kwargs = docker_create_args(config)
     created = api.create_container(labels=container_labels, host_config=api.create_host_config(
-        network_mode="none", **config.host_config_kwargs), **config.create_kwargs)
+        network_mode="none", **host_config_kwargs), **create_kwargs)
     cleanup(lambda: api.remove_container(created, force=True))
     api.start(created)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,14 +15,18 @@ from nodeagent.images import BUSYBOX_IMAGE
 from nodeagent.runtime import labels as L
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.interface import (
+    ContainerConfig,
     ExecTimeout,
     ImageNeverPullError,
     ImagePullError,
     InvalidImageNameError,
+    Mount,
     StartContainerError,
 )
+from nodeagent.runtime.pod_files import ensure_termination_log, termination_log_path
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, SandboxState
+from nodeagent.volumes.pod_volumes import teardown
 from tests.support.polling import wait_for
 from tests.support.substrate import TEST_LABEL
 
@@ -38,7 +43,7 @@ def runtime(docker_api, images, node, tmp_path, cleanup, container_labels) -> Do
             DockerRuntime(docker_api, node_name=node).remove_container(c["Id"])  # tolerates gone/being removed
 
     cleanup(remove_ours)
-    return DockerRuntime(docker_api, node_name=node, termination_dir=tmp_path / "termination")
+    return DockerRuntime(docker_api, node_name=node)
 
 
 @pytest.fixture
@@ -50,12 +55,21 @@ def pod(run_id) -> dict:
 
 
 @pytest.fixture
-def start(runtime, pod, container_labels):
-    """Create and start one busybox container of `pod` in `sandbox`; returns its id."""
+def pods_dir(tmp_path) -> Path:
+    return tmp_path / "pods"
+
+
+@pytest.fixture
+def start(runtime, pod, container_labels, pods_dir):
+    """Create and start one busybox container of `pod` in `sandbox`, its termination message file
+    bind-mounted from the pod directory as the kubelet does (build_container_config); returns its id."""
 
     def run(sandbox: str, name: str, script: str, *, attempt: int = 0, **spec) -> str:
         container = {"name": name, "image": BUSYBOX_IMAGE, "command": ["sh", "-c", script], **spec}
-        config = {"image": BUSYBOX_IMAGE, "command": ["sh", "-c", script]}
+        message_file = ensure_termination_log(pods_dir / pod["metadata"]["uid"], name, attempt)
+        message_path = spec.get("terminationMessagePath", "/dev/termination-log")
+        config = ContainerConfig(image=BUSYBOX_IMAGE, args=("sh", "-c", script),
+                                 mounts=(Mount(message_file, message_path),))
         cid = runtime.create_container(pod, container, sandbox_id=sandbox, attempt=attempt, config=config,
                                        extra_labels=container_labels)
         runtime.start_container(cid)
@@ -145,12 +159,12 @@ def test_exec_exit_codes_timeouts_and_logs(runtime, pod, start, container_labels
     assert stats is not None and stats.memory_usage_bytes > 0
 
 
-def test_termination_messages(runtime, docker_api, pod, start, container_labels, node):
+def test_termination_messages(runtime, docker_api, pod, start, container_labels, node, pods_dir):
     sandbox = runtime.run_sandbox(pod, attempt=0, extra_labels=container_labels)
     start(sandbox, "file", "echo bye > /dev/termination-log; exit 3")
     start(sandbox, "fallback", "echo from-logs; exit 1", terminationMessagePolicy="FallbackToLogsOnError")
     start(sandbox, "ok", "echo fine; exit 0", terminationMessagePolicy="FallbackToLogsOnError")
-    plain = DockerRuntime(docker_api, node_name=node)  # no termination_dir: copied out with get_archive
+    plain = DockerRuntime(docker_api, node_name=node)  # a runtime that never made them: copied out with get_archive
     start(sandbox, "archived", "echo copied > /tmp/msg; exit 0", terminationMessagePath="/tmp/msg")
 
     def exited():
@@ -166,14 +180,15 @@ def test_termination_messages(runtime, docker_api, pod, start, container_labels,
     [status] = plain.list_pods()
     assert {c.name: c.message for c in status.containers}["archived"] == "copied\n"
     runtime.remove_container(done["file"].id)
-    assert not (runtime.termination_dir / pod["metadata"]["uid"] / "file_0").exists()
+    teardown(pods_dir, pod["metadata"]["uid"])  # the pod's removal takes its message files
+    assert not Path(termination_log_path(pods_dir / pod["metadata"]["uid"], "file", 0)).exists()
 
 
 def test_bad_command_is_a_start_error(runtime, pod, container_labels):
     sandbox = runtime.run_sandbox(pod, attempt=0, extra_labels=container_labels)
     container = {"name": "bad", "image": BUSYBOX_IMAGE, "command": ["/no/such/binary"]}
     cid = runtime.create_container(pod, container, sandbox_id=sandbox, attempt=0,
-                                   config={"image": BUSYBOX_IMAGE, "command": ["/no/such/binary"]},
+                                   config=ContainerConfig(image=BUSYBOX_IMAGE, args=("/no/such/binary",)),
                                    extra_labels=container_labels)
     with pytest.raises(StartContainerError) as caught:
         runtime.start_container(cid)

@@ -48,7 +48,7 @@ def setup(client, docker_api, images, run_id, tmp_path):
     config = KubeletConfig(node_name=f"sktest-{run_id}", node_ip="127.0.0.1", port=free_port(),
                            data_dir=str(tmp_path), pod_cidr="10.244.77.0/24", labels={"slimkube.test": run_id})
     runtime = DockerRuntime(docker_api, node_name=config.node_name)
-    facts = runtime_facts(config, runtime, docker_version=lambda: docker_api.version()["Version"])
+    facts = runtime_facts(config, runtime)
     reporter = NodeReporter(client, config, facts=facts, health=lambda: [])
     return config, runtime, reporter
 

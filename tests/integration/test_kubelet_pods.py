@@ -118,9 +118,8 @@ def node(tmp_path_factory, docker_api, images, iptables) -> Iterator[Node]:
             state.kubelet.stop()
             for entry in docker_api.containers(all=True, filters={"label": f"{TEST_LABEL}={rid}"}):
                 docker_api.remove_container(entry["Id"], force=True)
-            network = getattr(state.kubelet, "network", None)
-            if network is not None:
-                network.manager.remove_host_rules()
+            if state.kubelet.parts is not None:
+                state.kubelet.parts.network.manager.remove_host_rules()
             delete_bridge(config.pod_bridge)
             client.close()
             server.stop()

@@ -9,6 +9,7 @@ import time
 from nodeagent.images import BUSYBOX_IMAGE
 from nodeagent.pleg import EventType, GenericPLEG, PodLifecycleEvent
 from nodeagent.runtime.docker import DockerRuntime
+from nodeagent.runtime.interface import ContainerConfig
 from nodeagent.runtime.types import ContainerState
 from tests.support.substrate import TEST_LABEL
 
@@ -56,7 +57,7 @@ def test_pleg_reports_real_container_lifecycle(docker_api, images, run_id, conta
     recorder.wait_for(EventType.CONTAINER_STARTED, sandbox, within)
     spec = {"name": "app", "image": BUSYBOX_IMAGE}
     app = runtime.create_container(pod, spec, sandbox_id=sandbox, attempt=0, extra_labels=container_labels,
-                                   config={"image": BUSYBOX_IMAGE, "command": ["sh", "-c", "sleep 0.6; exit 4"]})
+                                   config=ContainerConfig(image=BUSYBOX_IMAGE, args=("sh", "-c", "sleep 0.6; exit 4")))
     acted = pleg.clock()
     runtime.start_container(app)
     recorder.wait_for(EventType.CONTAINER_STARTED, app, within)

@@ -331,9 +331,8 @@ def remove_containers(docker_api: Any, rid: str) -> None:
 
 
 def remove_host_rules(kubelet: Kubelet) -> None:
-    network = getattr(kubelet, "network", None)
-    if network is not None:
-        network.manager.remove_host_rules()
+    if kubelet.parts is not None:
+        kubelet.parts.network.manager.remove_host_rules()
 
 
 @pytest.fixture(scope="module")

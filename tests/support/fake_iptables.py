@@ -1,7 +1,7 @@
-"""An in-memory iptables for unit tests of the proxy: restore/save/has_rule/insert_rule/delete_rule with the
-kernel's semantics that matter here (a restore applies all or nothing; declaring a chain flushes it; `-X`
-deletes an empty chain no rule jumps to; `--noflush` leaves undeclared chains alone), plus a record of
-every call and hooks to make the next restores fail."""
+"""An in-memory iptables for unit tests of the proxy and the kubelet's pod rules: restore/save/has_rule/
+insert_rule/delete_rule with the kernel's semantics that matter here (a restore applies all or nothing;
+declaring a chain flushes it; `-X` deletes an empty chain no rule jumps to; `--noflush` leaves undeclared
+chains alone), plus a record of every call and hooks to make the next restores fail."""
 
 from __future__ import annotations
 
@@ -75,3 +75,9 @@ class FakeIptables:
 
     def chains(self, table: str) -> set[str]:
         return set(self.tables[table])
+
+    @property
+    def jumps(self) -> set[tuple[str, str, tuple[str, ...]]]:
+        """(table, built-in chain, rule) of every rule in a built-in chain: the jumps into our chains."""
+        return {(table, chain, rule) for table, chains in self.tables.items() for chain, rules in chains.items()
+                if chain in BUILTIN[table] for rule in rules}

@@ -8,23 +8,33 @@ import stat
 
 import pytest
 
+from nodeagent.runtime import labels as L
 from nodeagent.runtime.container_config import (
     build_container_config,
+    linux_resources,
     milli_cpu_to_quota,
     milli_cpu_to_shares,
-    resource_kwargs,
-    security_kwargs,
+    security_options,
 )
+from nodeagent.runtime.docker import DockerRuntime, docker_create_args, resource_kwargs, security_kwargs
+from nodeagent.runtime.interface import Mount
 from nodeagent.runtime.pod_files import (
     ensure_termination_log,
     hosts_content,
     pod_hostname,
-    read_termination_message,
     resolv_conf_content,
     write_pod_files,
 )
+from tests.support.fake_docker import FakeDockerAPI
 
 POD = {"metadata": {"name": "web", "namespace": "ns", "uid": "u1"}, "spec": {"containers": []}}
+
+
+class DockerArgs:
+    """The Docker arguments the runtime makes of one decided ContainerConfig."""
+
+    def __init__(self, create_kwargs, host_config_kwargs):
+        self.create_kwargs, self.host_config_kwargs = create_kwargs, host_config_kwargs
 
 
 def build(container, pod=POD, **kw):
@@ -32,7 +42,12 @@ def build(container, pod=POD, **kw):
     kw.setdefault("mounts", [])
     kw.setdefault("image", "img:1")
     kw.setdefault("pod_dir", None)
-    return build_container_config(pod, container, **kw)
+    return DockerArgs(*docker_create_args(build_container_config(pod, container, **kw)))
+
+
+def bind(text):
+    host, container, mode = text.split(":")
+    return Mount(host, container, read_only=mode == "ro")
 
 
 @pytest.mark.parametrize(("command", "args", "entrypoint", "cmd"), [
@@ -47,7 +62,7 @@ def build(container, pod=POD, **kw):
 def test_command_and_args(command, args, entrypoint, cmd):
     container = {"name": "c"} | ({"command": command} if command is not None else {}) | (
         {"args": args} if args is not None else {})
-    config = build(container, env=["NAME=web"])
+    config = build(container, env=[("NAME", "web")])
     assert config.create_kwargs["entrypoint"] == entrypoint
     assert config.create_kwargs["command"] == cmd
 
@@ -90,7 +105,7 @@ def test_cpu_math(milli, shares, quota):
                  id="memory-decimal"),
 ])
 def test_resources(resources, expected):
-    assert resource_kwargs({"resources": resources}) == expected
+    assert resource_kwargs(linux_resources({"resources": resources})) == expected
 
 
 @pytest.mark.parametrize(("pod_sc", "sc", "create", "host"), [
@@ -109,12 +124,12 @@ def test_resources(resources, expected):
 ])
 def test_security_context(pod_sc, sc, create, host):
     pod = {"spec": {"securityContext": pod_sc}}
-    assert security_kwargs(pod, {"securityContext": sc}) == (create, host)
+    assert security_kwargs(security_options(pod, {"securityContext": sc})) == (create, host)
 
 
 def test_managed_binds_and_tmpfs(tmp_path):
     pod_dir = str(tmp_path)
-    config = build({"name": "app"}, mounts=["/v:/data:rw"], tmpfs={"/mem": "size=1"}, pod_dir=pod_dir,
+    config = build({"name": "app"}, mounts=[bind("/v:/data:rw")], tmpfs={"/mem": "size=1"}, pod_dir=pod_dir,
                    attempt=3, pod_ips=["10.244.0.9"])
     assert config.host_config_kwargs["binds"] == [
         "/v:/data:rw", f"{pod_dir}/etc-hosts:/etc/hosts:rw", f"{pod_dir}/resolv.conf:/etc/resolv.conf:ro",
@@ -122,10 +137,10 @@ def test_managed_binds_and_tmpfs(tmp_path):
     ]
     assert config.host_config_kwargs["tmpfs"] == {"/mem": "size=1"}
     # no pod IP yet → no hosts file; a volume at /etc/hosts wins; custom/empty termination path
-    config = build({"name": "app", "terminationMessagePath": ""}, mounts=["/x:/etc/resolv.conf:ro"],
+    config = build({"name": "app", "terminationMessagePath": ""}, mounts=[bind("/x:/etc/resolv.conf:ro")],
                    pod_dir=pod_dir)
     assert config.host_config_kwargs["binds"] == ["/x:/etc/resolv.conf:ro"]
-    config = build({"name": "app", "terminationMessagePath": "/tmp/msg"}, mounts=["/h:/etc/hosts:rw"],
+    config = build({"name": "app", "terminationMessagePath": "/tmp/msg"}, mounts=[bind("/h:/etc/hosts:rw")],
                    pod_dir=pod_dir, pod_ips=["10.0.0.1"])
     assert config.host_config_kwargs["binds"] == [
         "/h:/etc/hosts:rw", f"{pod_dir}/resolv.conf:/etc/resolv.conf:ro", f"{pod_dir}/containers/app/0:/tmp/msg:rw"]
@@ -175,3 +190,15 @@ def test_pod_files_on_disk(tmp_path):
         handle.write("x" * 5000)
     assert read_termination_message(pod_dir, "app", 2) == "x" * 4096
     assert read_termination_message(pod_dir, "app", 9) == ""
+
+
+def read_termination_message(pod_dir, name, attempt):
+    """The production path: the pod file bind-mounted at the message path (build_container_config), copied
+    out of the exited container by the runtime (a fake engine that serves bind-mounted files)."""
+    config = build_container_config(POD, {"name": name}, env=[], mounts=[], image="img:1", pod_dir=str(pod_dir),
+                                    attempt=attempt)
+    api = FakeDockerAPI()
+    labels = L.container_labels(POD, {"name": name}, node="n", sandbox_id="sb", attempt=attempt, spec_hash="h")
+    api.add("cid", labels, state="exited", binds=docker_create_args(config)[1]["binds"])
+    identity = L.parse_labels(labels)
+    return DockerRuntime(api, node_name="n").inspect_status("cid", identity).message

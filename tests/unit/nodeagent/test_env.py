@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from nodeagent.runtime.docker import docker_env
 from nodeagent.runtime.downward import DownwardAPIError, NodeFacts, field_value, resource_value
 from nodeagent.runtime.env import CreateContainerConfigError, make_environment
 from nodeagent.runtime.expansion import expand, mapping_for
@@ -48,7 +49,7 @@ def test_value_expansion_sees_earlier_vars_only():
         {"name": "D", "value": "$(C)$$(C)"},
     ]})
     assert env.as_dict() == {"A": "a", "B": "a-$(C)", "C": "c", "D": "c$(C)"}
-    assert env.as_docker() == ["A=a", "B=a-$(C)", "C=c", "D=c$(C)"]
+    assert docker_env(env.variables) == ["A=a", "B=a-$(C)", "C=c", "D=c$(C)"]
 
 
 @pytest.mark.parametrize(("path", "expected"), [

@@ -6,10 +6,10 @@ import io
 import tarfile
 from pathlib import Path
 
-import docker.errors
 import pytest
 
 from nodeagent.images import BUSYBOX, ImageSpec, busybox_rootfs, ensure_image
+from tests.support.fake_docker import FakeDockerAPI
 
 
 def members(data: bytes) -> dict[str, tarfile.TarInfo]:
@@ -34,23 +34,6 @@ def test_busybox_rootfs_links_every_applet_to_the_binary(fake_busybox: str):
     assert {"etc/passwd", "etc/group", "proc", "sys", "dev"} <= tar.keys()
 
 
-class FakeAPI:
-    """Records imports; an image 'exists' once imported."""
-
-    def __init__(self, present: set[str]) -> None:
-        self.present = present
-        self.imports: list[tuple[str, str, list[str]]] = []
-
-    def inspect_image(self, image: str) -> dict:
-        if image not in self.present:
-            raise docker.errors.ImageNotFound(image)
-        return {"Id": image}
-
-    def import_image_from_data(self, data, repository=None, tag=None, changes=None):
-        self.imports.append((repository, tag, changes))
-        self.present.add(f"{repository}:{tag}")
-
-
 SPEC = ImageSpec("example/img:2", ('CMD ["sh"]',), lambda: b"tar")
 
 
@@ -63,7 +46,7 @@ SPEC = ImageSpec("example/img:2", ('CMD ["sh"]',), lambda: b"tar")
     ],
 )
 def test_ensure_image_imports_only_when_needed(present, rebuild, built):
-    api = FakeAPI(set(present))
+    api = FakeDockerAPI(images=set(present))
     assert ensure_image(api, SPEC, rebuild=rebuild) is built
     assert api.imports == ([("example/img", "2", ['CMD ["sh"]'])] if built else [])
 

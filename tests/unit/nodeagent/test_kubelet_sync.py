@@ -1,4 +1,4 @@
-"""Kubelet._sync's pod-worker decisions with fakes: a normal sync keeps waiting reasons until the container
+"""PodSync's pod-worker decisions with fakes: a normal sync keeps waiting reasons until the container
 starts; a terminating pod is killed, then (once nothing runs) removed and its deletion confirmed; a pod gone
 from its sources is killed and removed and its worker ends; a stale cache means "try again"."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodeagent.config import KubeletConfig
-from nodeagent.kubelet import Kubelet
+from nodeagent.pod_sync import PodSync
 from nodeagent.pod_workers import WorkItem
 from nodeagent.runtime.actions import PodActions
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState, SandboxStatus
@@ -72,10 +72,21 @@ STOPPED = PodStatus("u1", "p", "ns", (SandboxStatus("s", SandboxState.NOTREADY),
                     (ContainerStatus("cid", "c", ContainerState.EXITED, "busybox"),))
 
 
+class Kubelet:
+    """The pod workers' sync as the kubelet builds it (nodeagent/parts.py), over fakes."""
+
+    def __init__(self, status: PodStatus | None, syncer: Syncer) -> None:
+        self.config = KubeletConfig(node_name="n1")
+        self.pleg, self.status = Pleg(status), Status()
+        self.pod_sync = PodSync(self.pleg.cache, syncer, self.status, relist_period=self.config.pleg_relist_period)
+
+    def _sync(self, item: WorkItem):
+        return self.pod_sync.sync(item)
+
+
 def kubelet(status: PodStatus | None, syncer: Syncer) -> tuple[Kubelet, Status]:
-    k = Kubelet(KubeletConfig(node_name="n1"), client=None)  # type: ignore[arg-type]
-    k.pleg, k.syncer, k.status = Pleg(status), syncer, Status()  # type: ignore[assignment]
-    return k, k.status  # type: ignore[return-value]
+    k = Kubelet(status, syncer)
+    return k, k.status
 
 
 def item(pod: Any = POD, *, gone: bool = False) -> WorkItem:

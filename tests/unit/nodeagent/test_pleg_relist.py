@@ -6,60 +6,17 @@ from __future__ import annotations
 import threading
 import time
 
-import docker.errors
 import pytest
 
 from nodeagent.pleg import EventType, GenericPLEG, PodLifecycleEvent
 from nodeagent.runtime import labels as L
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.types import ContainerState, SandboxState
+from tests.support.fake_docker import FakeDockerAPI
 from tests.support.polling import wait_until
 
 POD = {"metadata": {"name": "web", "namespace": "ns", "uid": "uid-1"}, "spec": {}}
-T0 = "2026-01-01T00:00:0{}.000000001Z"
 COMPLETE = 30.0  # inspect_wait for tests that expect every relist to finish its inspects, however loaded the host
-
-
-class FakeAPI:
-    """Containers as (list entry, inspect) pairs; counts inspects."""
-
-    def __init__(self) -> None:
-        self.items: dict[str, dict] = {}
-        self.inspects: list[str] = []
-        self.fail_inspect: set[str] = set()
-        self.fail_list = False
-
-    def add(self, cid: str, labels: dict, *, state: str = "running", exit_code: int = 0, second: int = 0) -> None:
-        self.items[cid] = {"labels": labels, "state": state, "exit_code": exit_code, "created": T0.format(second)}
-
-    def containers(self, all: bool = False, filters: dict | None = None) -> list[dict]:
-        if self.fail_list:
-            raise docker.errors.APIError("daemon down")
-        key, value = filters["label"].split("=", 1)
-        return [
-            {"Id": cid, "Names": [f"/{cid}"], "Labels": c["labels"], "State": c["state"]}
-            for cid, c in self.items.items()
-            if c["labels"].get(key) == value
-        ]
-
-    def inspect_container(self, cid: str) -> dict:
-        self.inspects.append(cid)
-        if cid in self.fail_inspect or cid not in self.items:
-            raise docker.errors.NotFound(f"no such container {cid}")
-        c = self.items[cid]
-        return {
-            "Id": cid, "Created": c["created"], "Image": "sha256:img",
-            "Config": {"Image": "busybox", "Labels": c["labels"]},
-            "HostConfig": {"NetworkMode": "none"},
-            "State": {"Status": c["state"], "Running": c["state"] == "running", "ExitCode": c["exit_code"],
-                      "OOMKilled": False, "StartedAt": c["created"], "FinishedAt": "0001-01-01T00:00:00Z"},
-        }
-
-    def get_archive(self, cid: str, path: str):
-        raise docker.errors.NotFound("no termination file")
-
-    def logs(self, cid: str, **kwargs) -> bytes:
-        return b"last words\n"
 
 
 class Clock:
@@ -80,8 +37,8 @@ def app_labels(name: str = "app", attempt: int = 0, policy: str = "File", pod=PO
 
 
 @pytest.fixture
-def api() -> FakeAPI:
-    return FakeAPI()
+def api() -> FakeDockerAPI:
+    return FakeDockerAPI()
 
 
 @pytest.fixture
@@ -283,7 +240,7 @@ def test_a_request_during_a_relist_gets_one_more_after_it():
         pleg.stop()
 
 
-class SlowAPI(FakeAPI):
+class SlowAPI(FakeDockerAPI):
     """Inspects take a while and record how many run at once; some raise a non-Docker error."""
 
     def __init__(self) -> None:
@@ -311,7 +268,7 @@ def pods(n: int) -> list[dict]:
     return [{"metadata": {"name": f"p{i}", "namespace": "ns", "uid": f"uid-{i}"}} for i in range(n)]
 
 
-def steps_of_a_busy_node(api: FakeAPI):
+def steps_of_a_busy_node(api: FakeDockerAPI):
     """Ten pods coming up, crashing and going: yields after each change so a relist can follow."""
     for i, pod in enumerate(pods(10)):
         api.add(f"sb{i}", sandbox_labels(pod=pod))
@@ -364,7 +321,7 @@ def test_a_failed_inspect_is_retried_next_relist_while_other_pods_events_flow(cl
     assert sorted(pleg.cache.uids()) == ["uid-0", "uid-1", "uid-2", "uid-3"]
 
 
-class GatedAPI(FakeAPI):
+class GatedAPI(FakeDockerAPI):
     """Inspects of the containers in `gated` wait until `gate` opens, as dockerd's inspect of a container
     waits for that container's start to finish."""
 

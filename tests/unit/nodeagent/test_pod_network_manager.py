@@ -8,6 +8,7 @@ import pytest
 from nodeagent.network.ipam import LocalIPAM
 from nodeagent.network.manager import NetworkConfig, PodNetworkManager
 from nodeagent.network.podnet import PodInterface, PodNetworkError, netns_path, veth_name
+from tests.support.fake_iptables import FakeIptables
 
 CONFIG = NetworkConfig(pod_cidr="10.244.5.0/24", bridge="cbr0", veth_prefix="veth")
 
@@ -33,24 +34,6 @@ class FakeNetwork:
 
     def teardown_pod_network(self, host_veth_name: str) -> bool:
         return self.veths.pop(host_veth_name, None) is not None
-
-
-class FakeIptables:
-    def __init__(self) -> None:
-        self.restored: list[str] = []
-        self.jumps: set[tuple] = set()
-
-    def restore(self, text):
-        self.restored.append(text)
-
-    def has_rule(self, table, chain, rule):
-        return (table, chain, tuple(rule)) in self.jumps
-
-    def insert_rule(self, table, chain, rule):
-        self.jumps.add((table, chain, tuple(rule)))
-
-    def delete_rule(self, table, chain, rule):
-        self.jumps.discard((table, chain, tuple(rule)))
 
 
 def make(tmp_path, network=None):
@@ -91,7 +74,7 @@ def test_start_ensures_bridge_and_rules_and_frees_dead_sandboxes(tmp_path):
     restarted, _, _ = make(tmp_path, network)  # same IPAM file: a new kubelet process
     freed = restarted.start(["alive"])
     assert list(freed) == ["died"] and network.bridges == {"cbr0": "10.244.5.1/24"}
-    assert len(ipt.jumps) == 2 and "KUBE-POD-FORWARD" in ipt.restored[0]
+    assert len(ipt.jumps) == 2 and "KUBE-POD-FORWARD" in ipt.restores[0]
 
 
 def test_attach_allocates_and_wires_detach_undoes_both(tmp_path):
@@ -116,4 +99,4 @@ def test_remove_host_rules_deletes_the_jumps(tmp_path):
     manager, _, ipt = make(tmp_path)
     manager.start([])
     manager.remove_host_rules()
-    assert ipt.jumps == set() and "-X KUBE-POD-MASQ" in ipt.restored[-1]
+    assert ipt.jumps == set() and "-X KUBE-POD-MASQ" in ipt.restores[-1]

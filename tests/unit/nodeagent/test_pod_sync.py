@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from nodeagent.hooks import HookRunner
-from nodeagent.network.podnet import PodInterface
+from nodeagent.network.podnet import PodInterface, PodNetworkError
 from nodeagent.runtime.backoff import Backoff
-from nodeagent.runtime.interface import ExecResult, ImagePullError, StartContainerError
+from nodeagent.runtime.interface import ContainerConfig, ExecResult, ImagePullError, StartContainerError
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState, SandboxStatus
 from nodeagent.sync import PodSyncer, go_duration
@@ -51,12 +51,12 @@ class FakeRuntime:
         return "sha256:abc"
 
     def create_container(self, pod: Mapping[str, Any], container: Mapping[str, Any], *, sandbox_id: str,
-                         attempt: int, config: Mapping[str, Any], extra_labels: Any = None) -> str:
+                         attempt: int, config: ContainerConfig, extra_labels: Any = None) -> str:
         self._n += 1
         cid = f"c{self._n}"
         self._names[cid] = container["name"]
         self.calls.append(("create", container["name"], str(attempt), sandbox_id))
-        assert config["host_config"]["binds"], "managed files (resolv.conf, termination log) are mounted"
+        assert config.mounts, "managed files (resolv.conf, termination log) are mounted"
         return cid
 
     def start_container(self, container_id: str) -> None:
@@ -85,7 +85,7 @@ class FakeNetwork:
     def attach(self, sandbox_id: str, pod_uid: str, pid: int | str) -> PodInterface:
         self.calls.append(("attach", sandbox_id, str(pid)))
         if self.fail:
-            raise RuntimeError("netlink says no")
+            raise PodNetworkError("netlink says no")
         return PodInterface("sktestveth", "10.244.9.5", 24, "10.244.9.1", "cbr0", "02:00:00:00:00:01")
 
     def detach(self, sandbox_id: str) -> str | None:

@@ -10,9 +10,11 @@ import time
 from nodeagent.pod_workers import PodWorkers, WorkItem, WorkResult
 from tests.support.polling import wait_until
 
+DONE_NOTHING = WorkResult()
+
 
 class Recorder:
-    def __init__(self, delay: float = 0.0, result: WorkResult = WorkResult()) -> None:
+    def __init__(self, delay: float = 0.0, result: WorkResult = DONE_NOTHING) -> None:
         self.items: list[WorkItem] = []
         self.delay = delay
         self.result = result

@@ -6,11 +6,13 @@ import dataclasses
 import json
 import os
 
-from nodeagent.config import KubeletConfig
+from nodeagent.config import KubeletConfig, default_pod_cidr
+from nodeagent.network import rules
 from nodeagent.network.ipam import state_path
 from nodeagent.network.podnet import veth_name
 from nodeagent.runtime import labels
 from nodeagent.teardown import teardown
+from tests.support.fake_iptables import FakeIptables
 
 
 class FakeDocker:
@@ -46,24 +48,6 @@ class FakeNetwork:
         return True
 
 
-class FakeIptables:
-    def __init__(self) -> None:
-        self.jumps = {("filter", "FORWARD"), ("nat", "POSTROUTING")}
-        self.restored: list[str] = []
-
-    def restore(self, text: str) -> None:
-        self.restored.append(text)
-
-    def has_rule(self, table, chain, rule) -> bool:
-        return (table, chain) in self.jumps
-
-    def insert_rule(self, table, chain, rule) -> None:
-        raise AssertionError("teardown never inserts")
-
-    def delete_rule(self, table, chain, rule) -> None:
-        self.jumps.discard((table, chain))
-
-
 def container(cid: str, node: str, kind: labels.Kind) -> dict:
     return {"Id": cid, "Labels": {labels.NODE: node, labels.CONTAINER_TYPE: kind.value}}
 
@@ -78,6 +62,8 @@ def test_removes_only_this_nodes_containers_apps_before_sandboxes_then_network_a
     docker = FakeDocker([container("sb1", "n1", labels.Kind.SANDBOX), container("app1", "n1", labels.Kind.CONTAINER),
                          container("other", "n2", labels.Kind.CONTAINER)])
     network, iptables = FakeNetwork({veth_name("sb1", prefix="sktv")}), FakeIptables()
+    rules.apply(iptables, cfg.network(cfg.pod_cidr or default_pod_cidr(cfg.cluster_cidr)).rules)  # a node's rules
+    assert len(iptables.jumps) == 2
     ipam = state_path(cfg.state_dir)
     os.makedirs(ipam.parent)
     ipam.write_text(json.dumps({}))
@@ -89,7 +75,7 @@ def test_removes_only_this_nodes_containers_apps_before_sandboxes_then_network_a
     assert docker.removed == ["app1", "sb1"]
     assert network.calls == [f"link {veth_name('sb1', prefix='sktv')}", "bridge sktestbr"]
     assert not iptables.jumps  # both jumps deleted before the chains
-    assert "-X KUBE-SKTEST-FWD" in iptables.restored[-1] and "-X KUBE-SKTEST-MASQ" in iptables.restored[-1]
+    assert "-X KUBE-SKTEST-FWD" in iptables.restores[-1] and "-X KUBE-SKTEST-MASQ" in iptables.restores[-1]
     assert not ipam.exists() and not os.path.exists(cfg.pods_dir)
     assert dataclasses.astuple(report)[:6] == (2, 1, True, ("KUBE-SKTEST-FWD", "KUBE-SKTEST-MASQ"), True, 1)
     assert report.errors == () and any("2 containers of node n1" in line for line in lines)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from nodeagent.runtime.docker import bind_string
 from nodeagent.volumes.atomic_writer import FileProjection, PayloadError, write_atomically
-from nodeagent.volumes.mounts import bind_spec, container_mounts
+from nodeagent.volumes.mounts import bind_mount, container_mounts
 from nodeagent.volumes.pod_volumes import (
     VolumeError,
     VolumeInfo,
@@ -233,11 +234,11 @@ def test_teardown_never_follows_links_out(tmp_path):
 # --- mounts --------------------------------------------------------------------------------------------------
 
 def test_bind_spec():
-    assert bind_spec("/h", "/c", read_only=False) == "/h:/c:rw"
-    assert bind_spec("/h", "/c", read_only=True, propagation="HostToContainer") == "/h:/c:ro,rslave"
-    assert bind_spec("/h", "/c", read_only=False, propagation="Bidirectional") == "/h:/c:rw,rshared"
+    assert bind_string(bind_mount("/h", "/c", read_only=False)) == "/h:/c:rw"
+    assert bind_string(bind_mount("/h", "/c", read_only=True, propagation="HostToContainer")) == "/h:/c:ro,rslave"
+    assert bind_string(bind_mount("/h", "/c", read_only=False, propagation="Bidirectional")) == "/h:/c:rw,rshared"
     with pytest.raises(VolumeError, match="invalid MountPropagation mode"):
-        bind_spec("/h", "/c", read_only=False, propagation="Sideways")
+        bind_mount("/h", "/c", read_only=False, propagation="Sideways")
 
 
 def test_container_mounts(tmp_path):
@@ -256,7 +257,7 @@ def test_container_mounts(tmp_path):
     ]}, infos, env={"POD": "p1"})
     cm_dir = infos["cm"].host_path
     data_file = os.path.realpath(os.path.join(cm_dir, "k"))
-    assert mounts.binds == (
+    assert tuple(bind_string(b) for b in mounts.binds) == (
         f"{empty}:/data:rw", f"{empty}:/ro:ro", f"{os.path.realpath(empty)}/a/b:/sub:rw",
         f"{os.path.realpath(empty)}/p1/x:/expr:rw", f"{cm_dir}:/etc/cfg:ro", f"{data_file}:/etc/k:ro",
     )

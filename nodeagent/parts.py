@@ -1,0 +1,296 @@
+"""The kubelet's parts, built and wired in one place: upstream cmd/kubelet/app/server.go RunKubelet and
+pkg/kubelet/kubelet.go NewMainKubelet, cut down to what slimkube runs.
+
+`build_parts` constructs every collaborator once, in dependency order, and hands each one exactly what
+it needs (a Protocol, a bound method or a closure), so nothing is patched after construction and
+nothing is looked up by name later. Between the constructions sits the start-up I/O the later parts
+depend on, in upstream's order:
+
+  1. Docker: ping the engine (an engine that cannot be reached is fatal);
+  2. register the Node (NodeReporter): an API server that cannot be reached here is fatal;
+  3. the pod network: podCIDR from the config, else the Node's spec.podCIDR, else a clear error; IPAM
+     under `state_dir`, bridge and host rules ensured, and the addresses of sandboxes that no longer run
+     released (restart safety: running sandboxes keep theirs).
+
+No thread starts here (the caller's event recorder aside): `Kubelet.start` starts the PLEG, the pod
+sources, the status loop, the HTTP server and housekeeping in its documented order.
+
+Two cycles are closed with late-bound closures over locals of `build_parts` (the PLEG wakes the pod
+workers, the workers ask the PLEG for a relist), which is construction, not patching: both objects are
+complete before either runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import docker
+
+from control.client.events import EventRecorder
+from control.client.informer import InformerFactory, SharedInformer
+from control.client.paths import resource_path
+from control.client.rest import RESTClient
+from control.util.iptables import detect
+from nodeagent.config import KubeletConfig
+from nodeagent.hooks import HookRunner
+from nodeagent.mirror import MirrorPods, is_mirror
+from nodeagent.network.ipam import LocalIPAM, state_path
+from nodeagent.network.manager import PodNetworkManager
+from nodeagent.network.podnet import NetlinkPodNetwork, PodInterface
+from nodeagent.node_lifecycle import NodeReporter, runtime_facts
+from nodeagent.node_status import default_ip
+from nodeagent.pleg import GenericPLEG, PodLifecycleEvent
+from nodeagent.pod_sync import PodSync
+from nodeagent.pod_workers import PodWorkers
+from nodeagent.runtime.backoff import Backoff
+from nodeagent.runtime.docker import DockerRuntime
+from nodeagent.runtime.downward import NodeFacts
+from nodeagent.runtime.interface import Runtime
+from nodeagent.runtime.types import SandboxState, SandboxStatus
+from nodeagent.server import KubeletServer
+from nodeagent.sources import FileSource, URLSource
+from nodeagent.status_manager import StatusManager
+from nodeagent.sync import PodSyncer
+
+log = logging.getLogger(__name__)
+
+
+class KubeletError(RuntimeError):
+    """A fatal start-up problem (no API server, no podCIDR, no Docker)."""
+
+
+class _Objects:
+    """ObjectGetter over the REST client: ConfigMaps and Secrets for env and volumes."""
+
+    def __init__(self, client: RESTClient) -> None:
+        self._client = client
+
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._client.get(resource_path("v1", "configmaps", namespace=namespace, name=name))
+
+    def get_secret(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._client.get(resource_path("v1", "secrets", namespace=namespace, name=name))
+
+
+class PodIPs:
+    """Sandbox id → IP, which the runtime's PodStatus needs (Docker cannot tell: sandboxes run with
+    network_mode none). Read by the PLEG on every relist, so kept in memory; filled by TrackedNetwork."""
+
+    def __init__(self) -> None:
+        self._ips: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def set(self, sandbox_id: str, ip: str) -> None:
+        with self._lock:
+            self._ips[sandbox_id] = ip
+
+    def forget(self, sandbox_id: str) -> None:
+        with self._lock:
+            self._ips.pop(sandbox_id, None)
+
+    def ip_of(self, sandbox: SandboxStatus) -> str:
+        with self._lock:
+            return self._ips.get(sandbox.id, "")
+
+
+class TrackedNetwork:
+    """The network manager, recording each sandbox's address in `ips` as it attaches and detaches."""
+
+    def __init__(self, manager: PodNetworkManager, ips: PodIPs) -> None:
+        self.manager = manager
+        self._ips = ips
+
+    def attach(self, sandbox_id: str, pod_uid: str, pid_or_netns_path: int | str) -> PodInterface:
+        interface = self.manager.attach(sandbox_id, pod_uid, pid_or_netns_path)
+        self._ips.set(sandbox_id, interface.ip)
+        return interface
+
+    def detach(self, sandbox_id: str) -> str | None:
+        released = self.manager.detach(sandbox_id)
+        self._ips.forget(sandbox_id)
+        return released
+
+
+def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    return pod.get("metadata") or {}
+
+
+def _mirror_key(pod: Mapping[str, Any]) -> tuple[str, str]:
+    meta = _meta(pod)
+    return (meta.get("namespace") or "default", meta.get("name", ""))
+
+
+class PodSources:
+    """The pods this node runs, merged from the API server's informer and the static file/URL sources
+    (upstream pkg/kubelet/config PodConfig), handed to the pod workers; mirror pods from the API are kept
+    apart (they stand for static pods, whose status goes to them) and kept in step by `sync_mirrors`."""
+
+    def __init__(self, config: KubeletConfig, client: RESTClient, workers: PodWorkers) -> None:
+        self._workers = workers
+        self._lock = threading.Lock()
+        self._mirrors: dict[tuple[str, str], dict[str, Any]] = {}  # (ns, name) → mirror pod from the API
+        self._static: dict[str, dict[str, Any]] = {}  # uid → static pod
+        self._api_uids: set[str] = set()
+        self.mirror_pods = MirrorPods(client, config.node_name)
+        self.factory = InformerFactory(client)
+        self.informer: SharedInformer = self.factory.informer(
+            "v1", "pods", field_selector=f"spec.nodeName={config.node_name}")
+        self.informer.add_event_handler(on_add=self.on_pod, on_update=lambda old, new: self.on_pod(new),
+                                        on_delete=self.on_pod_delete)
+        self.static_sources: list[FileSource | URLSource] = []
+        if config.static_pod_path:
+            self.static_sources.append(FileSource(config.static_pod_path, config.file_check_frequency,
+                                                  self.on_static, config.node_name))
+        if config.static_pod_url:
+            self.static_sources.append(URLSource(config.static_pod_url, config.http_check_frequency,
+                                                 self.on_static, config.node_name))
+
+    def start(self, stop: threading.Event) -> None:
+        self.factory.start(stop)
+        for source in self.static_sources:
+            source.start()
+
+    def stop(self) -> None:
+        for source in self.static_sources:
+            source.stop()
+
+    def on_pod(self, pod: dict[str, Any]) -> None:
+        if is_mirror(pod):
+            with self._lock:
+                self._mirrors[_mirror_key(pod)] = pod
+            return
+        uid = _meta(pod).get("uid", "")
+        with self._lock:
+            self._api_uids.add(uid)
+        self._workers.update(uid, pod)
+
+    def on_pod_delete(self, pod: dict[str, Any]) -> None:
+        if is_mirror(pod):
+            with self._lock:
+                self._mirrors.pop(_mirror_key(pod), None)
+            return
+        uid = _meta(pod).get("uid", "")
+        with self._lock:
+            self._api_uids.discard(uid)
+        self._workers.gone(uid)
+
+    def on_static(self, pods: list[dict]) -> None:
+        current = {_meta(p)["uid"]: p for p in pods}
+        with self._lock:
+            removed = set(self._static) - set(current)
+            self._static = current
+        for uid, pod in current.items():
+            self._workers.update(uid, pod)
+        for uid in removed:
+            self._workers.gone(uid)
+        self.sync_mirrors()
+
+    def sync_mirrors(self) -> None:
+        with self._lock:
+            static = list(self._static.values())
+        try:
+            self.mirror_pods.sync(static)
+        except Exception as exc:  # noqa: BLE001 - the API server may be away; the next housekeeping retries
+            log.warning("mirror pod sync failed: %s", exc)
+
+    def mirror_of(self, pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        with self._lock:
+            return self._mirrors.get(_mirror_key(pod))
+
+    def wanted(self) -> set[str] | None:
+        """The uids some source has, or None until the API's pods have been listed once."""
+        if not self.informer.has_synced():
+            return None
+        with self._lock:
+            return self._api_uids | set(self._static)
+
+
+@dataclass(frozen=True)
+class KubeletParts:
+    """Everything a started kubelet runs with, each built once by `build_parts`."""
+
+    runtime: Runtime
+    reporter: NodeReporter
+    network: TrackedNetwork
+    syncer: PodSyncer
+    status: StatusManager
+    pleg: GenericPLEG
+    workers: PodWorkers
+    sources: PodSources
+    server: KubeletServer
+    pod_cidr: str
+
+
+def connect_docker(config: KubeletConfig) -> docker.APIClient:
+    try:
+        api = docker.APIClient(version="auto", timeout=max(60, int(config.image_pull_timeout)))
+        api.ping()
+    except Exception as exc:
+        raise KubeletError(f"cannot reach dockerd: {exc}") from exc
+    return api
+
+
+def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRecorder,
+                health: Callable[[], list[str]], extra_labels: Mapping[str, str]) -> KubeletParts:
+    """Build the kubelet's parts with the start-up I/O between them (see the module notes). `health` is
+    the kubelet's own check (the node status and /healthz report it); raises KubeletError."""
+    pod_ips = PodIPs()
+    runtime = DockerRuntime(connect_docker(config), node_name=config.node_name, pod_ip=pod_ips.ip_of)
+
+    reporter = NodeReporter(client, config, facts=runtime_facts(config, runtime), health=health)
+    try:
+        node = reporter.register()
+    except Exception as exc:
+        raise KubeletError(f"registering node {config.node_name} failed: {exc}") from exc
+    pod_cidr = config.pod_cidr or ((node.get("spec") or {}).get("podCIDR") or "")
+    if not pod_cidr:
+        raise KubeletError(f"node {config.node_name} has no podCIDR: set podCIDR in the kubelet config or "
+                           "spec.podCIDR on the Node")
+    node_ip = config.node_ip or default_ip()
+    allocatable = dict(((node.get("status") or {}).get("allocatable")) or {})
+    node_facts = NodeFacts(host_ips=(node_ip,), allocatable=allocatable)
+
+    os.makedirs(config.state_dir, exist_ok=True)
+    ipam = LocalIPAM(state_path(config.state_dir), pod_cidr)
+    manager = PodNetworkManager(config.network(pod_cidr), ipam=ipam, network=NetlinkPodNetwork(),
+                                iptables=detect())
+    manager.start([s.id for pod in runtime.list_pods() for s in pod.sandboxes if s.state is SandboxState.READY])
+    for owner, allocation in ipam.allocations().items():
+        pod_ips.set(owner, allocation.ip)
+    network = TrackedNetwork(manager, pod_ips)
+
+    backoff = Backoff(initial=config.crash_loop_backoff_initial, maximum=config.crash_loop_backoff_max)
+    syncer = PodSyncer(runtime, network, _Objects(client), pods_dir=config.pods_dir, recorder=recorder,
+                       hooks=HookRunner(runtime), backoff=backoff, node_facts=lambda: node_facts,
+                       extra_labels=extra_labels)
+    workers: PodWorkers  # bound below; the PLEG's events reach the workers only once it is started
+
+    def wake(uid: str, events: tuple[PodLifecycleEvent, ...]) -> None:
+        workers.wake(uid)
+
+    pleg = GenericPLEG(runtime, on_events=wake,
+                       period=config.pleg_relist_period, threshold=config.pleg_relist_threshold)
+    sources: PodSources  # bound below, before anything reads a status
+    status = StatusManager(client, host_ip=node_ip, mirror_of=lambda pod: sources.mirror_of(pod))
+    pod_sync = PodSync(pleg.cache, syncer, status, relist_period=config.pleg_relist_period)
+    workers = PodWorkers(pod_sync.sync, resync_period=config.sync_frequency, request_relist=pleg.request_relist)
+    sources = PodSources(config, client, workers)
+
+    def find_container(namespace: str, name: str, container: str) -> str | None:
+        for pod in workers.pods():
+            meta = _meta(pod)
+            if (meta.get("namespace") or "default") == namespace and meta.get("name") == name:
+                latest = pleg.cache.get(meta.get("uid", "")).latest(container)
+                return latest.id if latest is not None else None
+        return None
+
+    server = KubeletServer(config.address, config.port, pods=lambda: [dict(p) for p in workers.pods()],
+                           runtime=runtime, health=health, find_container=find_container,
+                           node_name=config.node_name, fs_path=config.data_dir)
+    return KubeletParts(runtime=runtime, reporter=reporter, network=network, syncer=syncer, status=status,
+                        pleg=pleg, workers=workers, sources=sources, server=server, pod_cidr=pod_cidr)

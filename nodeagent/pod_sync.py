@@ -1,0 +1,111 @@
+"""One sync of one pod, as a pod worker runs it: upstream pkg/kubelet/kubelet.go syncPod,
+syncTerminatingPod and syncTerminatedPod (through pod_workers.go's states), simplified:
+
+- gone from every source → kill with the last spec's grace period, remove containers, sandboxes and the
+  pod directory, forget its status; the worker ends;
+- deletionTimestamp set → kill with deletionGracePeriodSeconds; once nothing runs, a last status, the
+  containers removed, then the status manager's DELETE (grace 0, uid precondition);
+- otherwise PodSyncer.sync_pod and a status update with the waiting reasons kept per container until it
+  starts (upstream's reasonCache).
+
+Every sync first waits for a pod cache newer than the worker's last sync (upstream GetNewerThan); a cache
+that does not get there within a few relist periods means "try again", never a decision on a stale view.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from nodeagent.pod_workers import WorkItem, WorkResult
+from nodeagent.runtime.types import ContainerState, PodStatus
+from nodeagent.status_manager import pod_finished
+from nodeagent.sync import StepResult, SyncResult
+
+log = logging.getLogger(__name__)
+
+CACHE_WAIT_PERIODS = 3  # how many relist periods a sync waits for a fresh pod cache before retrying
+
+
+class PodCache(Protocol):
+    def get_newer_than(self, uid: str, min_time: float, *, timeout: float | None = None) -> PodStatus | None: ...
+
+
+class Syncer(Protocol):
+    def sync_pod(self, pod: Mapping[str, Any], status: PodStatus) -> SyncResult: ...
+
+    def kill_pod(self, pod: Mapping[str, Any], status: PodStatus, *, grace: float | None = None,
+                 remove: bool = False) -> list[StepResult]: ...
+
+
+class StatusWriter(Protocol):
+    def get(self, uid: str) -> dict[str, Any] | None: ...
+
+    def set_pod_status(self, pod: Mapping[str, Any], runtime: PodStatus, *,
+                       waiting_reasons: Mapping[str, tuple[str, str]] | None = None) -> dict[str, Any]: ...
+
+    def can_be_deleted(self, pod: Mapping[str, Any], runtime: PodStatus) -> bool: ...
+
+    def confirm_delete(self, pod: Mapping[str, Any]) -> bool: ...
+
+    def forget(self, uid: str) -> None: ...
+
+
+def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    return pod.get("metadata") or {}
+
+
+class PodSync:
+    """The pod workers' sync function (`sync`) over the pod cache, the syncer and the status manager."""
+
+    def __init__(self, cache: PodCache, syncer: Syncer, status: StatusWriter, *, relist_period: float) -> None:
+        self.cache = cache
+        self.syncer = syncer
+        self.status = status
+        self.relist_period = relist_period
+        self._reasons: dict[str, dict[str, tuple[str, str]]] = {}  # uid → container → waiting reason
+
+    def sync(self, item: WorkItem) -> WorkResult:
+        wait = CACHE_WAIT_PERIODS * self.relist_period + 1
+        status = self.cache.get_newer_than(item.uid, item.since, timeout=wait)
+        if status is None:
+            return WorkResult(retry_after=self.relist_period)
+        if item.gone or item.pod is None:
+            return self._sync_gone(item, status)
+        uid = item.uid
+        last = self.status.get(uid)
+        pod = {**item.pod, "status": last} if last is not None else dict(item.pod)
+        if _meta(pod).get("deletionTimestamp"):
+            return self._sync_terminating(pod, status)
+        result = self.syncer.sync_pod(pod, status)
+        for step in result.errors:
+            log.info("pod %s/%s: %s %s: %s: %s", _meta(pod).get("namespace"), _meta(pod).get("name"),
+                     step.action, step.target, step.reason, step.message)
+        reasons = self._reasons.setdefault(uid, {})
+        running = {c.name for c in status.containers if c.state is ContainerState.RUNNING}
+        for name in (*result.started, *running):
+            reasons.pop(name, None)
+        reasons.update(result.waiting)
+        self.status.set_pod_status(pod, status, waiting_reasons=reasons)
+        return WorkResult(retry_after=result.retry_after, relist=result.started_any)
+
+    def _sync_terminating(self, pod: dict[str, Any], status: PodStatus) -> WorkResult:
+        if not pod_finished(status):
+            self.syncer.kill_pod(pod, status)  # blocks up to the grace period; PLEG then wakes us
+            return WorkResult(retry_after=self.relist_period)
+        self.status.set_pod_status(pod, status, waiting_reasons=self._reasons.get(_meta(pod).get("uid", "")))
+        errors = [s for s in self.syncer.kill_pod(pod, status, remove=True) if not s.ok]
+        if errors or not self.status.can_be_deleted(pod, status) or not self.status.confirm_delete(pod):
+            return WorkResult(retry_after=max(1.0, self.relist_period))
+        return WorkResult()  # the informer's delete event ends the worker
+
+    def _sync_gone(self, item: WorkItem, status: PodStatus) -> WorkResult:
+        pod = item.pod or {"metadata": {"uid": item.uid, "name": status.name, "namespace": status.namespace},
+                           "spec": {}}
+        errors = [s for s in self.syncer.kill_pod(pod, status, remove=True) if not s.ok]
+        if errors:
+            return WorkResult(retry_after=max(1.0, self.relist_period))
+        self.status.forget(item.uid)
+        self._reasons.pop(item.uid, None)
+        return WorkResult(done=True)
