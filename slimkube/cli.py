@@ -64,9 +64,16 @@ def _parse_disable(text: str) -> frozenset[str]:
               help="The IP the `kubernetes` Service's Endpoints name [default: --bind-address if it is a "
               "specific IP, else this host's address on the default route].")
 @_disable_option
+@click.option("--leader-elect/--no-leader-elect", default=True, show_default=True,
+              help="Run the controllers only while holding the Lease kube-system/kube-controller-manager, so "
+              "several servers on one etcd run them once.")
+@click.option("--leader-elect-lease-duration", default="15s", show_default=True, metavar="DURATION")
+@click.option("--leader-elect-renew-deadline", default="10s", show_default=True, metavar="DURATION")
+@click.option("--leader-elect-retry-period", default="2s", show_default=True, metavar="DURATION")
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
-           advertise_address: str | None, disable: str, verbose: bool) -> None:
+           advertise_address: str | None, disable: str, leader_elect: bool, leader_elect_lease_duration: str,
+           leader_elect_renew_deadline: str, leader_elect_retry_period: str, verbose: bool) -> None:
     """Run the control plane: the API server and the controller manager (the endpoints controller).
     Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
     import asyncio
@@ -88,6 +95,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--advertise-address") from None
     disabled = _parse_disable(disable)
+    election = _leader_election(leader_elect, leader_elect_lease_duration, leader_elect_renew_deadline,
+                                leader_elect_retry_period)
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
@@ -98,9 +107,28 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         sdnotify.ready()
 
     try:
-        asyncio.run(serve_forever(config, disable=disabled, ready=ready, stopping=sdnotify.stopping))
+        asyncio.run(serve_forever(config, disable=disabled, election=election, ready=ready,
+                                 stopping=sdnotify.stopping))
     except ValueError as exc:  # a bad --datastore URL
         raise click.UsageError(str(exc)) from None
+
+
+def _leader_election(enabled: bool, lease_duration: str, renew_deadline: str, retry_period: str):  # -> LeaderElection
+    """The --leader-elect* flags (Go durations, as upstream's), checked as the elector will check them."""
+    from control.client.leaderelection import check_timings
+    from control.util.componentconfig import ConfigError, parse_duration
+    from slimkube.leadership import LeaderElection
+
+    try:
+        election = LeaderElection(
+            enabled=enabled,
+            lease_duration=parse_duration(lease_duration, name="--leader-elect-lease-duration"),
+            renew_deadline=parse_duration(renew_deadline, name="--leader-elect-renew-deadline"),
+            retry_period=parse_duration(retry_period, name="--leader-elect-retry-period"))
+        check_timings(election.lease_duration, election.renew_deadline, election.retry_period)
+    except (ConfigError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
+    return election
 
 
 def _logging(verbose: bool) -> None:

@@ -6,6 +6,10 @@ Stopping goes the other way: the controllers first, while their last requests st
 Each part after the API server can be switched off by upstream's name (`--disable endpoint`, …), as
 k3s's `--disable-*` flags and kube-controller-manager's `--controllers=-name` do; `parse_disable`
 refuses a name nothing here knows, before anything starts.
+
+With leader election on (the default, as upstream's `--leader-elect`), the controller manager runs only
+while this server holds the Lease `kube-system/kube-controller-manager` (leadership.py), so two servers
+on one etcd serve the API together and run the controllers once.
 """
 
 from __future__ import annotations
@@ -15,8 +19,12 @@ import signal
 from collections.abc import Callable, Collection
 
 from control.apiserver.server import APIServer, ServerConfig
+from control.client.rest import RESTClient
 from control.controllers.manager import CONTROLLERS, ControllerManager
 from control.util.loopthread import LoopThread
+from slimkube.leadership import DEFAULT_ELECTION, ElectedPart, LeaderElection, Part, server_identity
+
+CONTROLLER_MANAGER_LEASE = "kube-controller-manager"
 
 
 def known_components() -> list[str]:
@@ -40,20 +48,49 @@ def start_controller_manager(server: APIServer, *, disable: Collection[str] = ()
     return manager
 
 
+class ElectedControllers:
+    """The controller manager under leader election: started and stopped with the Lease."""
+
+    def __init__(self, server: APIServer, *, disable: Collection[str], election: LeaderElection) -> None:
+        self._client = RESTClient(server.client_config(), user_agent="slimkube-controller-manager/leader-election")
+        self._part = ElectedPart(self._client, lease=CONTROLLER_MANAGER_LEASE,
+                                 identity=server_identity(server.config.data_dir), election=election,
+                                 start=lambda: start_controller_manager(server, disable=disable))
+
+    def start(self) -> None:
+        self._part.start()
+
+    def stop(self) -> None:
+        self._part.stop()
+        self._client.close()
+
+
+def start_controllers(server: APIServer, *, disable: Collection[str] = (),
+                      election: LeaderElection = DEFAULT_ELECTION) -> Part:
+    """The controller manager, under leader election unless `election.enabled` is off."""
+    if not election.enabled:
+        return start_controller_manager(server, disable=disable)
+    elected = ElectedControllers(server, disable=disable, election=election)
+    elected.start()
+    return elected
+
+
 class BackgroundServer:
     """An APIServer on its own event-loop thread, so the main thread stays free for signals, and the
     controller manager (all but `disable`) once it is ready; `stop` ends the controllers first."""
 
-    def __init__(self, config: ServerConfig, *, disable: Collection[str] = ()) -> None:
+    def __init__(self, config: ServerConfig, *, disable: Collection[str] = (),
+                 election: LeaderElection = DEFAULT_ELECTION) -> None:
         self.server = APIServer(config)
         self._disable = frozenset(disable)
+        self._election = election
         self._thread = LoopThread("apiserver")
-        self._controllers: ControllerManager | None = None
+        self._controllers: Part | None = None
 
     def start(self, *, timeout: float = 120.0) -> APIServer:
         self._thread.start()
         self._thread.run(self.server.start(), timeout=timeout)
-        self._controllers = start_controller_manager(self.server, disable=self._disable)
+        self._controllers = start_controllers(self.server, disable=self._disable, election=self._election)
         return self.server
 
     def stop(self, *, timeout: float = 30.0) -> None:
@@ -69,6 +106,7 @@ class BackgroundServer:
 
 
 async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
+                        election: LeaderElection = DEFAULT_ELECTION,
                         ready: Callable[[APIServer], None] | None = None,
                         stopping: Callable[[], None] | None = None) -> None:
     """`slimkube server`: the API server, then the controller manager, until SIGINT/SIGTERM; then the
@@ -76,7 +114,7 @@ async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
     both serve, `stopping` once a signal has come and before anything stops (systemd's READY=1/STOPPING=1)."""
     server = APIServer(config)
     await server.start()
-    manager = start_controller_manager(server, disable=disable)
+    manager = start_controllers(server, disable=disable, election=election)
     if ready is not None:
         ready(server)
     stop = asyncio.Event()

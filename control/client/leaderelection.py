@@ -177,6 +177,17 @@ def lease_seconds(duration: float) -> int:
 
 # --- the elector ---------------------------------------------------------------------------------------
 
+def check_timings(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
+    """ValueError unless the timings can work (upstream NewLeaderElector's checks): all positive, a leader's
+    renew deadline inside its lease, and room for a jittered retry inside the deadline."""
+    if min(lease_duration, renew_deadline, retry_period) <= 0:
+        raise ValueError("lease_duration, renew_deadline and retry_period must be greater than zero")
+    if lease_duration <= renew_deadline:
+        raise ValueError("lease_duration must be greater than renew_deadline")
+    if renew_deadline <= JITTER_FACTOR * retry_period:
+        raise ValueError("renew_deadline must be greater than retry_period * 1.2")
+
+
 class LeaderElector:
     """One candidate for the Lease `namespace/name`."""
 
@@ -187,12 +198,7 @@ class LeaderElector:
                  clock: Clock | None = None) -> None:
         if not identity:
             raise ValueError("identity must not be empty")
-        if min(lease_duration, renew_deadline, retry_period) <= 0:
-            raise ValueError("lease_duration, renew_deadline and retry_period must be greater than zero")
-        if lease_duration <= renew_deadline:
-            raise ValueError("lease_duration must be greater than renew_deadline")
-        if renew_deadline <= JITTER_FACTOR * retry_period:
-            raise ValueError("renew_deadline must be greater than retry_period * 1.2")
+        check_timings(lease_duration, renew_deadline, retry_period)
         self._client = client
         self._namespace = namespace
         self._path = resource_path("coordination.k8s.io/v1", "leases", namespace=namespace, name=name)

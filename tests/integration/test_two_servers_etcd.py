@@ -1,0 +1,96 @@
+"""Two `slimkube server`s on one etcd (issue 13 item 5): both serve the API, the controller manager runs
+only on the holder of the Lease kube-system/kube-controller-manager, and after kill -9 of the holder the
+other takes the Lease over within the lease duration and its controllers act.
+
+Short election timings (lease 4 s, renew deadline 3 s, retry 1 s) keep the test quick; the defaults are
+upstream's 15 s / 10 s / 2 s.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from control.client.errors import NotFound
+from control.client.rest import RESTClient
+from tests.conftest import unavailable
+from tests.integration.test_endpoints_controller import addresses, make_pod, make_service, namespace
+from tests.support.apiserver import ProcessServer
+from tests.support.etcd import ETCD, etcd_binary, running_etcd
+from tests.support.polling import wait_until
+
+LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"
+LEASE_SECONDS = 4
+ELECTION = ("--leader-elect-lease-duration", f"{LEASE_SECONDS}s", "--leader-elect-renew-deadline", "3s",
+            "--leader-elect-retry-period", "1s")
+STARTED = "controller manager: started"
+
+
+@pytest.fixture
+def etcd(tmp_path: Path) -> Iterator[str]:
+    binary = etcd_binary()
+    if binary is None:
+        unavailable("etcd", f"not installed ({ETCD} missing; run ./install.sh)")
+    (tmp_path / "etcd").mkdir()
+    with running_etcd(tmp_path / "etcd", binary) as (endpoint, _):
+        yield endpoint.removeprefix("http://")
+
+
+def holder(client: RESTClient) -> str:
+    try:
+        return client.get(LEASE).get("spec", {}).get("holderIdentity") or ""
+    except NotFound:
+        return ""
+
+
+def started(server: ProcessServer) -> bool:
+    """Whether the server's whole log (not just its tail) says its controller manager started."""
+    return STARTED in Path(server.log_path).read_text(errors="replace")
+
+
+def identity_suffix(server: ProcessServer) -> str:
+    return "_" + (Path(server.data_dir) / "server-id").read_text().strip()
+
+
+def test_two_servers_run_the_controllers_once_and_fail_over(tmp_path: Path, etcd: str):
+    servers = [ProcessServer(str(tmp_path / name), datastore=f"etcd://{etcd}", args=ELECTION) for name in "ab"]
+    clients: list[RESTClient] = []
+    try:
+        for server in servers:
+            endpoint = server.start()
+            clients.append(RESTClient.from_kubeconfig(endpoint.kubeconfig))
+        # One of the two holds the Lease; both answer it the same (they share the store).
+        assert wait_until(lambda: holder(clients[0]) != "", timeout=15), [s.log() for s in servers]
+        leader_index = next(i for i, s in enumerate(servers) if holder(clients[0]).endswith(identity_suffix(s)))
+        leader, follower = servers[leader_index], servers[1 - leader_index]
+        follower_client = clients[1 - leader_index]
+        assert holder(clients[1]) == holder(clients[0])
+        assert wait_until(lambda: started(leader), timeout=10), leader.log()
+        assert not started(follower)
+
+        # Written through the follower, acted on by the leader's endpoints controller.
+        ns = namespace(follower_client)
+        make_service(follower_client, ns)
+        make_pod(follower_client, ns, "a", "10.244.0.41", ready=True)
+        assert wait_until(lambda: (addresses(follower_client, ns) or {}).get("http:8080") == ["10.244.0.41"],
+                          timeout=10)
+
+        # kill -9 of the leader: the follower takes over within the lease duration (plus a retry).
+        leader.kill()
+        killed_at = time.monotonic()
+        assert wait_until(lambda: holder(follower_client).endswith(identity_suffix(follower)),
+                          timeout=LEASE_SECONDS + 6), follower.log()
+        assert time.monotonic() - killed_at <= LEASE_SECONDS + 3
+        assert wait_until(lambda: started(follower), timeout=10), follower.log()
+        make_service(follower_client, ns, name="api")
+        make_pod(follower_client, ns, "b", "10.244.0.42", ready=True, app="api")
+        assert wait_until(lambda: (addresses(follower_client, ns, "api") or {}).get("http:8080") == ["10.244.0.42"],
+                          timeout=10), follower.log()
+    finally:
+        for client in clients:
+            client.close()
+        for server in servers:
+            server.stop()
