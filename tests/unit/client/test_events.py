@@ -5,29 +5,19 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
 from control.client.errors import Invalid, NotFound
 from control.client.events import EventRecorder, object_reference
 from control.client.events_cache import COMBINED_PREFIX, EventCorrelator, TokenBucket, event_name
+from tests.support.fake_clock import FakeClock
 
 T0 = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
 POD = {"apiVersion": "v1", "kind": "Pod",
        "metadata": {"name": "web", "namespace": "prod", "uid": "u-1", "resourceVersion": "7"}}
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "uid": "u-2"}}
-
-
-class FakeClock:
-    def __init__(self, now: datetime = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def step(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 class FakeClient:
@@ -72,7 +62,7 @@ class FakeClient:
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock()
+    return FakeClock(wall=T0)
 
 
 @pytest.fixture

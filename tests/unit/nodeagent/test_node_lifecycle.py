@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import copy
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from control.client.errors import ApiError, Conflict, NotFound
 from nodeagent.config import KubeletConfig
 from nodeagent.node_lifecycle import NodeReporter, adoption_patch, lease_path
 from nodeagent.node_status import NodeFacts
+from tests.support.fake_clock import FakeClock
 
 FACTS = NodeFacts(hostname="n1", internal_ip="10.0.0.5", cpus=4, memory_bytes=8 << 30,
                   memory_available_bytes=4 << 30, disk_bytes=100 << 30, disk_available_bytes=50 << 30,
@@ -73,17 +74,13 @@ class FakeClient:
         return copy.deepcopy(obj)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
+def Clock() -> FakeClock:
+    return FakeClock(wall=datetime(2026, 11, 23, 10, 0, tzinfo=UTC))
 
 
 def reporter(client: FakeClient, *, health=None, clock=None, **config) -> NodeReporter:
     cfg = KubeletConfig(node_name="n1", labels={"tier": "edge"}, **config)
-    return NodeReporter(client, cfg, facts=lambda: FACTS, health=health or (lambda: []), clock=clock or Clock())
+    return NodeReporter(client, cfg, facts=lambda: FACTS, health=health or (lambda: []), clock=(clock or Clock()).now)
 
 
 def conditions(node: dict) -> dict[str, dict]:
@@ -128,12 +125,12 @@ def test_report_moves_heartbeat_but_not_transition_and_goes_not_ready_on_failed_
     client, clock, failed = FakeClient(), Clock(), []
     r = reporter(client, clock=clock, health=lambda: list(failed))
     first = conditions(r.register())["Ready"]
-    clock.now += timedelta(seconds=10)
+    clock.step(10)
     second = conditions(r.report())["Ready"]
     assert second["lastHeartbeatTime"] != first["lastHeartbeatTime"]
     assert second["lastTransitionTime"] == first["lastTransitionTime"]
     failed.append("pleg")
-    clock.now += timedelta(seconds=10)
+    clock.step(10)
     third = conditions(r.report())["Ready"]
     assert third["status"] == "False" and "pleg" in third["message"]
     assert third["lastTransitionTime"] == "2026-11-23T10:00:20Z"
@@ -149,7 +146,7 @@ def test_renew_lease_creates_then_updates_with_microtime():
     assert lease["spec"] == {"holderIdentity": "n1", "leaseDurationSeconds": 40,
                              "renewTime": "2026-11-23T10:00:00.000000Z"}
     assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
-    clock.now += timedelta(seconds=10)
+    clock.step(10)
     r.renew_lease()
     assert client.objects[lease_path("n1")]["spec"]["renewTime"] == "2026-11-23T10:00:10.000000Z"
 
