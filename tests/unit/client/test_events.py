@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from control.client.errors import Invalid, NotFound
+from control.client.errors import Invalid
 from control.client.events import EventRecorder, object_reference
 from control.client.events_cache import COMBINED_PREFIX, EventCorrelator, TokenBucket, event_name
 from tests.support.fake_apiserver import Action, FakeAPIServer
@@ -66,7 +66,8 @@ def client() -> Server:
 
 
 def recorder(client: Server, clock: FakeClock, **kwargs) -> EventRecorder:
-    return EventRecorder(client.recorder_client, component="kubelet", host="node-1", clock=clock, sleep_seconds=0.01, **kwargs)
+    return EventRecorder(client.recorder_client, component="kubelet", host="node-1", clock=clock, sleep_seconds=0.01,
+                         **kwargs)
 
 
 def test_event_is_a_core_v1_event_in_the_objects_namespace(client, clock):
