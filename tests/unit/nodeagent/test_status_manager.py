@@ -1,6 +1,6 @@
-"""StatusManager against the shared fake API server: writes only on change, through pods/<name>/status (the mirror pod's for
-a static pod), removes fields that went away, and confirms a finished pod's deletion with grace 0 and its
-uid as precondition."""
+"""StatusManager against the shared fake API server: writes only on change, through pods/<name>/status
+(the mirror pod's for a static pod), removes fields that went away, and confirms a finished pod's
+deletion with grace 0 and its uid as precondition."""
 
 from __future__ import annotations
 
