@@ -8,8 +8,8 @@ for the interval to pass. With no request, the function runs `max_interval` afte
 periodic resync). `retry_after(delay)` schedules a run after a failure without a request, as upstream's
 RetryAfter. Upstream also allows a burst of runs (its token bucket); we do not: one run per interval.
 
-Time comes from a `Clock` (control.client.workqueue's protocol: `now()` and a `wait` on a condition that
-the clock's own time can end), so tests drive the loop with tests/support/fake_clock.py.
+Time comes from a `Clock` (control/util/clock.py: `monotonic()` and a `wait` on a condition that the
+clock's own time can end), so tests drive the loop with tests/support/fake_clock.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import math
 import threading
 from collections.abc import Callable
 
-from control.client.workqueue import Clock, MonotonicClock
+from control.util.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class BoundedFrequencyRunner:
             raise ValueError(f"need 0 <= min_interval ({min_interval}) <= max_interval ({max_interval})")
         self._fn = fn
         self._min, self._max = min_interval, max_interval
-        self.clock: Clock = clock or MonotonicClock()
+        self.clock: Clock = clock or RealClock()
         self.name = name
         self._cond = threading.Condition()
         # All under _cond: a run was asked for; when a failed run wants its retry; when the last run began
@@ -51,7 +51,7 @@ class BoundedFrequencyRunner:
     def retry_after(self, delay: float) -> None:
         """Run again `delay` seconds from now, or sooner if requested or periodic (upstream RetryAfter)."""
         with self._cond:
-            self._retry_at = min(self._retry_at, self.clock.now() + delay)
+            self._retry_at = min(self._retry_at, self.clock.monotonic() + delay)
             self._cond.notify_all()
 
     def stop(self) -> None:
@@ -71,9 +71,9 @@ class BoundedFrequencyRunner:
     def loop(self) -> None:
         """Run until `stop()`; the function's exceptions are logged and do not end the loop."""
         with self._cond:
-            self._started = self.clock.now()
+            self._started = self.clock.monotonic()
             while not self._stopped:
-                now = self.clock.now()
+                now = self.clock.monotonic()
                 due = self._next_run(now)
                 if now < due:
                     self.clock.wait(self._cond, due - now)

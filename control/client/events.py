@@ -28,13 +28,13 @@ import random
 import threading
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from control.apimachinery.meta import format_timestamp
 from control.client.errors import ApiError, NotFound
-from control.client.events_cache import Clock, EventCorrelator, unix_nanos
+from control.client.events_cache import EventCorrelator, unix_nanos
 from control.client.paths import resource_path
+from control.util.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +52,6 @@ class EventClient(Protocol):
     def create(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict: ...
 
     def patch(self, path: str, patch: dict | list, *, patch_type: str = "merge") -> dict: ...
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def object_reference(obj: Mapping[str, Any], *, field_path: str | None = None) -> dict[str, str]:
@@ -79,15 +75,15 @@ def object_reference(obj: Mapping[str, Any], *, field_path: str | None = None) -
 class EventRecorder:
     """Records events about objects for one component (EventSource {component, host})."""
 
-    def __init__(self, client: EventClient, *, component: str, host: str = "", clock: Clock = _utc_now,
+    def __init__(self, client: EventClient, *, component: str, host: str = "", clock: Clock | None = None,
                  max_queued: int = MAX_QUEUED_EVENTS, max_tries: int = MAX_TRIES_PER_EVENT,
                  sleep_seconds: float = SLEEP_SECONDS, correlator: EventCorrelator | None = None) -> None:
         self._client = client
         self._source = {"component": component, **({"host": host} if host else {})}
-        self._clock = clock
+        self._clock: Clock = clock or RealClock()
         self._max_tries = max_tries
         self._sleep_seconds = sleep_seconds
-        self._correlator = correlator or EventCorrelator(clock)
+        self._correlator = correlator or EventCorrelator(self._clock)
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=max_queued)
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -145,7 +141,7 @@ class EventRecorder:
             log.warning("event sender did not finish within %.1fs; %d events unsent", timeout, self._queue.qsize())
 
     def _make_event(self, ref: dict[str, str], type: str, reason: str, message: str) -> dict[str, Any]:
-        now = self._clock()
+        now = self._clock.now()
         with self._lock:  # strictly increasing names even within one clock tick
             nanos = max(unix_nanos(now), self._last_nanos + 1)
             self._last_nanos = nanos

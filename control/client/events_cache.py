@@ -15,18 +15,19 @@ does I/O: the sender applies the result and reports the server's answer back wit
 The "identical event" window is the observation LRU (upstream has no time limit on it); an Event the
 server has meanwhile deleted is re-created by the sender on the 404 of its patch.
 
-Events are core/v1 wire dicts; time comes from an injected clock so tests can step it.
+Events are core/v1 wire dicts; time comes from an injected clock (control/util/clock.py, its `now()`)
+so tests can step it.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from control.apimachinery.meta import format_timestamp
+from control.util.clock import Clock
 
 MAX_LRU_CACHE_ENTRIES = 4096
 AGGREGATE_MAX_EVENTS = 10
@@ -34,8 +35,6 @@ AGGREGATE_INTERVAL_SECONDS = 600.0
 SPAM_BURST = 25
 SPAM_QPS = 1.0 / 300.0
 COMBINED_PREFIX = "(combined from similar events): "
-
-Clock = Callable[[], datetime]  # an aware "now"; datetime.now(UTC) in production
 
 _V = TypeVar("_V")
 
@@ -131,7 +130,7 @@ class SpamFilter:
         self._buckets: LRU[TokenBucket] = LRU(cache_size)
 
     def filter(self, event: dict[str, Any]) -> bool:
-        now = self._clock().timestamp()
+        now = self._clock.now().timestamp()
         key = "\x00".join(spam_key(event))
         bucket = self._buckets.get(key) or TokenBucket(qps=self._qps, burst=self._burst, now=now)
         self._buckets.add(key, bucket)
@@ -159,7 +158,7 @@ class Aggregator:
 
     def aggregate(self, event: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
         """The event to send (maybe a new combined one) and the key to count it under."""
-        now = self._clock()
+        now = self._clock.now()
         group, member = aggregate_key(event)
         group_key = "\x00".join(group)
         record = self._records.get(group_key)

@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from control.client.paths import resource_path
-from control.client.reflector import DEFAULT_PAGE_SIZE, Backoff, EventHandler, ListWatchClient, Reflector
+from control.client.reflector import (
+    DEFAULT_BACKOFF,
+    DEFAULT_PAGE_SIZE,
+    Backoff,
+    EventHandler,
+    ListWatchClient,
+    Reflector,
+)
 from control.client.store import NAMESPACE_INDEX, IndexFunc, Lister, Store, index_by_namespace
 
 log = logging.getLogger(__name__)
@@ -88,7 +95,7 @@ class SharedInformer:
     def __init__(self, client: ListWatchClient, api_version: str, plural: str, *, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  resync_period: float = 0.0, indexers: Mapping[str, IndexFunc] | None = None,
-                 page_size: int = DEFAULT_PAGE_SIZE, backoff: Backoff = Backoff()) -> None:
+                 page_size: int = DEFAULT_PAGE_SIZE, backoff: Backoff = DEFAULT_BACKOFF) -> None:
         self.path = resource_path(api_version, plural, namespace=namespace)
         params = {}
         if label_selector:

@@ -36,16 +36,15 @@ import logging
 import math
 import random
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, Protocol
 
 from control.apimachinery.meta import format_timestamp
 from control.client.errors import NotFound
 from control.client.paths import resource_path
+from control.util.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
 
@@ -63,27 +62,6 @@ class LeaseClient(Protocol):
     def create(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict: ...
 
     def update(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict: ...
-
-
-class Clock(Protocol):
-    def monotonic(self) -> float: ...
-
-    def now(self) -> datetime: ...
-
-    def wait(self, stop: threading.Event, seconds: float) -> bool:
-        """Sleep up to `seconds`; True if `stop` was set (at once or meanwhile)."""
-        ...
-
-
-class RealClock:
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-    def wait(self, stop: threading.Event, seconds: float) -> bool:
-        return stop.wait(max(0.0, seconds))
 
 
 # --- decisions -----------------------------------------------------------------------------------------
@@ -311,7 +289,7 @@ class LeaderElector:
                 log.info("%s acquired lease %s/%s", self.identity, self._namespace, self._name)
                 return True
             delay = self._retry_period * (1 + random.random() * JITTER_FACTOR)
-            if self._clock.wait(stop, delay):
+            if self._clock.sleep(stop, delay):
                 break
         return False
 
@@ -324,7 +302,7 @@ class LeaderElector:
                 if remaining <= 0:
                     log.warning("%s lost lease %s/%s", self.identity, self._namespace, self._name)
                     return
-                if self._clock.wait(stop, min(self._retry_period, remaining)):
+                if self._clock.sleep(stop, min(self._retry_period, remaining)):
                     return
-            if self._clock.wait(stop, self._retry_period):
+            if self._clock.sleep(stop, self._retry_period):
                 return

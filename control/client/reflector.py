@@ -96,6 +96,8 @@ class Backoff:
         return self.initial if delay <= 0 else min(delay * self.factor, self.cap)
 
 
+DEFAULT_BACKOFF = Backoff()  # frozen: one shared default is safe
+
 def resource_version_of(obj: Mapping[str, Any]) -> str:
     return (obj.get("metadata") or {}).get("resourceVersion") or ""
 
@@ -138,7 +140,7 @@ class Reflector:
 
     def __init__(self, client: ListWatchClient, path: str, *, store: Store, handler: EventHandler,
                  params: Mapping[str, str] | None = None, page_size: int = DEFAULT_PAGE_SIZE,
-                 resync_period: float = 0.0, backoff: Backoff = Backoff(),
+                 resync_period: float = 0.0, backoff: Backoff = DEFAULT_BACKOFF,
                  watch_timeout_seconds: int | None = None, lock: threading.Lock | threading.RLock | None = None,
                  on_listed: Callable[[], None] | None = None, name: str | None = None) -> None:
         self._client = client
@@ -178,7 +180,7 @@ class Reflector:
                 break
             try:
                 self._list()
-            except Exception as error:  # any list failure (API, connection, decoding) is retried with backoff
+            except Exception as error:  # noqa: BLE001 - any list failure (API, connection, decoding) is retried with backoff
                 delay = self._backoff.next(delay)
                 log.warning("%s: list failed (%s); retrying in %.1fs", self.name, error, delay)
                 continue
@@ -223,7 +225,7 @@ class Reflector:
                 log.info("%s: watch from resourceVersion %s is gone (%s); relisting", self.name,
                          self._resource_version, error)
                 return True
-            except Exception as error:  # the REST client already retried the connection
+            except Exception as error:  # noqa: BLE001 - the REST client already retried the connection
                 log.warning("%s: watch failed (%s); relisting", self.name, error)
                 return False
         return True
@@ -254,6 +256,7 @@ class Reflector:
             self._deliver(self._handler.on_add, change.new)
         else:
             self._store.update(change.new)
+            assert change.old is not None  # an update always has what the store held
             self._deliver(self._handler.on_update, change.old, change.new)
 
     def _deliver(self, method: Callable[..., None], *args: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ Design notes
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import socket
@@ -211,7 +212,7 @@ class RESTClient:
     def update(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict:
         return self._json("PUT", path, params=params, body=body)
 
-    def patch(self, path: str, patch: dict | list, *, patch_type: str = "merge") -> dict:
+    def patch(self, path: str, patch: dict | builtins.list, *, patch_type: str = "merge") -> dict:
         try:
             content_type = PATCH_CONTENT_TYPES[patch_type]
         except KeyError:
@@ -291,13 +292,13 @@ class RESTClient:
                     log.debug("watch %s broke after %d events (%s); resuming from %s", path, events, broken, rv)
                     continue
                 failures += 1
-                delay = retry_delay(self.retry, "GET", Failure.CONNECTION_LOST, failures=failures)
-                if delay is None:
+                retry_in = retry_delay(self.retry, "GET", Failure.CONNECTION_LOST, failures=failures)
+                if retry_in is None:
                     if broken is None:
                         return
                     raise broken
-                log.info("watch %s broke (%s); resuming from %s in %.1fs", path, broken, rv, delay)
-                waiter.wait(delay)
+                log.info("watch %s broke (%s); resuming from %s in %.1fs", path, broken, rv, retry_in)
+                waiter.wait(retry_in)
         finally:
             if stopper is not None:
                 stopper.close()

@@ -23,6 +23,7 @@ section is a few dictionary operations.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -154,7 +155,7 @@ class Store:
         with self._lock:
             return list(self._items.values())
 
-    def list_keys(self) -> list[str]:
+    def list_keys(self) -> builtins.list[str]:
         with self._lock:
             return list(self._items)
 
@@ -167,17 +168,17 @@ class Store:
         with self._lock:
             return len(self._items)
 
-    def index_keys(self, index_name: str, value: str) -> list[str]:
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
         """Sorted keys of the objects whose `index_name` function yields `value`; KeyError if no such index."""
         with self._lock:
             return sorted(self._index(index_name).get(value, ()))
 
-    def by_index(self, index_name: str, value: str) -> list[dict[str, Any]]:
+    def by_index(self, index_name: str, value: str) -> builtins.list[dict[str, Any]]:
         """The objects whose `index_name` function yields `value`, in key order."""
         with self._lock:
             return [self._items[key] for key in sorted(self._index(index_name).get(value, ()))]
 
-    def index_values(self, index_name: str) -> list[str]:
+    def index_values(self, index_name: str) -> builtins.list[str]:
         """Every value that index currently holds (upstream `ListIndexFuncValues`)."""
         with self._lock:
             return sorted(self._index(index_name))

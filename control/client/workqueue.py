@@ -19,8 +19,8 @@ taking items once its `stop` is set.
 `DelayingQueue.add_after` keeps a heap of (ready time, item) served by one waiting thread, started on
 first use and ended by shutdown; an item waiting twice keeps the earlier time. Upstream's 10 s heartbeat
 ("insurance") is not needed: the thread waits on a condition with a timeout on the monotonic clock, and
-every add_after that makes a new earliest entry notifies it. The clock is injected (a
-`Clock` with `now()` and `wait(condition, timeout)`) so tests move time by hand. `RateLimitingQueue`
+every add_after that makes a new earliest entry notifies it. The clock is injected (control/util/clock.py:
+`monotonic()` and `wait(condition, timeout)` are what the queue uses) so tests move time by hand. `RateLimitingQueue`
 adds `add_rate_limited`/`forget`/`num_requeues` on top of a `RateLimiter` (control/client/ratelimit.py).
 
 Departures: `done` for an item that is not being processed raises `ValueError` (upstream ignores it and may
@@ -40,10 +40,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, TypeVar
 
 from control.client.errors import ApiError
 from control.client.ratelimit import RateLimiter, default_controller_rate_limiter
+from control.util.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
 
@@ -149,33 +150,12 @@ class WorkQueue(Generic[T]):
         self._idle.notify_all()
 
 
-class Clock(Protocol):
-    """Time for delayed adds: seconds on a monotonic scale, and a wait that this clock's time can end."""
-
-    def now(self) -> float: ...
-
-    def wait(self, condition: threading.Condition, timeout: float | None) -> None:
-        """Wait on `condition` (held by the caller) until notified or `timeout` seconds of this clock have
-        passed (None: until notified). Spurious returns are allowed; the caller re-checks."""
-        ...
-
-
-class MonotonicClock:
-    """The real clock: time.monotonic, so wall-clock steps never fire or postpone a delayed add."""
-
-    def now(self) -> float:
-        return time.monotonic()
-
-    def wait(self, condition: threading.Condition, timeout: float | None) -> None:
-        condition.wait(timeout)
-
-
 class DelayingQueue(WorkQueue[T]):
     """A WorkQueue that can also add an item after a delay (`add_after`)."""
 
     def __init__(self, *, name: str = "", clock: Clock | None = None) -> None:
         super().__init__(name=name)
-        self.clock: Clock = clock or MonotonicClock()
+        self.clock: Clock = clock or RealClock()
         self._timer = threading.Condition(self._lock)  # the waiting thread waits here
         # A min-heap of (ready_at, sequence, item); the sequence keeps equal times in add_after order.
         # An entry is live only if `_ready_at[item]` equals its ready_at: a sooner add_after of the same
@@ -194,7 +174,7 @@ class DelayingQueue(WorkQueue[T]):
             if delay <= 0:
                 self._add_locked(item)
                 return
-            ready_at = self.clock.now() + delay
+            ready_at = self.clock.monotonic() + delay
             known = self._ready_at.get(item)
             if known is not None and known <= ready_at:
                 return
@@ -212,7 +192,7 @@ class DelayingQueue(WorkQueue[T]):
         """The waiting thread: moves due items into the queue, then sleeps until the next one is due."""
         with self._lock:
             while not self._shutting_down:
-                now = self.clock.now()
+                now = self.clock.monotonic()
                 while self._waiting and self._waiting[0][0] <= now:
                     ready_at, _, item = heapq.heappop(self._waiting)
                     if self._ready_at.get(item) == ready_at:
@@ -233,7 +213,7 @@ class RateLimitingQueue(DelayingQueue[T]):
     def __init__(self, rate_limiter: RateLimiter | None = None, *, name: str = "",
                  clock: Clock | None = None) -> None:
         super().__init__(name=name, clock=clock)
-        self.rate_limiter: RateLimiter = rate_limiter or default_controller_rate_limiter(now=self.clock.now)
+        self.rate_limiter: RateLimiter = rate_limiter or default_controller_rate_limiter(now=self.clock.monotonic)
 
     def add_rate_limited(self, item: T) -> None:
         self.add_after(item, self.rate_limiter.when(item))

@@ -6,14 +6,14 @@ pod informers fill local caches, handlers push only *service* keys into a work q
 mapped to the services selecting it, `getPodServiceMemberships` — and 5 workers sync one service each);
 seed 000, endpoint controller steps (1)-(3).
 
-Shape:
+Shape (the controller base, control/controllers/base.py):
 - Shared informers (control/client/informer.py) on services, pods and endpoints; every handler only
   enqueues "namespace/name" keys into a rate-limited work queue (control/client/workqueue.py), so a burst
   of pod changes for one service is one sync, and a service is never synced by two workers at once.
 - A pod add/update/delete enqueues every service of its namespace whose selector matches its old or new
   labels (upstream `GetPodServiceMemberships` on both). An Endpoints delete enqueues its key, so a
-  deleted object is written again; after the caches sync, every Endpoints key is enqueued once
-  (upstream `checkLeftoverEndpoints`), so Endpoints of Services deleted while no controller ran go too.
+  deleted object is written again; once the caches have synced (`on_synced`), every Endpoints key is
+  enqueued once (upstream `checkLeftoverEndpoints`), so Endpoints of Services deleted while no controller ran go too.
 - `sync(key)`: Service gone → delete its Endpoints (404 is fine); no selector (or ExternalName) → leave
   the Endpoints alone, they are the user's (the `kubernetes` Service's are the API server's,
   control/apiserver/master_endpoints.py); otherwise compute the subsets (endpoints_subsets.py, pure: with
@@ -31,15 +31,17 @@ shows (here every pod update of a selected pod costs one cheap in-memory sync).
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any
 
 from control.apimachinery.labels import selector_from_set
+from control.apimachinery.meta import key_of, split_key
 from control.client.errors import NotFound
+from control.client.events import EventRecorder
+from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.client.store import Lister
-from control.client.workqueue import RateLimitingQueue, run_workers
+from control.client.workqueue import RateLimitingQueue
+from control.controllers.base import APIClient, Controller
 from control.controllers.endpoints_subsets import LEADER_ANNOTATION, compute_subsets, desired_endpoints, selects
 from control.controllers.endpoints_trigger_time import TriggerTimeTracker, format_trigger_time
 
@@ -49,59 +51,24 @@ DEFAULT_WORKERS = 5  # upstream --concurrent-endpoint-syncs
 MAX_RETRIES = 15  # upstream endpoints_controller.go maxRetries
 
 
-class EndpointsWriter(Protocol):
-    """The three writes the controller makes (RESTClient has them)."""
+class EndpointsController(Controller):
+    """Registers its handlers on construction; `run(stop)` (the base's) syncs services until `stop` is set."""
 
-    def create(self, path: str, body: dict) -> dict: ...
+    name = "endpoint"  # upstream's controller name (--controllers) and the events' "endpoint-controller"
+    max_retries = MAX_RETRIES
 
-    def update(self, path: str, body: dict) -> dict: ...
-
-    def delete(self, path: str) -> dict: ...
-
-
-class InformerLike(Protocol):
-    def add_event_handler(self, *, on_add: Callable[..., None] | None = None,
-                          on_update: Callable[..., None] | None = None,
-                          on_delete: Callable[..., None] | None = None) -> object: ...
-
-    def lister(self) -> Lister: ...
-
-    def has_synced(self) -> bool: ...
-
-
-class InformerSource(Protocol):
-    """Where the controller gets its informers (InformerFactory)."""
-
-    def informer(self, api_version: str, plural: str) -> InformerLike: ...
-
-
-def key_of(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-class EndpointsController:
-    """Registers its handlers on construction; `run(stop)` syncs services until `stop` is set."""
-
-    def __init__(self, client: EndpointsWriter, informers: InformerSource, *, workers: int = DEFAULT_WORKERS,
-                 queue: RateLimitingQueue[str] | None = None) -> None:
-        self.client = client
-        self.workers = workers
-        self.queue: RateLimitingQueue[str] = queue or RateLimitingQueue(name="endpoint")
+    def __init__(self, client: APIClient, informers: InformerFactory, *, workers: int = DEFAULT_WORKERS,
+                 queue: RateLimitingQueue[str] | None = None, recorder: EventRecorder | None = None) -> None:
+        super().__init__(client, informers, workers=workers, queue=queue, recorder=recorder)
         self.trigger_times = TriggerTimeTracker()
-        self._informers = (informers.informer("v1", "services"), informers.informer("v1", "pods"),
-                           informers.informer("v1", "endpoints"))
-        services, pods, endpoints = self._informers
+        services, pods, endpoints = (informers.informer("v1", "services"), informers.informer("v1", "pods"),
+                                     informers.informer("v1", "endpoints"))
         self.services, self.pods, self.endpoints = services.lister(), pods.lister(), endpoints.lister()
-        services.add_event_handler(on_add=self._enqueue, on_update=lambda old, new: self._enqueue(new),
-                                   on_delete=self._enqueue)
+        services.add_event_handler(on_add=self.enqueue, on_update=self.enqueue_update, on_delete=self.enqueue)
         pods.add_event_handler(on_add=self.on_pod_add, on_update=self.on_pod_update, on_delete=self.on_pod_add)
-        endpoints.add_event_handler(on_delete=self._enqueue)
+        endpoints.add_event_handler(on_delete=self.enqueue)
 
     # -- handlers: map every change to service keys ------------------------------------------------------
-
-    def _enqueue(self, obj: Mapping[str, Any]) -> None:
-        self.queue.add(key_of(obj))
 
     def services_of(self, pod: Mapping[str, Any]) -> set[str]:
         namespace = (pod.get("metadata") or {}).get("namespace")
@@ -122,7 +89,7 @@ class EndpointsController:
 
     def sync(self, key: str) -> None:
         """Bring the Endpoints named `key` in line with its Service (module notes). Raises to retry."""
-        namespace, _, name = key.partition("/")
+        namespace, name = split_key(key)
         path = resource_path("v1", "endpoints", namespace=namespace, name=name)
         service = self.services.get(namespace, name)
         if service is None:
@@ -153,16 +120,7 @@ class EndpointsController:
             self.client.update(path, wanted)
             log.debug("updated Endpoints %s", key)
 
-    def has_synced(self) -> bool:
-        return all(informer.has_synced() for informer in self._informers)
-
-    def run(self, stop: threading.Event) -> None:
-        """Wait for the caches, enqueue every existing Endpoints once, then run the workers until `stop`."""
-        while not self.has_synced():
-            if stop.wait(0.05):
-                self.queue.shut_down()
-                return
+    def on_synced(self) -> None:
+        """Enqueue every existing Endpoints once, so those of Services deleted while no controller ran go."""
         for endpoints in self.endpoints.list():
-            self._enqueue(endpoints)
-        run_workers(self.queue, self.sync, workers=self.workers, stop=stop, max_retries=MAX_RETRIES,
-                    name="endpoint")
+            self.enqueue(endpoints)

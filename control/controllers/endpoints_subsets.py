@@ -207,15 +207,15 @@ def repack_subsets(subsets: Sequence[Obj]) -> list[dict[str, Any]]:
             groups.setdefault(group, []).append(ports[port_key])
     result = []
     for group, group_ports in groups.items():
-        subset: dict[str, Any] = {}
+        packed: dict[str, Any] = {}
         if group.ready:
-            subset["addresses"] = [dict(addresses[k]) for k in group.ready]
+            packed["addresses"] = [dict(addresses[k]) for k in group.ready]
         if group.not_ready:
-            subset["notReadyAddresses"] = [dict(addresses[k]) for k in group.not_ready]
+            packed["notReadyAddresses"] = [dict(addresses[k]) for k in group.not_ready]
         real_ports = sorted((dict(p) for p in group_ports if p is not None), key=_port_order)
         if real_ports:
-            subset["ports"] = real_ports
-        result.append(subset)
+            packed["ports"] = real_ports
+        result.append(packed)
     return sorted(result, key=_subset_order)
 
 

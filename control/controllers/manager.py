@@ -10,7 +10,7 @@ switchable off with `--disable`).
 `CONTROLLERS` maps upstream's controller names ("endpoint", later "replicaset", "deployment", …) to an
 init function: it builds the controller against the context (registering its informer handlers) and
 returns the loop to run, `run(stop)`, which the manager runs on its own thread. A later controller is one
-module under control/controllers/ and one line in this table.
+module under control/controllers/ (a `Controller` of base.py) and one line in this table.
 
 Lifecycle: `start()` inits every enabled controller, starts the informers, then one thread per controller;
 `stop()` sets the one stop Event (informers end their watches, `run_workers` shuts each queue down and

@@ -2,7 +2,11 @@
 
 `lists` is consumed one entry per list call (a List dict, or an exception to raise); `watches` one entry
 per watch call: a list of WatchEvents, optionally ending with an exception to raise after them. When a
-script runs out, list raises and watch blocks until `stop` is set (a quiet, healthy stream)."""
+script runs out, list raises and watch blocks until `stop` is set (a quiet, healthy stream).
+
+Kept beside the shared fake API server (fake_apiserver.py): the reflector and informer tests script exact
+sequences (a failed list, a 410 in the middle of a stream, bookmarks, what resourceVersion each watch is
+resumed from) that a well-behaved server does not produce on demand."""
 
 from __future__ import annotations
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
-from control.client.errors import Invalid, NotFound
+from control.client.errors import Invalid
 from control.client.events import EventRecorder, object_reference
 from control.client.events_cache import COMBINED_PREFIX, EventCorrelator, TokenBucket, event_name
+from tests.support.fake_apiserver import Action, FakeAPIServer
+from tests.support.fake_clock import FakeClock
 
 T0 = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
 POD = {"apiVersion": "v1", "kind": "Pod",
@@ -19,69 +21,53 @@ POD = {"apiVersion": "v1", "kind": "Pod",
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "uid": "u-2"}}
 
 
-class FakeClock:
-    def __init__(self, now: datetime = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def step(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-class FakeClient:
-    """Stores Events by path; records every call as (verb, path, body)."""
+class Server:
+    """The shared fake API server as these tests read it: the recorder's calls as (verb, path, body), the
+    stored Events, failures for its next calls, and a gate that holds creates (a hanging server)."""
 
     def __init__(self) -> None:
-        self.events: dict[str, dict] = {}
-        self.calls: list[tuple[str, str, dict]] = []
-        self.failures: list[Exception] = []  # raised, in order, by the next calls
+        self.api = FakeAPIServer()
+        self.recorder_client = self.api.client("kubelet")
         self.gate: threading.Event | None = None  # when set to an unset Event, create blocks on it
-        self._rv = 0
+        self.api.prepend_reactor(self._hold)
 
-    def _fail(self) -> None:
-        if self.failures:
-            raise self.failures.pop(0)
-
-    def create(self, path: str, body: dict, *, params=None) -> dict:
-        if self.gate is not None:
+    def _hold(self, action: Action) -> None:
+        if action.verb == "create" and self.gate is not None:
             self.gate.wait()
-        self.calls.append(("create", path, body))
-        self._fail()
-        assert "resourceVersion" not in body["metadata"]
-        self._rv += 1
-        stored = {**body, "metadata": {**body["metadata"], "resourceVersion": str(self._rv)}}
-        self.events[f"{path}/{body['metadata']['name']}"] = stored
-        return stored
 
-    def patch(self, path: str, patch: dict | list, *, patch_type: str = "merge") -> dict:
-        self.calls.append(("patch", path, patch))
-        self._fail()
-        if path not in self.events:
-            raise NotFound(404, "NotFound", f"{path} not found")
-        self._rv += 1
-        stored = {**self.events[path], **patch}
-        stored["metadata"] = {**stored["metadata"], "resourceVersion": str(self._rv)}
-        self.events[path] = stored
-        return stored
+    @property
+    def calls(self) -> list[tuple[str, str, dict]]:
+        return [(a.verb, a.path, a.body) for a in self.api.actions_of("kubelet", "create", "patch")]
 
     def verbs(self) -> list[str]:
         return [verb for verb, _, _ in self.calls]
 
+    def fail_next(self, *errors: Exception) -> None:
+        """Raised, in order, by the recorder's next calls."""
+        self.api.fail_next(*errors, client="kubelet")
+
+    def events(self) -> list[dict]:
+        return self.api.client("test").list("/api/v1/events")["items"]
+
+    def clear_events(self) -> None:
+        test = self.api.client("test")
+        for event in self.events():
+            test.delete(f"/api/v1/namespaces/{event['metadata']['namespace']}/events/{event['metadata']['name']}")
+
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock()
+    return FakeClock(wall=T0)
 
 
 @pytest.fixture
-def client() -> FakeClient:
-    return FakeClient()
+def client() -> Server:
+    return Server()
 
 
-def recorder(client: FakeClient, clock: FakeClock, **kwargs) -> EventRecorder:
-    return EventRecorder(client, component="kubelet", host="node-1", clock=clock, sleep_seconds=0.01, **kwargs)
+def recorder(client: Server, clock: FakeClock, **kwargs) -> EventRecorder:
+    return EventRecorder(client.recorder_client, component="kubelet", host="node-1", clock=clock, sleep_seconds=0.01,
+                         **kwargs)
 
 
 def test_event_is_a_core_v1_event_in_the_objects_namespace(client, clock):
@@ -150,7 +136,7 @@ def test_identical_event_patches_count_and_last_timestamp(client, clock):
     name = client.calls[0][2]["metadata"]["name"]
     assert client.calls[1][1] == f"/api/v1/namespaces/prod/events/{name}"
     assert client.calls[2][2] == {"count": 3, "lastTimestamp": "2024-05-06T07:09:09Z", "message": "restarting"}
-    [stored] = client.events.values()
+    [stored] = client.events()
     assert (stored["count"], stored["firstTimestamp"], stored["lastTimestamp"]) == (
         3, "2024-05-06T07:08:09Z", "2024-05-06T07:09:09Z")
 
@@ -159,7 +145,7 @@ def test_deleted_event_is_created_again_after_the_404(client, clock):
     rec = recorder(client, clock)
     rec.event(POD, "Normal", "Started", "started")
     assert rec.flush(5)
-    client.events.clear()  # e.g. the server's event TTL removed it
+    client.clear_events()  # e.g. the server's event TTL removed it
     clock.step(5)
     rec.event(POD, "Normal", "Started", "started")
     rec.shutdown(5)
@@ -241,7 +227,7 @@ def test_event_never_blocks_and_drops_when_the_queue_is_full(client, clock):
 
 
 def test_transport_errors_are_retried(client, clock):
-    client.failures = [ConnectionError("refused"), OSError("reset")]
+    client.fail_next(ConnectionError("refused"), OSError("reset"))
     rec = recorder(client, clock)
     rec.event(POD, "Normal", "R", "m")
     deadline = time.monotonic() + 5
@@ -252,7 +238,7 @@ def test_transport_errors_are_retried(client, clock):
 
 
 def test_retries_give_up_after_max_tries(client, clock):
-    client.failures = [ConnectionError("refused")] * 3
+    client.fail_next(*[ConnectionError("refused")] * 3)
     rec = recorder(client, clock, max_tries=3)
     rec.event(POD, "Normal", "R", "m")
     deadline = time.monotonic() + 5
@@ -263,7 +249,7 @@ def test_retries_give_up_after_max_tries(client, clock):
 
 
 def test_rejected_events_are_not_retried(client, clock):
-    client.failures = [Invalid(422, "Invalid", "bad event")]
+    client.fail_next(Invalid(422, "Invalid", "bad event"))
     rec = recorder(client, clock)
     rec.event(POD, "Normal", "R", "m")
     rec.event(POD, "Normal", "R2", "m")

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import threading
-import time
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -21,35 +19,10 @@ from control.client.leaderelection import (
     observe,
     released_record,
 )
+from tests.support.fake_clock import FakeClock
 from tests.support.polling import wait_until
 
 PATH = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/sched"
-
-
-class FakeClock:
-    """Monotonic seconds and a wall clock that move together; `wait` moves them instead of sleeping."""
-
-    def __init__(self) -> None:
-        self.t = 1000.0
-        self.lock = threading.Lock()
-
-    def monotonic(self) -> float:
-        with self.lock:
-            return self.t
-
-    def now(self) -> datetime:
-        return datetime(2024, 1, 1, tzinfo=UTC) + timedelta(seconds=self.monotonic())
-
-    def step(self, seconds: float) -> None:
-        with self.lock:
-            self.t += seconds
-
-    def wait(self, stop: threading.Event, seconds: float) -> bool:
-        if stop.is_set():
-            return True
-        self.step(seconds)
-        time.sleep(0.001)  # let other threads run
-        return stop.is_set()
 
 
 class FakeLeases:

@@ -1,17 +1,18 @@
-"""NodeReporter against a fake API client: registration creates or adopts the Node (podCIDR kept),
+"""NodeReporter against the shared fake API server: registration creates or adopts the Node (podCIDR kept),
 reports PATCH the whole status with conditions that only transition on change, the Lease is created
 then renewed, and run() survives API errors."""
 
 from __future__ import annotations
 
-import copy
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
-from control.client.errors import ApiError, Conflict, NotFound
+from control.client.errors import ApiError
 from nodeagent.config import KubeletConfig
 from nodeagent.node_lifecycle import NodeReporter, adoption_patch, lease_path
 from nodeagent.node_status import NodeFacts
+from tests.support.fake_apiserver import Action, FakeAPIServer
+from tests.support.fake_clock import FakeClock
 
 FACTS = NodeFacts(hostname="n1", internal_ip="10.0.0.5", cpus=4, memory_bytes=8 << 30,
                   memory_available_bytes=4 << 30, disk_bytes=100 << 30, disk_available_bytes=50 << 30,
@@ -19,71 +20,38 @@ FACTS = NodeFacts(hostname="n1", internal_ip="10.0.0.5", cpus=4, memory_bytes=8 
                   machine_id="m", boot_id="b", runtime_version="docker://24.0")
 
 
-class FakeClient:
-    """Objects by path; merge patches applied shallowly at the top level of each section."""
+KUBELET = "kubelet"
 
-    def __init__(self) -> None:
-        self.objects: dict[str, dict] = {}
-        self.calls: list[tuple[str, str]] = []
+
+class Harness:
+    """The shared fake API server, the kubelet's client on it, and a switch that fails every call."""
+
+    def __init__(self, *objects: dict) -> None:
+        self.api = FakeAPIServer(*objects)
+        self.client = self.api.client(KUBELET)
         self.fail: ApiError | None = None
-        self.uid = 0
+        self.api.prepend_reactor(self._fail)
 
-    def _check(self, verb: str, path: str) -> None:
-        self.calls.append((verb, path))
+    def _fail(self, action: Action) -> None:
         if self.fail is not None:
             raise self.fail
 
-    def create(self, path: str, body: dict) -> dict:
-        self._check("create", path)
-        key = f"{path}/{body['metadata']['name']}"
-        if key in self.objects:
-            raise Conflict(409, "AlreadyExists", "exists")
-        self.uid += 1
-        obj = copy.deepcopy(body)
-        obj["metadata"].update(uid=f"uid-{self.uid}", resourceVersion="1")
-        self.objects[key] = obj
-        return copy.deepcopy(obj)
+    @property
+    def calls(self) -> list[tuple[str, str]]:
+        return [(a.verb, a.path) for a in self.api.actions_of(KUBELET)]
 
     def get(self, path: str) -> dict:
-        self._check("get", path)
-        if path not in self.objects:
-            raise NotFound(404, "NotFound", path)
-        return copy.deepcopy(self.objects[path])
-
-    def update(self, path: str, body: dict) -> dict:
-        self._check("update", path)
-        if self.objects[path]["metadata"]["resourceVersion"] != body["metadata"].get("resourceVersion"):
-            raise Conflict(409, "Conflict", "stale")
-        obj = copy.deepcopy(body)
-        obj["metadata"]["resourceVersion"] = str(int(body["metadata"]["resourceVersion"]) + 1)
-        self.objects[path] = obj
-        return copy.deepcopy(obj)
-
-    def patch(self, path: str, patch: dict, *, patch_type: str = "merge") -> dict:
-        self._check("patch", path)
-        target = path.removesuffix("/status")
-        obj = self.objects[target]
-        for section, value in patch.items():
-            if section == "status":
-                obj["status"] = copy.deepcopy(value)
-            else:
-                for key, item in value.items():
-                    merged = obj.setdefault(section, {})
-                    merged[key] = {**merged.get(key, {}), **item} if isinstance(item, dict) else item
-        return copy.deepcopy(obj)
+        return self.api.client("test").get(path)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
+def Clock() -> FakeClock:
+    return FakeClock(wall=datetime(2026, 11, 23, 10, 0, tzinfo=UTC))
 
 
-def reporter(client: FakeClient, *, health=None, clock=None, **config) -> NodeReporter:
+def reporter(harness: Harness, *, health=None, clock=None, **config) -> NodeReporter:
     cfg = KubeletConfig(node_name="n1", labels={"tier": "edge"}, **config)
-    return NodeReporter(client, cfg, facts=lambda: FACTS, health=health or (lambda: []), clock=clock or Clock())
+    return NodeReporter(harness.client, cfg, facts=lambda: FACTS, health=health or (lambda: []),
+                        clock=(clock or Clock()).now)
 
 
 def conditions(node: dict) -> dict[str, dict]:
@@ -91,7 +59,7 @@ def conditions(node: dict) -> dict[str, dict]:
 
 
 def test_register_creates_the_node_with_labels_cidr_and_a_ready_status():
-    client = FakeClient()
+    client = Harness()
     r = reporter(client, pod_cidr="10.244.3.0/24")
     node = r.register()
     assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "n1"
@@ -104,10 +72,10 @@ def test_register_creates_the_node_with_labels_cidr_and_a_ready_status():
 
 
 def test_register_adopts_an_existing_node_keeping_its_pod_cidr():
-    client = FakeClient()
-    client.objects["/api/v1/nodes/n1"] = {"metadata": {"name": "n1", "uid": "old", "resourceVersion": "7",
-                                                       "labels": {"custom": "x", "kubernetes.io/os": "linux"}},
-                                          "spec": {"podCIDR": "10.244.9.0/24"}}
+    client = Harness({"apiVersion": "v1", "kind": "Node",
+                      "metadata": {"name": "n1", "uid": "old", "resourceVersion": "7",
+                                   "labels": {"custom": "x", "kubernetes.io/os": "linux"}},
+                      "spec": {"podCIDR": "10.244.9.0/24"}})
     r = reporter(client, pod_cidr="10.244.3.0/24")
     node = r.register()
     assert node["metadata"]["uid"] == "old"
@@ -125,15 +93,15 @@ def test_adoption_patch_sets_cidr_only_when_the_node_has_none_and_is_empty_when_
 
 
 def test_report_moves_heartbeat_but_not_transition_and_goes_not_ready_on_failed_checks():
-    client, clock, failed = FakeClient(), Clock(), []
+    client, clock, failed = Harness(), Clock(), []
     r = reporter(client, clock=clock, health=lambda: list(failed))
     first = conditions(r.register())["Ready"]
-    clock.now += timedelta(seconds=10)
+    clock.step(10)
     second = conditions(r.report())["Ready"]
     assert second["lastHeartbeatTime"] != first["lastHeartbeatTime"]
     assert second["lastTransitionTime"] == first["lastTransitionTime"]
     failed.append("pleg")
-    clock.now += timedelta(seconds=10)
+    clock.step(10)
     third = conditions(r.report())["Ready"]
     assert third["status"] == "False" and "pleg" in third["message"]
     assert third["lastTransitionTime"] == "2026-11-23T10:00:20Z"
@@ -141,21 +109,21 @@ def test_report_moves_heartbeat_but_not_transition_and_goes_not_ready_on_failed_
 
 
 def test_renew_lease_creates_then_updates_with_microtime():
-    client, clock = FakeClient(), Clock()
+    client, clock = Harness(), Clock()
     r = reporter(client, clock=clock)
     r.register()
     r.renew_lease()
-    lease = client.objects[lease_path("n1")]
+    lease = client.get(lease_path("n1"))
     assert lease["spec"] == {"holderIdentity": "n1", "leaseDurationSeconds": 40,
                              "renewTime": "2026-11-23T10:00:00.000000Z"}
     assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
-    clock.now += timedelta(seconds=10)
+    clock.step(10)
     r.renew_lease()
-    assert client.objects[lease_path("n1")]["spec"]["renewTime"] == "2026-11-23T10:00:10.000000Z"
+    assert client.get(lease_path("n1"))["spec"]["renewTime"] == "2026-11-23T10:00:10.000000Z"
 
 
 def test_report_failure_clears_ready_and_run_survives_api_errors():
-    client = FakeClient()
+    client = Harness()
     r = reporter(client, node_status_update_frequency=0.02, node_lease_duration_seconds=1)
     r.register()
     client.fail = ApiError(500, "InternalError", "boom")

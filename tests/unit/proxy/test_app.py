@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import pytest
 import requests
 
-from control.client.errors import NotFound
 from control.client.kubeconfig import ClientConfig
 from control.util.iptables import Iptables, Mode, Result
 from proxy.app import ROUTE_LOCALNET, ProcSysctl, ProxyServer, apply_kernel_settings
@@ -20,6 +18,7 @@ from proxy.chains import service_chain_name
 from proxy.config import ConntrackConfig, ProxyConfig
 from proxy.model import NodeConfig, ServicePortName
 from tests.support.apiserver import free_port
+from tests.support.fake_apiserver import Action, FakeAPIServer
 from tests.support.polling import wait_for
 
 SERVICE = {"apiVersion": "v1", "kind": "Service",
@@ -28,38 +27,27 @@ SERVICE = {"apiVersion": "v1", "kind": "Service",
 ENDPOINTS = {"apiVersion": "v1", "kind": "Endpoints",
              "metadata": {"name": "web", "namespace": "default", "resourceVersion": "6"},
              "subsets": [{"addresses": [{"ip": "10.244.0.7"}], "ports": [{"name": "http", "port": 8080}]}]}
-NODE = {"metadata": {"name": "w1"}, "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.5"}]}}
+NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "w1"},
+        "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.5"}]}}
 WAIT = 10.0
 
 
-class FakeAPI:
-    """Lists per path (released only when `release` is set, to hold the informers unsynced), quiet watches."""
+class API:
+    """The shared fake API server holding `objects`, the proxy's client on it, and lists held until `release`
+    is set (to hold the informers unsynced)."""
 
-    def __init__(self, items: Mapping[str, list[dict]], node: dict | None) -> None:
-        self.items = items
-        self.node = node
+    def __init__(self, *objects: dict) -> None:
+        self.server = FakeAPIServer(*objects)
+        self.client = self.server.client("kube-proxy")
         self.release = threading.Event()
-        self.closed = False
+        self.server.prepend_reactor(self._hold)
 
-    def get(self, path: str, *, params: Mapping[str, str] | None = None) -> dict:
-        if self.node is None:
-            raise NotFound(404, "NotFound", f"{path} not found")
-        return self.node
+    def _hold(self, action: Action) -> None:
+        if action.verb == "list":
+            self.release.wait()
 
-    def list(self, path: str, *, params: Mapping[str, str] | None = None) -> dict[str, Any]:
-        self.release.wait()
-        plural = path.rstrip("/").rsplit("/", 1)[-1]
-        return {"kind": "List", "metadata": {"resourceVersion": "9"}, "items": self.items.get(plural, [])}
-
-    def watch(self, path: str, *, resource_version: str = "", params: Mapping[str, str] | None = None,
-              timeout_seconds: int | None = None, allow_bookmarks: bool = True,
-              stop: threading.Event | None = None) -> Iterator[Any]:
-        assert stop is not None
-        stop.wait()
-        return iter(())
-
-    def close(self) -> None:
-        self.closed = True
+    def delete_node(self) -> None:
+        self.server.client("test").delete("/api/v1/nodes/w1")
 
 
 class Recorder:
@@ -86,13 +74,13 @@ class FakeSysctl:
 
 @pytest.fixture
 def daemon():
-    api = FakeAPI({"services": [SERVICE], "endpoints": [ENDPOINTS]}, NODE)
+    api = API(SERVICE, ENDPOINTS, NODE)
     recorder, sysctl = Recorder(), FakeSysctl()
     config = ProxyConfig(hostname_override="w1", cluster_cidr="10.244.0.0/16", min_sync_period=0.0,
                          healthz_bind_address=f"127.0.0.1:{free_port()}",
                          metrics_bind_address=f"127.0.0.1:{free_port()}")
     server = ProxyServer(config, ClientConfig(server="http://127.0.0.1:1"), iptables=Iptables(Mode.NFT, recorder),
-                         sysctl=sysctl, addresses=lambda: ["192.168.9.9"], client=api)
+                         sysctl=sysctl, addresses=lambda: ["192.168.9.9"], client=api.client)
     yield server, api, recorder, sysctl
     server.stop()
 
@@ -121,7 +109,7 @@ def test_stop_ends_the_loop_and_the_listeners(daemon) -> None:
     server.start()
     port = server.ports["healthz"]
     server.stop()
-    assert api.closed
+    assert api.client.closed
     assert not any(t.name == "proxier" and t.is_alive() for t in threading.enumerate())
     with pytest.raises(requests.ConnectionError):
         requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
@@ -129,23 +117,23 @@ def test_stop_ends_the_loop_and_the_listeners(daemon) -> None:
 
 def test_without_a_node_object_the_host_addresses_are_the_node_ips(daemon) -> None:
     server, api, _, _ = daemon
-    api.node = None
+    api.delete_node()
     api.release.set()
     server.start()
     assert server.node is not None and server.node.node_ips == ("192.168.9.9",)
 
 
 def test_a_port_in_use_fails_start_before_any_informer_runs() -> None:
-    api = FakeAPI({}, NODE)
+    api = API(NODE)
     api.release.set()
     taken = ProxyServer(ProxyConfig(hostname_override="w1", healthz_bind_address=f"127.0.0.1:{free_port()}",
                                     metrics_bind_address=""),
                         ClientConfig(server="http://127.0.0.1:1"), iptables=Iptables(Mode.NFT, Recorder()),
-                        sysctl=FakeSysctl(), client=api)
+                        sysctl=FakeSysctl(), client=api.client)
     taken.start()
     try:
         clash = ProxyServer(taken.config, ClientConfig(server="http://127.0.0.1:1"),
-                            iptables=Iptables(Mode.NFT, Recorder()), sysctl=FakeSysctl(), client=FakeAPI({}, NODE))
+                            iptables=Iptables(Mode.NFT, Recorder()), sysctl=FakeSysctl(), client=API(NODE).client)
         with pytest.raises(OSError):
             clash.start()
         assert clash.stop_event.is_set() and clash.proxier is not None

@@ -13,6 +13,7 @@ from proxy.conntrack import Flow
 from proxy.metrics import ProxyMetrics
 from proxy.model import NodeConfig, ServicePortName
 from proxy.proxier import Proxier
+from tests.support.fake_clock import FakeClock
 from tests.support.fake_iptables import FakeIptables
 from tests.support.proxy_objects import endpoints, service
 
@@ -20,14 +21,6 @@ WEB = ServicePortName("default", "web", "http", "TCP")
 API = ServicePortName("default", "api", "http", "TCP")
 DNS = ServicePortName("kube-system", "dns", "dns", "UDP")
 DNS_ARGS = dict(name="dns", namespace="kube-system", protocol="UDP", port_name="dns")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class FakeConntrack:
@@ -45,8 +38,8 @@ def ipt() -> FakeIptables:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FakeClock:
+    return FakeClock(100.0)
 
 
 @pytest.fixture
@@ -55,9 +48,9 @@ def conntrack() -> FakeConntrack:
 
 
 @pytest.fixture
-def proxier(ipt: FakeIptables, clock: Clock, conntrack: FakeConntrack) -> Proxier:
+def proxier(ipt: FakeIptables, clock: FakeClock, conntrack: FakeConntrack) -> Proxier:
     return Proxier(node=NodeConfig("n1", cluster_cidr="10.244.0.0/16"), iptables=ipt, metrics=ProxyMetrics(),
-                   conntrack=conntrack, clock=clock)
+                   conntrack=conntrack, clock=clock.monotonic)
 
 
 def metric(proxier: Proxier, name: str, **labels: str) -> float:
@@ -109,13 +102,13 @@ def test_one_endpoint_change_is_a_partial_sync_of_its_chains_only(proxier: Proxi
     assert metric(proxier, "kubeproxy_sync_partial_proxy_rules_duration_seconds_count") == 1
 
 
-def test_full_sync_again_after_the_sync_period(proxier: Proxier, ipt: FakeIptables, clock: Clock):
+def test_full_sync_again_after_the_sync_period(proxier: Proxier, ipt: FakeIptables, clock: FakeClock):
     synced(proxier)
-    clock.now += 29.0
+    clock.step(29.0)
     proxier.on_service_update(service("web", ip="10.96.0.10"), service("web", ip="10.96.0.13"))
     proxier.sync()
     assert f":{service_chain_name(API)} " not in ipt.restores[-1]  # partial
-    clock.now = 100.0 + 29.7  # the periodic run, a moment early by the clock the sync reads
+    clock.step(0.7)  # now 100.0 + 29.7: the periodic run, a moment early by the clock the sync reads
     proxier.on_service_update(service("web", ip="10.96.0.13"), service("web", ip="10.96.0.12"))
     proxier.sync()
     assert f":{service_chain_name(API)} " in ipt.restores[-1]
@@ -146,7 +139,7 @@ def test_failed_partial_restore_falls_back_to_a_full_one_at_once(proxier: Proxie
 
 
 def test_lock_failure_is_counted_not_raised_and_the_next_sync_is_full(proxier: Proxier, ipt: FakeIptables,
-                                                                      clock: Clock):
+                                                                      clock: FakeClock):
     synced(proxier)
     lock = "Another app is currently holding the xtables lock. Stopped waiting after 5s."
     ipt.fail_restores = [lock, lock]
@@ -154,9 +147,9 @@ def test_lock_failure_is_counted_not_raised_and_the_next_sync_is_full(proxier: P
     proxier.sync()  # does not raise
     assert metric(proxier, "kubeproxy_sync_proxy_rules_iptables_restore_failures_total") == 2
     assert endpoint_chain_name(WEB, "10.244.1.4:8080") not in ipt.chains("nat")
-    clock.now += 59.0
+    clock.step(59.0)
     assert proxier.healthy()[0]
-    clock.now += 1.0
+    clock.step(1.0)
     healthy, message = proxier.healthy()
     assert not healthy and "not synced" in message
     ipt.restores.clear()

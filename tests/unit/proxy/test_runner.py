@@ -22,7 +22,7 @@ class Loop:
         self.thread = threading.Thread(target=self.runner.loop, daemon=True)
 
     def fn(self) -> None:
-        self.runs.append(self.clock.now() - START)
+        self.runs.append(self.clock.monotonic() - START)
         if self.fail:
             raise RuntimeError("sync failed")
 
