@@ -99,7 +99,8 @@ class ElectedPart:
     def stop(self, *, timeout: float = 30.0) -> None:
         """Stop campaigning (the Lease is released if held), then wait for the running part to stop."""
         self._stop.set()
-        self._thread.join(timeout)
+        if self._thread.ident is not None:  # started (a part stopped before it started has nothing to wait for)
+            self._thread.join(timeout)
         if self._term_lock.acquire(timeout=timeout):
             self._term_lock.release()
 
