@@ -124,6 +124,7 @@ class _NodeState:
     proxy: Child | None = None
     restart_at: dict[str, float] = field(default_factory=dict)  # role → when to start it again
     ready: bool = False      # the running agent said Ready
+    synced: bool = False     # a proxy of this node said its first sync is done
     proxy_wanted: bool = False  # set once the Node was registered: the proxy reads its InternalIP
 
 
@@ -188,6 +189,8 @@ class NodeGroup:
     def _step_proxy(self, state: _NodeState, now: float) -> None:
         name = state.node.name
         if state.proxy is not None:
+            if not state.synced and state.proxy.seen("first sync done"):
+                state.synced = True
             code = state.proxy.exited()
             if code is None:
                 return
@@ -208,10 +211,11 @@ class NodeGroup:
 
     def all_ready(self) -> bool:
         with self._lock:
-            return all(state.ready for state in self._states)
+            return all(state.ready and state.synced for state in self._states)
 
     def wait_ready(self, stop: threading.Event) -> bool:
-        """Wait until every node's agent said Ready (progress every PROGRESS_SECONDS); False if `stop` came."""
+        """Wait until every node's agent said Ready and its proxy synced once (progress every
+        PROGRESS_SECONDS); False if `stop` came first."""
         started = last_word = self._clock()
         while not stop.is_set():
             self.step()
@@ -219,7 +223,7 @@ class NodeGroup:
                 return True
             if self._clock() - last_word >= PROGRESS_SECONDS:
                 last_word = self._clock()
-                waiting = ", ".join(s.node.name for s in self._states if not s.ready)
+                waiting = ", ".join(s.node.name for s in self._states if not (s.ready and s.synced))
                 self._say(f"[up] waiting for nodes {waiting} to be Ready ({last_word - started:.0f} s)")
             stop.wait(POLL_SECONDS)
         return False
