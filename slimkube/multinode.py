@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from slimkube import nodenet, nodes
-from slimkube.nodeprocs import Child, NodeGroup
+from slimkube.nodeprocs import Child, Launch, NodeGroup
 
 Say = Callable[[str], None]
 
@@ -56,9 +56,6 @@ class Join:
     server: str
     token: str
     cluster_cidr: str
-
-
-Launch = Callable[[nodes.NodeSpec, str], Child]
 
 
 def launcher(data_dir: str, join: Join, *, say: Say, python: str = sys.executable) -> Launch:

@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from slimkube.nodes import NodeSpec
 
@@ -99,6 +100,10 @@ class Child:
     def exited(self) -> int | None:
         return self.proc.poll()
 
+    def signal_stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()  # by PID: our own child
+
     def terminate(self, timeout: float = STOP_SECONDS) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()  # by PID: our own child
@@ -114,14 +119,28 @@ class Child:
             pass
 
 
-Launch = Callable[[NodeSpec, str], Child]  # (node, "agent" | "proxy") → a started child
+class NodeProcess(Protocol):
+    """What the supervisor needs of a started process (Child; fakes in the unit tests)."""
+
+    role: str
+
+    def seen(self, text: str) -> bool: ...
+
+    def exited(self) -> int | None: ...
+
+    def signal_stop(self) -> None: ...
+
+    def terminate(self, timeout: float = STOP_SECONDS) -> None: ...
+
+
+Launch = Callable[[NodeSpec, str], NodeProcess]  # (node, "agent" | "proxy") → a started process
 
 
 @dataclass
 class _NodeState:
     node: NodeSpec
-    agent: Child | None = None
-    proxy: Child | None = None
+    agent: NodeProcess | None = None
+    proxy: NodeProcess | None = None
     restart_at: dict[str, float] = field(default_factory=dict)  # role → when to start it again
     ready: bool = False      # the running agent said Ready
     synced: bool = False     # a proxy of this node said its first sync is done
@@ -236,8 +255,7 @@ class NodeGroup:
             for state in self._states:
                 state.agent = state.proxy = None
         for _, child in children:  # all at once, then wait for each
-            if child.proc.poll() is None:
-                child.proc.terminate()
+            child.signal_stop()
         for name, child in children:
             self._say(f"[node {name}] stopping {child.role}")
             child.terminate()

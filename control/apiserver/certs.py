@@ -60,12 +60,18 @@ def subject_alt_names(bind_address: str, service_ip: str, extra_ips: tuple[str, 
     return list(dict.fromkeys(names))
 
 
+def _normal(entry: str) -> str:
+    """`IP:…`/`DNS:…` in one spelling (openssl prints `IP Address:` and IPv6 addresses unabbreviated)."""
+    kind, _, value = entry.strip().replace("IP Address:", "IP:").partition(":")
+    return f"IP:{ipaddress.ip_address(value)}" if kind == "IP" else f"{kind}:{value}"
+
+
 def _names_in(cert_path: str) -> set[str]:
-    """The subjectAltName entries of a certificate, as `IP:…`/`DNS:…` (openssl prints `IP Address:`)."""
+    """The subjectAltName entries of a certificate, normalised by `_normal`."""
     result = subprocess.run(["openssl", "x509", "-in", cert_path, "-noout", "-ext", "subjectAltName"],
                             capture_output=True, text=True, check=False)
     entries = result.stdout.splitlines()[1:] if result.returncode == 0 else []
-    return {item.strip().replace("IP Address:", "IP:") for line in entries for item in line.split(",")}
+    return {_normal(item) for line in entries for item in line.split(",") if item.strip()}
 
 
 def _openssl(*args: str) -> None:
@@ -85,7 +91,7 @@ def ensure_serving_certs(data_dir: str, *, bind_address: str, service_ip: str,
     ca_key = os.path.join(directory, "ca.key")
     have_ca = os.path.exists(certs.ca_path) and os.path.exists(ca_key)
     if all(os.path.exists(p) for p in (certs.ca_path, certs.cert_path, certs.key_path)) and (
-            not extra_ips or not have_ca or set(names) <= _names_in(certs.cert_path)):
+            not extra_ips or not have_ca or {_normal(n) for n in names} <= _names_in(certs.cert_path)):
         return certs
     os.makedirs(directory, mode=0o700, exist_ok=True)
     old_umask = os.umask(0o077)
