@@ -125,7 +125,11 @@ def run_up(server_config: ServerConfig, make_kubelet: Callable[[ClientConfig], K
         proxies: list[ProxyLike] = []  # the started one, for the stop path
         nodes = make_nodes(api) if make_nodes is not None else None
         if nodes is not None:
-            nodes.start()
+            try:
+                nodes.start()
+            except OSError as exc:  # a node process could not be started (no `ip`, a full disk)
+                nodes.stop()
+                raise NodeError(f"the nodes' processes did not start: {exc}") from exc
 
         def registered() -> None:
             if make_proxy is None:

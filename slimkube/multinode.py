@@ -104,7 +104,7 @@ def down_nodes(data_dir: str, *, say: Say, python: str = sys.executable) -> list
         argv += ["--config", kubelet_yaml] if kubelet_yaml else []
         done = subprocess.run(nodes.in_netns(node.netns, argv), capture_output=True, text=True, check=False)
         for line in done.stderr.splitlines():
-            if line.startswith(("[down]", "Error")):
+            if line.startswith(("[down]", "Error")) and "kept the data store" not in line:
                 say(f"[node {node.name}] {line}")
         if done.returncode != 0:
             errors.append(f"node {node.name}: `down` in its namespace exited {done.returncode}")
