@@ -15,6 +15,9 @@ token the server just wrote).
 6. on SIGINT/SIGTERM: kubelet.stop() (pods keep running; the next `up` adopts them), then the proxy (its
    rules stay, so Services keep answering; the next `up` re-syncs them), then the server.
 
+With `--nodes N`, nodes 2..N (slimkube/nodeprocs.py) are started right after the API server, each
+joining it as a worker host's agent would, and stopped first; `up` says it is ready once all are.
+
 A failure at any step stops what was started and raises `NodeError` (exit 1).
 """
 
@@ -50,6 +53,16 @@ class KubeletLike(Protocol):
 
 class ProxyLike(Protocol):
     def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class NodeGroupLike(Protocol):
+    """Nodes 2..N of `up --nodes N` (slimkube/nodeprocs.py NodeGroup)."""
+
+    def start(self) -> None: ...
+
+    def wait_ready(self, stop: threading.Event) -> bool: ...
 
     def stop(self) -> None: ...
 
@@ -95,6 +108,7 @@ def run_kubelet(kubelet: KubeletLike, stop: threading.Event, *, say: Say,
 def run_up(server_config: ServerConfig, make_kubelet: Callable[[ClientConfig], KubeletLike], *,
            join: Callable[[APIServer], ClientConfig], signals: StopOnSignal, say: Say,
            make_proxy: Callable[[ClientConfig], ProxyLike] | None = None,
+           make_nodes: Callable[[APIServer], NodeGroupLike] | None = None,
            disable: Collection[str] = ()) -> None:
     """Steps 2-5 of the module notes (the caller holds the lock and installed `signals`)."""
     background = BackgroundServer(server_config, disable=disable)
@@ -109,6 +123,13 @@ def run_up(server_config: ServerConfig, make_kubelet: Callable[[ClientConfig], K
         client_config = join(api)
         kubelet = make_kubelet(client_config)
         proxies: list[ProxyLike] = []  # the started one, for the stop path
+        nodes = make_nodes(api) if make_nodes is not None else None
+        if nodes is not None:
+            try:
+                nodes.start()
+            except OSError as exc:  # a node process could not be started (no `ip`, a full disk)
+                nodes.stop()
+                raise NodeError(f"the nodes' processes did not start: {exc}") from exc
 
         def registered() -> None:
             if make_proxy is None:
@@ -124,11 +145,16 @@ def run_up(server_config: ServerConfig, make_kubelet: Callable[[ClientConfig], K
 
         def ready() -> None:
             say(f"[up] kubeconfig: {api.kubeconfig_path}")
+            if nodes is not None and not nodes.wait_ready(signals.event):
+                return
             say(f"[up] ready: export KUBECONFIG={api.kubeconfig_path}; Ctrl-C stops (pods keep running)")
 
         try:
-            run_kubelet(kubelet, signals.event, say=say, on_ready=ready, on_registered=registered, tag="up")
+            run_kubelet(kubelet, signals.event, say=say, on_ready=ready, on_registered=registered, tag="up",
+                        on_stopping=nodes.stop if nodes is not None else None)
         finally:
+            if nodes is not None:
+                nodes.stop()  # again if the kubelet failed before its stop path: a no-op otherwise
             for proxy in proxies:
                 say("[up] stopping kube-proxy (its rules stay)")
                 proxy.stop()

@@ -210,10 +210,12 @@ def _client_config(kubeconfig: str | None, server: str | None, token: str | None
 @click.option("--data-dir", help=f"Kubelet state (IPAM, pod volumes, the server's CA) [default: {DEFAULT_DATA_DIR}].")
 @click.option("--port", "--kubelet-port", "kubelet_port", type=click.IntRange(0, 65535),
               help="The kubelet's HTTP port (logs, /pods, /stats) [default: 10250].")
+@click.option("--cluster-cidr", help="Pod addresses of the whole cluster (not masqueraded between pods) "
+              "[default: the config's, 10.244.0.0/16].")
 @_kubelet_options
 def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig: str | None, data_dir: str | None,
-          config_file: str | None, node_name: str | None, pod_cidr: str | None, node_ip: str | None,
-          kubelet_port: int | None, verbose: bool) -> None:
+          kubelet_port: int | None, cluster_cidr: str | None, config_file: str | None, node_name: str | None,
+          pod_cidr: str | None, node_ip: str | None, verbose: bool) -> None:
     """Run a kubelet on this host that joins the cluster at --server (or --kubeconfig) until SIGINT/SIGTERM.
 
     With a K10 token the agent checks the server's CA (GET /cacerts) against the token's hash before it sends
@@ -226,7 +228,7 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
 
     _check_credentials(kubeconfig, server, token, ca_file)
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, pod_cidr=pod_cidr,
-                             node_ip=node_ip, port=kubelet_port)
+                             node_ip=node_ip, port=kubelet_port, cluster_cidr=cluster_cidr)
     _logging(verbose)
     client_config = _client_config(kubeconfig, server, token, ca_file, data_dir=config.data_dir, tag="agent")
     try:
@@ -260,17 +262,27 @@ def _default_kubelet_config_file(data_dir: str, config_file: str | None) -> str 
               help="Pod addresses; this node gets its first /24 [default: the kubelet config's, 10.244.0.0/16].")
 @click.option("--kubelet-port", "kubelet_port", type=click.IntRange(0, 65535),
               help="The kubelet's HTTP port (logs, /pods, /stats) [default: 10250].")
+@click.option("--nodes", "node_count", default=1, show_default=True, type=click.IntRange(1, 250),
+              help="Nodes to run: node 1 here, nodes 2..N each in a network namespace named NODE-i with its own "
+              "`slimkube agent` and `slimkube proxy` joined by --server/--token (see `slimkube node`).")
+@click.option("--nodes-cidr", default="10.250.0.0/24", show_default=True,
+              help="With --nodes: the network joining the node namespaces to this host (this host takes the "
+              "first address, node i the i-th).")
 @_disable_option
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
-       config_file: str | None, node_name: str | None, pod_cidr: str | None, node_ip: str | None,
-       kubelet_port: int | None, disable: str, verbose: bool) -> None:
+       kubelet_port: int | None, node_count: int, nodes_cidr: str, disable: str, config_file: str | None,
+       node_name: str | None, pod_cidr: str | None, node_ip: str | None, verbose: bool) -> None:
     """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
     Prints progress, then the admin kubeconfig path once the node is Ready. Ctrl-C stops them; the pods keep
     running (and the proxy's rules stay) and the next `up` adopts them; `slimkube down` removes them. Pods
     need spec.nodeName (no scheduler yet). DATA_DIR/kube-proxy.yaml, if present, is the proxy's
     KubeProxyConfiguration (its node name and cluster CIDR are the kubelet's).
+
+    With --nodes N, nodes 2..N run in network namespaces on a node bridge (DATA_DIR/nodes/NAME holds each
+    one's state and logs; DATA_DIR/nodes/kubelet.yaml and kube-proxy.yaml, if present, configure them);
+    `up` prints "[up] ready" once every node is Ready.
     """
     import dataclasses
     import ipaddress
@@ -295,8 +307,12 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
                              port=kubelet_port, cluster_cidr=cluster_cidr, pod_cidr=pod_cidr)
     if not config.pod_cidr:  # one node: it takes the first /24 (no node IPAM controller to hand one out)
         config = dataclasses.replace(config, pod_cidr=default_pod_cidr(config.cluster_cidr))
+    plan = _nodes_plan(node_count, nodes_cidr, config, data_dir=data_dir, bind_address=bind_address)
+    if plan is not None and not config.node_ip:  # every node's address on the one node network
+        config = dataclasses.replace(config, node_ip=plan.host_ip)
     server_config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
-                                 service_cidr=service_cidr, cluster_cidr=config.cluster_cidr)
+                                 service_cidr=service_cidr, cluster_cidr=config.cluster_cidr,
+                                 advertise_address=plan.host_ip if plan is not None else None)
     proxy_config = _proxy_config(_default_proxy_config_file(data_dir), hostname_override=config.node_name,
                                  cluster_cidr=config.cluster_cidr)
     _logging(verbose)
@@ -307,17 +323,55 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
         except BootstrapError as exc:
             raise NodeError(str(exc)) from exc
 
+    def make_nodes(api):  # nodes 2..N join through the node bridge with the node token, as workers do
+        from slimkube.multinode import Join, node_group
+
+        assert plan is not None
+        join = Join(server=f"https://{plan.host_ip}:{api.port}", token=api.node_token,
+                    cluster_cidr=config.cluster_cidr)
+        return node_group(data_dir, plan, join, say=_say)
+
     try:
         with NodeLock(data_dir) as lock, StopOnSignal() as signals:
             lock.acquire(what="running `up` again")
             _say(f"[up] data dir {data_dir}; node {config.node_name}, pod CIDR {config.pod_cidr}")
+            if plan is not None:
+                _start_node_network(data_dir, plan)
             run_up(server_config, lambda client_config: _make_kubelet(config, client_config), join=join_local,
                    signals=signals, say=_say, make_proxy=lambda client: ProxyServer(proxy_config, client),
-                   disable=disabled)
+                   make_nodes=make_nodes if plan is not None else None, disable=disabled)
     except (LockHeld, NodeError) as exc:
         raise click.ClickException(str(exc)) from None
     except ValueError as exc:  # a bad --datastore URL
         raise click.UsageError(str(exc)) from None
+
+
+def _nodes_plan(count: int, nodes_cidr: str, config, *, data_dir: str, bind_address: str):  # -> NodesPlan | None
+    """The address plan of nodes 2..N (slimkube/nodes.py), None for one node; bad values exit 2."""
+    from slimkube.nodes import PlanError, plan
+
+    if count == 1:
+        return None
+    try:
+        result = plan(count, first_name=config.node_name, first_pod_cidr=config.pod_cidr,
+                      cluster_cidr=config.cluster_cidr, data_dir=data_dir, nodes_cidr=nodes_cidr)
+    except PlanError as exc:
+        raise click.UsageError(str(exc)) from None
+    if bind_address not in ("0.0.0.0", result.host_ip):
+        raise click.UsageError(f"--nodes needs the API server reachable from the node namespaces: --bind-address "
+                               f"0.0.0.0 or {result.host_ip}, not {bind_address}")
+    return result
+
+
+def _start_node_network(data_dir: str, plan) -> None:
+    from slimkube.allinone import NodeError
+    from slimkube.multinode import start_network
+    from slimkube.nodenet import NodeNetError
+
+    try:
+        start_network(data_dir, plan, say=_say)
+    except (NodeNetError, OSError) as exc:
+        raise NodeError(f"the node network could not be made: {exc}") from exc
 
 
 @main.command()
@@ -329,18 +383,24 @@ def down(data_dir: str, config_file: str | None, node_name: str | None) -> None:
     """Remove this node's pods (containers labelled slimkube.io/node=<node>), pod bridge, iptables chains (the
     kubelet's and the kube-proxy's) and IPAM state. Keeps the data store: the Pod objects remain and the next
     `up` starts them again. Refuses while an `up` or `agent` runs with this data dir.
+
+    After `up --nodes N`: first the same for nodes 2..N inside their namespaces, then the namespaces, their
+    veths, the node bridge and routes.
     """
     import docker
 
     from control.util.iptables import detect
     from nodeagent.teardown import RealHostNetwork, teardown
+    from slimkube.multinode import down_nodes
     from slimkube.nodelock import LockHeld, NodeLock
 
     config = _kubelet_config(_default_kubelet_config_file(data_dir, config_file), data_dir=data_dir,
                              node_name=node_name)
+    node_errors: list[str] = []
     try:
         with NodeLock(data_dir) as lock:
             lock.acquire(what="`down`")
+            node_errors = down_nodes(data_dir, say=_say)
             iptables = detect()
             report = teardown(config, docker_api=docker.APIClient(version="auto"), iptables=iptables,
                               network=RealHostNetwork(), log=lambda line: _say(f"[down] {line}"))
@@ -351,10 +411,67 @@ def down(data_dir: str, config_file: str | None, node_name: str | None) -> None:
          f"bridge {'removed' if report.bridge else 'absent'}, chains {', '.join(report.chains) or 'not removed'}, "
          f"IPAM state {'removed' if report.ipam_state else 'absent'}, {report.pod_dirs} pod directories")
     _say(f"[down] kept the data store and tokens in {data_dir} (remove it to forget the cluster)")
-    if report.errors or not proxy_rules_removed:
-        for error in report.errors:
+    errors = [*node_errors, *report.errors]
+    if errors or not proxy_rules_removed:
+        for error in errors:
             _say(f"[down] error: {error}")
-        raise click.ClickException(f"{len(report.errors) + (not proxy_rules_removed)} things could not be removed")
+        raise click.ClickException(f"{len(errors) + (not proxy_rules_removed)} things could not be removed")
+
+
+@main.group()
+def node() -> None:
+    """Stop and start the kubelet of one node `up --nodes N` runs in a namespace (failure tests, demos).
+
+    `node stop NAME` marks the node stopped and ends its agent (its pods keep running, its Node stops
+    reporting); `node start NAME` clears the mark and the running `up` starts the agent again, which adopts
+    the pods. Node 1 runs inside `up` itself and is stopped with it.
+    """
+
+
+def _node_of(data_dir: str, name: str):  # -> NodeSpec of a running `up --nodes`
+    from slimkube.multinode import find_node
+    from slimkube.nodelock import LockHeld, NodeLock
+
+    try:
+        spec = find_node(data_dir, name)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    with NodeLock(data_dir) as probe:  # held by the running `up`; taking it means none runs
+        try:
+            probe.acquire(what="")
+        except LockHeld:  # `up` runs, which is what we need
+            return spec
+    raise click.ClickException(f"no `slimkube up` is running with data dir {data_dir}")
+
+
+@node.command("stop")
+@click.argument("name")
+@click.option("--data-dir", default=DEFAULT_DATA_DIR, show_default=True, help="The data dir `up` runs with.")
+def node_stop(name: str, data_dir: str) -> None:
+    """Stop node NAME's kubelet (SIGTERM; pods keep running) until `slimkube node start NAME`."""
+    from slimkube.nodeprocs import stop_kubelet
+
+    spec = _node_of(data_dir, name)
+    try:
+        pid = stop_kubelet(spec)
+    except TimeoutError as exc:
+        raise click.ClickException(str(exc)) from None
+    _say(f"[node {name}] kubelet " + (f"stopped (pid {pid}); pods keep running" if pid else "was not running"))
+
+
+@node.command("start")
+@click.argument("name")
+@click.option("--data-dir", default=DEFAULT_DATA_DIR, show_default=True, help="The data dir `up` runs with.")
+def node_start(name: str, data_dir: str) -> None:
+    """Let the running `up` start node NAME's kubelet again; returns once it runs (not yet Ready)."""
+    from slimkube.nodeprocs import start_kubelet
+
+    spec = _node_of(data_dir, name)
+    try:
+        pid = start_kubelet(spec)
+    except TimeoutError as exc:
+        raise click.ClickException(str(exc)) from None
+    _say(f"[node {name}] kubelet started (pid {pid})")
 
 
 def _proxy_config(config_file: str | None, **overrides: object):  # -> ProxyConfig

@@ -9,7 +9,10 @@ admin kubeconfig is therefore only usable over https.
 On first start a CA and a serving certificate signed by it are written to `DIR/tls/` (keys mode 0600)
 with the `openssl` command line tool, and kept across restarts, so kubeconfigs already handed out stay
 valid. The certificate names what clients dial: localhost, 127.0.0.1, the bind address, this host's
-name, and the `kubernetes` Service's cluster IP and DNS names (pods reach the API through it).
+name, the advertise address (the `kubernetes` Endpoints' IP, which pods and `up --nodes`' node namespaces
+dial), and the `kubernetes` Service's cluster IP and DNS names (pods reach the API through it). A kept
+serving certificate that lacks one of these names (the server now advertises another address) is issued
+again by the same CA, so kubeconfigs and join tokens stay valid.
 """
 
 from __future__ import annotations
@@ -41,19 +44,34 @@ class ServingCerts:
         return context
 
 
-def subject_alt_names(bind_address: str, service_ip: str) -> list[str]:
+def subject_alt_names(bind_address: str, service_ip: str, extra_ips: tuple[str, ...] = ()) -> list[str]:
     names = ["DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default", "DNS:kubernetes.default.svc",
              "DNS:kubernetes.default.svc.cluster.local", "IP:127.0.0.1", "IP:::1", f"IP:{service_ip}"]
     hostname = socket.gethostname()
     if hostname and all(c.isalnum() or c in "-." for c in hostname):
         names.append(f"DNS:{hostname}")
-    try:
-        address = ipaddress.ip_address(bind_address)
-        if not address.is_unspecified and f"IP:{address}" not in names:
+    for candidate in (bind_address, *extra_ips):
+        try:
+            address = ipaddress.ip_address(candidate)
+        except ValueError:
+            continue
+        if not address.is_unspecified:
             names.append(f"IP:{address}")
-    except ValueError:
-        pass
     return list(dict.fromkeys(names))
+
+
+def _normal(entry: str) -> str:
+    """`IP:…`/`DNS:…` in one spelling (openssl prints `IP Address:` and IPv6 addresses unabbreviated)."""
+    kind, _, value = entry.strip().replace("IP Address:", "IP:").partition(":")
+    return f"IP:{ipaddress.ip_address(value)}" if kind == "IP" else f"{kind}:{value}"
+
+
+def _names_in(cert_path: str) -> set[str]:
+    """The subjectAltName entries of a certificate, normalised by `_normal`."""
+    result = subprocess.run(["openssl", "x509", "-in", cert_path, "-noout", "-ext", "subjectAltName"],
+                            capture_output=True, text=True, check=False)
+    entries = result.stdout.splitlines()[1:] if result.returncode == 0 else []
+    return {_normal(item) for line in entries for item in line.split(",") if item.strip()}
 
 
 def _openssl(*args: str) -> None:
@@ -62,15 +80,20 @@ def _openssl(*args: str) -> None:
         raise RuntimeError(f"openssl {args[0]} failed: {result.stderr.strip()}")
 
 
-def ensure_serving_certs(data_dir: str, *, bind_address: str, service_ip: str) -> ServingCerts:
-    """The CA and serving certificate under `data_dir/tls`, created when missing."""
+def ensure_serving_certs(data_dir: str, *, bind_address: str, service_ip: str,
+                         extra_ips: tuple[str, ...] = ()) -> ServingCerts:
+    """The CA and serving certificate under `data_dir/tls`, created when missing; the serving certificate
+    issued again (same CA) when it lacks a name it must have (`extra_ips`: e.g. the advertise address)."""
     directory = os.path.join(data_dir, "tls")
     certs = ServingCerts(os.path.join(directory, "ca.crt"), os.path.join(directory, "serving.crt"),
                          os.path.join(directory, "serving.key"))
-    if all(os.path.exists(p) for p in (certs.ca_path, certs.cert_path, certs.key_path)):
+    names = subject_alt_names(bind_address, service_ip, extra_ips)
+    ca_key = os.path.join(directory, "ca.key")
+    have_ca = os.path.exists(certs.ca_path) and os.path.exists(ca_key)
+    if all(os.path.exists(p) for p in (certs.ca_path, certs.cert_path, certs.key_path)) and (
+            not extra_ips or not have_ca or {_normal(n) for n in names} <= _names_in(certs.cert_path)):
         return certs
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    ca_key = os.path.join(directory, "ca.key")
     old_umask = os.umask(0o077)
     try:
         with tempfile.TemporaryDirectory(dir=directory) as work:
@@ -78,13 +101,13 @@ def ensure_serving_certs(data_dir: str, *, bind_address: str, service_ip: str) -
             ext = os.path.join(work, "serving.ext")
             with open(ext, "w", encoding="utf-8") as handle:
                 handle.write("basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
-                             "extendedKeyUsage=serverAuth\n"
-                             f"subjectAltName={','.join(subject_alt_names(bind_address, service_ip))}\n")
+                             f"extendedKeyUsage=serverAuth\nsubjectAltName={','.join(names)}\n")
             ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-            _openssl("req", "-x509", *ec, "-keyout", ca_key, "-out", certs.ca_path, "-days", _DAYS,
-                     "-subj", f"/CN=slimkube-ca@{int.from_bytes(os.urandom(4), 'big')}",
-                     "-addext", "basicConstraints=critical,CA:TRUE",
-                     "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature")
+            if not have_ca:
+                _openssl("req", "-x509", *ec, "-keyout", ca_key, "-out", certs.ca_path, "-days", _DAYS,
+                         "-subj", f"/CN=slimkube-ca@{int.from_bytes(os.urandom(4), 'big')}",
+                         "-addext", "basicConstraints=critical,CA:TRUE",
+                         "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature")
             _openssl("req", "-new", *ec, "-keyout", certs.key_path, "-out", csr, "-subj", "/CN=kube-apiserver")
             _openssl("x509", "-req", "-in", csr, "-CA", certs.ca_path, "-CAkey", ca_key, "-CAcreateserial",
                      "-out", certs.cert_path, "-days", _DAYS, "-sha256", "-extfile", ext)

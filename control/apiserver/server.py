@@ -213,7 +213,8 @@ class APIServer:
         if self.config.tls:
             self.certs = await asyncio.to_thread(certs.ensure_serving_certs, self.config.data_dir,
                                                  bind_address=self.config.bind_address,
-                                                 service_ip=kubernetes_service_ip(self.config.service_cidr))
+                                                 service_ip=kubernetes_service_ip(self.config.service_cidr),
+                                                 extra_ips=tuple(filter(None, [self.config.advertise_address])))
             ssl_context = self.certs.ssl_context()
             await asyncio.to_thread(self._write_join_token, self.certs.ca_pem())
         site = web.TCPSite(self._runner, self.config.bind_address, self.config.port, reuse_address=True,

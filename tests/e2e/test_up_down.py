@@ -40,12 +40,12 @@ STOP_TIMEOUT = 45.0
 class UpProcess:
     """`slimkube up` as a child process; its output is collected line by line."""
 
-    def __init__(self, data_dir: str, port: int) -> None:
+    def __init__(self, data_dir: str, port: int, *extra: str, bind_address: str = "127.0.0.1") -> None:
         self.lines: list[str] = []
         self._cond = threading.Condition()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "slimkube.cli", "up", "--data-dir", data_dir, "--bind-address", "127.0.0.1",
-             "--port", str(port)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            [sys.executable, "-m", "slimkube.cli", "up", "--data-dir", data_dir, "--bind-address", bind_address,
+             "--port", str(port), *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:

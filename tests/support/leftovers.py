@@ -1,6 +1,10 @@
 """Exit non-zero if tests left anything on this host: pod or test containers, KUBE-* chains, test
 namespaces or links. `.ci/run` calls it after the suite, so a test that leaks fails CI.
 
+Node namespaces of `up --nodes` are named after their nodes (`sktest-…` in tests, so the namespace check
+finds them); their host veths and the node bridge are `slimnode*` links, counted under CI (strict) like
+every pod container, since a developer's own `up --nodes` makes them too.
+
     python -m tests.support.leftovers
 """
 
@@ -10,6 +14,7 @@ import json
 import subprocess
 import sys
 
+from slimkube.nodes import HOST_VETH_PREFIX
 from tests.support.substrate import TEST_LABEL, TEST_PREFIX, list_test_netns
 
 
@@ -28,7 +33,8 @@ def leftovers(*, strict: bool = True) -> list[str]:
         found += [f"iptables chain {line[1:].split()[0]}" for line in saved.splitlines() if line.startswith(":KUBE-")]
     found += [f"network namespace {name}" for name in list_test_netns()]
     links = json.loads(subprocess.run(["ip", "-j", "link"], capture_output=True, text=True, check=True).stdout)
-    found += [f"link {link['ifname']}" for link in links if link["ifname"].startswith(("sk", TEST_PREFIX))]
+    prefixes = ("sk", TEST_PREFIX, HOST_VETH_PREFIX) if strict else ("sk", TEST_PREFIX)
+    found += [f"link {link['ifname']}" for link in links if link["ifname"].startswith(prefixes)]
     return found
 
 

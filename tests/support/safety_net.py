@@ -36,30 +36,36 @@ def free_service_cidr(*, avoid: tuple[str, ...] = ()) -> str:
     raise RuntimeError(f"every candidate service CIDR overlaps a route on this host: {CANDIDATES}")
 
 
-def _ip(*args: str) -> None:
+def _ip(*args: str) -> str:
     done = subprocess.run(["ip", *args], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"ip {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout
 
 
 @contextmanager
-def service_cidr_net(cidr: str, bridge: str) -> Iterator[str]:
+def service_cidr_net(cidr: str, bridge: str, *, netns: str | None = None) -> Iterator[str]:
     """Route `cidr` to a new empty bridge `bridge` for the duration of the block; both go at the end, even
-    when the block fails. Refuses a CIDR some route already covers and a bridge name outside `sktest*`."""
+    when the block fails. Refuses a CIDR some route already covers and a bridge name outside `sktest*`.
+    With `netns`, inside that network namespace (e.g. a node of `up --nodes`) instead of the host's."""
     if not bridge.startswith("sktest") or len(bridge) > 15:
         raise ValueError(f"bridge {bridge!r}: a test link name starts with 'sktest' and has at most 15 chars")
     network = ipaddress.ip_network(cidr)
-    clash = [str(r) for r in routed_networks() if r.overlaps(network)]
+    where = ["-n", netns] if netns else []
+    routes = json.loads(_ip(*where, "-j", "route")) if netns else None
+    taken = ([ipaddress.ip_network(r["dst"], strict=False) for r in routes if r["dst"] != "default"]
+             if routes is not None else routed_networks())
+    clash = [str(r) for r in taken if r.overlaps(network)]
     if clash:
-        raise RuntimeError(f"service CIDR {cidr} overlaps routes already on this host: {clash}")
-    _ip("link", "add", bridge, "type", "bridge")
+        raise RuntimeError(f"service CIDR {cidr} overlaps routes already there: {clash}")
+    _ip(*where, "link", "add", bridge, "type", "bridge")
     try:
-        _ip("link", "set", bridge, "up")
-        _ip("route", "add", cidr, "dev", bridge)
+        _ip(*where, "link", "set", bridge, "up")
+        _ip(*where, "route", "add", cidr, "dev", bridge)
         yield bridge
     finally:
-        subprocess.run(["ip", "route", "del", cidr, "dev", bridge], capture_output=True)
-        subprocess.run(["ip", "link", "delete", bridge], capture_output=True)
+        subprocess.run(["ip", *where, "route", "del", cidr, "dev", bridge], capture_output=True)
+        subprocess.run(["ip", *where, "link", "delete", bridge], capture_output=True)
 
 
 def routed_to(address: str) -> str:

@@ -52,6 +52,11 @@ def test_agent_refuses_to_trust_a_server_it_cannot_verify_exit_1(tmp_path, serve
     pytest.param(["--service-cidr", "bad"], "--service-cidr", id="service-cidr"),
     pytest.param(["--port", "-1"], "-1", id="port"),
     pytest.param(["--pod-cidr", "10.99.0.0/24"], "not inside the cluster CIDR", id="pod-cidr-outside-cluster"),
+    pytest.param(["--nodes", "0"], "--nodes", id="no-nodes"),
+    pytest.param(["--nodes", "3", "--bind-address", "127.0.0.1"], "reachable from the node namespaces",
+                 id="nodes-need-a-reachable-server"),
+    pytest.param(["--nodes", "3", "--nodes-cidr", "10.244.0.0/24"], "overlaps the cluster CIDR", id="nodes-cidr"),
+    pytest.param(["--nodes", "3", "--pod-cidr", "10.244.255.0/24"], "does not fit", id="pod-cidrs-run-out"),
 ])
 def test_up_usage_errors_exit_2(tmp_path, args, message):
     result = CliRunner().invoke(main, ["up", "--data-dir", str(tmp_path), *args])
@@ -97,3 +102,10 @@ def test_stop_on_signal_turns_sigterm_into_an_event_and_restores_the_handler():
         os.kill(os.getpid(), signal.SIGTERM)
         assert signals.event.wait(5) and signals.received == signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.parametrize("command", ["stop", "start"])
+def test_node_stop_and_start_refuse_without_a_node_of_a_running_up(tmp_path, command):
+    result = CliRunner().invoke(main, ["node", command, "nope", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert "no node 'nope' started by `up --nodes`" in result.output

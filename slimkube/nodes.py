@@ -1,0 +1,156 @@
+"""The address plan of `slimkube up --nodes N` (issue 13 item 1): pure decisions, no I/O.
+
+Node 1 is `up`'s own kubelet in the host's network namespace, as with one node. Nodes 2..N each live in a
+network namespace named after the node, joined to the host by a veth pair whose host end sits on one node
+bridge (kind's and k3d's one-host clusters do the same with containers on a Docker network):
+
+    host netns:  bridge `slimnodes0` 10.250.0.1/24 ── veth `slimnode2` ─┐   route 10.244.<k+1>.0/24 via .2
+                                                   └─ veth `slimnode3` ─┼─┐ route 10.244.<k+2>.0/24 via .3
+    netns NAME-2: eth0 10.250.0.2/24, default via 10.250.0.1  ◄────────┘ │  cbr0 10.244.<k+1>.1/24 (its kubelet)
+    netns NAME-3: eth0 10.250.0.3/24, default via 10.250.0.1  ◄──────────┘  cbr0 10.244.<k+2>.1/24
+
+Pod CIDRs are routed host-gw style (flannel's host-gw backend): the host routes each node's pod CIDR via
+that node's address, each node namespace sends everything else to the host. Node 1's pod CIDR is the
+base (`10.244.k.0/24`, k = 0 by default); node i takes the (i-1)-th /24 after it in the cluster CIDR.
+The host's bridge address is what the nodes use to reach the API server, so `up` advertises it (the
+`kubernetes` Service's endpoint) and its serving certificate names it, and node 1 reports it as its
+InternalIP (so every node's address is on the one node network).
+
+Link names start with `slimnode` (not `sk`, which the test harness sweeps as its own).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from dataclasses import dataclass
+
+DEFAULT_NODES_CIDR = "10.250.0.0/24"
+BRIDGE = "slimnodes0"
+HOST_VETH_PREFIX = "slimnode"
+NODE_IFNAME = "eth0"
+PLAN_FILE = "nodes.json"
+NODES_DIR = "nodes"
+_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+
+
+class PlanError(ValueError):
+    """The requested plan cannot be built; the message names the option to change."""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node `up --nodes` runs in a namespace: what its agent is told and how it is wired."""
+
+    index: int          # 2..N
+    name: str           # Node name = network namespace name
+    node_ip: str        # its eth0 address on the node bridge
+    pod_cidr: str       # 10.244.x.0/24, routed via node_ip
+    host_veth: str      # the host end of its veth pair, on the node bridge
+    data_dir: str       # DIR/nodes/NAME: the agent's and proxy's data dir
+
+    @property
+    def netns(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class NodesPlan:
+    """Every node after the first, and the host side of the node network."""
+
+    bridge: str
+    nodes_cidr: str
+    host_ip: str
+    prefixlen: int
+    nodes: tuple[NodeSpec, ...]
+
+    def host_routes(self) -> tuple[tuple[str, str], ...]:
+        """(destination, gateway) routes the host needs: each node's pod CIDR via its address."""
+        return tuple((node.pod_cidr, node.node_ip) for node in self.nodes)
+
+    def to_json(self) -> dict:
+        return {"bridge": self.bridge, "nodesCIDR": self.nodes_cidr, "hostIP": self.host_ip,
+                "nodes": [{"index": n.index, "name": n.name, "nodeIP": n.node_ip, "podCIDR": n.pod_cidr,
+                           "hostVeth": n.host_veth, "dataDir": n.data_dir} for n in self.nodes]}
+
+    @classmethod
+    def from_json(cls, document: dict) -> NodesPlan:
+        network = ipaddress.IPv4Network(document["nodesCIDR"])
+        return cls(bridge=document["bridge"], nodes_cidr=str(network), host_ip=document["hostIP"],
+                   prefixlen=network.prefixlen,
+                   nodes=tuple(NodeSpec(index=n["index"], name=n["name"], node_ip=n["nodeIP"], pod_cidr=n["podCIDR"],
+                                        host_veth=n["hostVeth"], data_dir=n["dataDir"]) for n in document["nodes"]))
+
+
+def node_name(first: str, index: int) -> str:
+    """Node i's name: node 1's name with `-i` appended (`debian` → `debian-2`), a valid Node name."""
+    name = f"{first}-{index}"
+    if len(name) > 253 or not _NODE_NAME.fullmatch(name):
+        raise PlanError(f"node name {name!r} derived from {first!r} is not a valid DNS-1123 subdomain")
+    return name
+
+
+def pod_cidr_of(first_pod_cidr: str, cluster_cidr: str, index: int) -> str:
+    """Node `index`'s pod CIDR: the (index-1)-th network of node 1's size after node 1's, inside the
+    cluster CIDR."""
+    first = ipaddress.IPv4Network(first_pod_cidr)
+    cluster = ipaddress.IPv4Network(cluster_cidr)
+    address = int(first.network_address) + (index - 1) * first.num_addresses
+    candidate = ipaddress.IPv4Network((address, first.prefixlen)) if address < 2 ** 32 else None
+    if candidate is None or not candidate.subnet_of(cluster):
+        raise PlanError(f"node {index}'s pod CIDR (after {first_pod_cidr}) does not fit in the cluster CIDR "
+                        f"{cluster_cidr}: use fewer --nodes, a lower node 1 podCIDR or a larger cluster CIDR")
+    return str(candidate)
+
+
+def plan(count: int, *, first_name: str, first_pod_cidr: str, cluster_cidr: str, data_dir: str,
+         nodes_cidr: str = DEFAULT_NODES_CIDR) -> NodesPlan:
+    """The plan for nodes 2..count (an empty `nodes` for count 1)."""
+    if count < 1:
+        raise PlanError("--nodes must be at least 1")
+    try:
+        network = ipaddress.IPv4Network(nodes_cidr, strict=True)
+    except ValueError as exc:
+        raise PlanError(f"--nodes-cidr: {exc}") from None
+    hosts = list(network.hosts())
+    if len(hosts) < count:
+        raise PlanError(f"--nodes-cidr {nodes_cidr} has room for {len(hosts)} nodes, not {count}")
+    if network.overlaps(ipaddress.IPv4Network(cluster_cidr)):
+        raise PlanError(f"--nodes-cidr {nodes_cidr} overlaps the cluster CIDR {cluster_cidr}")
+    nodes = []
+    for index in range(2, count + 1):
+        name = node_name(first_name, index)
+        nodes.append(NodeSpec(index=index, name=name, node_ip=str(hosts[index - 1]),
+                              pod_cidr=pod_cidr_of(first_pod_cidr, cluster_cidr, index),
+                              host_veth=f"{HOST_VETH_PREFIX}{index}",
+                              data_dir=os.path.join(data_dir, NODES_DIR, name)))
+    return NodesPlan(bridge=BRIDGE, nodes_cidr=str(network), host_ip=str(hosts[0]), prefixlen=network.prefixlen,
+                     nodes=tuple(nodes))
+
+
+def server_url(plan: NodesPlan, port: int) -> str:
+    return f"https://{plan.host_ip}:{port}"
+
+
+def agent_argv(node: NodeSpec, *, python: str, server: str, token: str, cluster_cidr: str,
+               config_file: str | None) -> list[str]:
+    """`slimkube agent` for `node`, exactly as a worker host joins (`--server URL --token TOKEN`: the CA
+    fetched from /cacerts is checked against the token's hash, then the token sent)."""
+    argv = [python, "-m", "slimkube.cli", "agent", "--server", server, "--token", token, "--node-name", node.name,
+            "--node-ip", node.node_ip, "--pod-cidr", node.pod_cidr, "--cluster-cidr", cluster_cidr,
+            "--data-dir", node.data_dir]
+    return argv + (["--config", config_file] if config_file else [])
+
+
+def proxy_argv(node: NodeSpec, *, python: str, server: str, token: str, cluster_cidr: str,
+               config_file: str | None) -> list[str]:
+    """`slimkube proxy` for `node`, joining the same way as its agent."""
+    argv = [python, "-m", "slimkube.cli", "proxy", "--server", server, "--token", token,
+            "--hostname-override", node.name, "--cluster-cidr", cluster_cidr, "--data-dir", node.data_dir]
+    return argv + (["--config", config_file] if config_file else [])
+
+
+def in_netns(netns: str, argv: list[str]) -> list[str]:
+    """`ip netns exec` replaces itself with the command, so the child's pid is the command's."""
+    return ["ip", "netns", "exec", netns, *argv]

@@ -1,0 +1,249 @@
+"""`slimkube up --nodes 3` on one host as a user runs it (issue 13 items 1 and 2): node 1 in the host's
+namespace, nodes 2 and 3 each in a network namespace with their own `slimkube agent` and `slimkube proxy`
+processes, joined with `--server URL --token TOKEN` (the CA checked against the token).
+
+One `up` serves the whole test, in steps: three Ready nodes; pods pinned to each node (spec.nodeName: no
+scheduler yet) reach each other across nodes; a ClusterIP Service whose only pod is on node 3 answers from
+a pod on every node, and its NodePort on every node's address; the `kubernetes` Service answers from a pod
+on every node; `node stop` of node 2 → its Lease expires (no node lifecycle controller marks it
+NotReady/Unknown yet: an expired Lease is what that controller would act on) while its pod keeps running;
+`node start` → Ready again, its pod adopted (same container, restartCount unchanged); Ctrl-C, then `down`
+leaves no namespace, link, chain or container.
+
+Safety: every address traffic goes to was made by `up` or this test (pod IPs, node IPs on the node
+network, the service CIDR); before any packet to a service IP the test's service CIDR is routed to an
+empty bridge in the host's namespace and in each node's (tests/support/safety_net.py). The node network
+and pod CIDRs are chosen clear of this host's routes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from control.client.rest import RESTClient
+from control.util.iptables import detect
+from nodeagent.network import rules
+from proxy.app import run_cleanup
+from slimkube.nodes import BRIDGE, HOST_VETH_PREFIX
+from tests.e2e.test_up_down import ROOT, UpProcess, assert_adopted, node_containers, wait_running
+from tests.support.apiserver import free_port
+from tests.support.hostnet import routed_networks
+from tests.support.polling import wait_for
+from tests.support.safety_net import free_service_cidr, service_cidr_net
+from tests.support.substrate import delete_link
+
+NODES = 3
+LEASE_SECONDS = 6
+pytestmark = pytest.mark.timeout(240)
+
+
+def free_block(prefix: str, candidates: range, count: int) -> int:
+    """The first n in `candidates` with `prefix.n..n+count-1.0/24` clear of every route on this host."""
+    taken = routed_networks()
+    for n in candidates:
+        nets = [ipaddress.ip_network(f"{prefix}.{n + i}.0/24") for i in range(count)]
+        if not any(net.overlaps(t) for net in nets for t in taken):
+            return n
+    raise RuntimeError(f"no {count} free /24s under {prefix}")
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "slimkube.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def app_container(docker_api, pod: str) -> str:
+    (found,) = docker_api.containers(filters={"label": [f"io.kubernetes.pod.name={pod}",
+                                                        "io.kubernetes.container.name=app"]})
+    return found["Id"]
+
+
+def run_in(docker_api, pod: str, *command: str) -> tuple[int, str]:
+    exec_id = docker_api.exec_create(app_container(docker_api, pod), list(command))["Id"]
+    output = docker_api.exec_start(exec_id).decode(errors="replace")
+    return docker_api.exec_inspect(exec_id)["ExitCode"], output
+
+
+def fetch(docker_api, pod: str, url: str) -> str:
+    """GET `url` from inside `pod` (busybox wget; `timeout` because its -T is broken), "" on failure."""
+    code, output = run_in(docker_api, pod, "timeout", "3", "wget", "-qO-", url)
+    return output.strip() if code == 0 else ""
+
+
+def host_fetch(url: str) -> str:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:
+            return response.read().decode().strip()
+    except OSError:
+        return ""
+
+
+def web_pod(name: str, node: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "sktest-web", "pod": name}},
+            "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [{
+                "name": "app", "image": "slimkube/busybox:1", "imagePullPolicy": "Never",
+                "command": ["sh", "-c", "mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www"],
+                "ports": [{"containerPort": 8080}]}]}}
+
+
+def lease_expired(client: RESTClient, node: str) -> bool:
+    spec = client.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}")["spec"]
+    renewed = datetime.fromisoformat(spec["renewTime"].replace("Z", "+00:00"))
+    return (datetime.now(UTC) - renewed).total_seconds() > spec["leaseDurationSeconds"]
+
+
+def ready_since(client: RESTClient, node: str, since: datetime) -> bool:
+    conditions = client.get(f"/api/v1/nodes/{node}").get("status", {}).get("conditions") or []
+    for condition in conditions:
+        if condition["type"] == "Ready" and condition["status"] == "True":
+            beat = datetime.fromisoformat(condition["lastHeartbeatTime"].replace("Z", "+00:00"))
+            return beat >= since.replace(microsecond=0)
+    return False
+
+
+@pytest.fixture
+def cluster(root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanup: Callable) -> dict:
+    """A data dir for `up --nodes 3`: node 1's kubelet.yaml names the test's node, bridge, chains and a pod
+    CIDR whose next two /24s are free too; DIR/nodes/kubelet.yaml gives nodes 2..3 a short Lease. Everything
+    `up` may make is removed at teardown even when the test fails."""
+    data_dir = tmp_path / "up"
+    (data_dir / "nodes").mkdir(parents=True)
+    first = free_block("10.244", range(100, 250), NODES)
+    nodes_net = free_block("10.250", range(0, 250), 1)
+    name = f"sktest-{run_id}"
+    settings = {
+        "nodeName": name, "podBridge": f"sktest{run_id}", "vethPrefix": "skt", "clusterCIDR": "10.244.0.0/16",
+        "podCIDR": f"10.244.{first}.0/24", "address": "127.0.0.1", "port": free_port(),
+        "podForwardChain": f"KUBE-SKTEST-{run_id}-FWD", "podMasqueradeChain": f"KUBE-SKTEST-{run_id}-MASQ",
+        "nodeStatusUpdateFrequency": "2s",
+    }
+    (data_dir / "kubelet.yaml").write_text(yaml.safe_dump(settings))
+    (data_dir / "kube-proxy.yaml").write_text(yaml.safe_dump({
+        "healthzBindAddress": f"127.0.0.1:{free_port()}", "metricsBindAddress": f"127.0.0.1:{free_port()}",
+        "conntrack": {"maxPerCore": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"}}))
+    (data_dir / "nodes" / "kubelet.yaml").write_text(yaml.safe_dump({
+        "nodeStatusUpdateFrequency": "2s", "nodeLeaseDurationSeconds": LEASE_SECONDS}))
+    names = [name] + [f"{name}-{i}" for i in range(2, NODES + 1)]
+    pod_rules = rules.PodRulesConfig(bridge=settings["podBridge"], pod_cidr=settings["podCIDR"],
+                                     cluster_cidr=settings["clusterCIDR"], forward_chain=settings["podForwardChain"],
+                                     masq_chain=settings["podMasqueradeChain"])
+
+    def remove_everything() -> None:  # what `down` should have done, for a test that failed before it
+        for node in names:
+            for cid in node_containers(docker_api, node):
+                docker_api.remove_container(cid, force=True, v=True)
+        for node in names[1:]:
+            subprocess.run(["ip", "netns", "del", node], capture_output=True)
+        for link in [f"{HOST_VETH_PREFIX}{i}" for i in range(2, NODES + 1)] + [BRIDGE, settings["podBridge"]]:
+            delete_link(link)
+        rules.remove(detect(), pod_rules)
+        run_cleanup(detect())
+
+    cleanup(remove_everything)
+    return {"data_dir": str(data_dir), "names": names, "nodes_cidr": f"10.250.{nodes_net}.0/24",
+            "service_cidr": free_service_cidr(), "run_id": run_id}
+
+
+def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: dict, docker_api,
+                                                                     cleanup: Callable) -> None:
+    data_dir, names, run_id = cluster["data_dir"], cluster["names"], cluster["run_id"]
+    nodes_net = ipaddress.ip_network(cluster["nodes_cidr"])
+    host_ip = str(next(nodes_net.hosts()))
+    up = UpProcess(data_dir, free_port(), "--nodes", str(NODES), "--nodes-cidr", cluster["nodes_cidr"],
+                   "--service-cidr", cluster["service_cidr"], bind_address="0.0.0.0")
+    cleanup(up.kill)
+    kubeconfig = up.wait_for("[up] kubeconfig: ").split(": ", 1)[1]
+    up.wait_for("[up] ready: ")
+    for node in names[1:]:  # joined as a worker does: the CA fetched, checked against the token, kept
+        assert up.wait_for(f"[node {node}] [agent] API server https://{host_ip}:")
+        assert Path(data_dir, "nodes", node, "agent", "server-ca.crt").exists()
+
+    with RESTClient.from_kubeconfig(kubeconfig) as client, ExitStack() as nets:
+        nodes = {n["metadata"]["name"]: n for n in client.get("/api/v1/nodes")["items"]}
+        assert set(nodes) == set(names)
+        addresses = {}
+        for name, node in nodes.items():
+            conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
+            assert conditions["Ready"] == "True", (name, conditions)
+            addresses[name] = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+        assert addresses == {name: str(list(nodes_net.hosts())[i]) for i, name in enumerate(names)}
+
+        # the safety net, before any packet to a service IP: host namespace and every node namespace
+        nets.enter_context(service_cidr_net(cluster["service_cidr"], f"sktestsvc{run_id[:6]}"))
+        for node in names[1:]:
+            nets.enter_context(service_cidr_net(cluster["service_cidr"], f"sktestsvc{run_id[:6]}", netns=node))
+
+        pods = {f"web-{i + 1}": node for i, node in enumerate(names)}
+        for pod, node in pods.items():
+            client.create("/api/v1/namespaces/default/pods", web_pod(pod, node))
+        running = {pod: wait_running(client, f"/api/v1/namespaces/default/pods/{pod}") for pod in pods}
+        ips = {pod: p["status"]["podIP"] for pod, p in running.items()}
+        for pod, node in pods.items():  # each pod has an address from its own node's pod CIDR
+            assert ipaddress.ip_address(ips[pod]) in ipaddress.ip_network(nodes[node]["spec"]["podCIDR"])
+
+        for source in pods:  # pod → pod, across every pair of nodes
+            for target in pods:
+                if source != target:
+                    assert fetch(docker_api, source, f"http://{ips[target]}:8080/") == target, (source, target)
+
+        client.create("/api/v1/namespaces/default/services", {
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": "sktest-web3"},
+            "spec": {"type": "NodePort", "selector": {"pod": "web-3"},
+                     "ports": [{"port": 80, "targetPort": 8080}]}})
+        service = client.get("/api/v1/namespaces/default/services/sktest-web3")
+        cluster_ip, node_port = service["spec"]["clusterIP"], service["spec"]["ports"][0]["nodePort"]
+        for source in pods:  # pod → ClusterIP → the pod on node 3, from every node
+            wait_for(lambda s=source: fetch(docker_api, s, f"http://{cluster_ip}/") == "web-3", 20,
+                     f"ClusterIP {cluster_ip} from {source}")
+        for node, address in addresses.items():  # NodePort on every node's address
+            wait_for(lambda a=address: host_fetch(f"http://{a}:{node_port}/") == "web-3", 20,
+                     f"NodePort {node_port} on {node} ({address})")
+
+        api_ip = str(next(ipaddress.ip_network(cluster["service_cidr"]).hosts()))
+        for source in pods:  # the `kubernetes` Service from a pod on every node (TLS handshake: nc connects)
+            wait_for(lambda s=source: run_in(docker_api, s, "sh", "-c", f"echo | timeout 3 nc {api_ip} 443")[0] == 0,
+                     20, f"the kubernetes Service {api_ip}:443 from {source}")
+
+        # node stop: the kubelet goes, its pod stays, its Lease runs out; node start: Ready, pod adopted
+        stopped_node = names[1]
+        before = client.get("/api/v1/namespaces/default/pods/web-2")
+        containers = node_containers(docker_api, stopped_node)
+        done = cli("node", "stop", stopped_node, "--data-dir", data_dir)
+        assert done.returncode == 0 and "kubelet stopped" in done.stderr, done.stderr
+        assert up.wait_for(f"[node {stopped_node}] kubelet stopped by `slimkube node stop`")
+        wait_for(lambda: lease_expired(client, stopped_node), LEASE_SECONDS + 10, f"{stopped_node}'s Lease to expire")
+        assert set(node_containers(docker_api, stopped_node)) == set(containers)
+        assert fetch(docker_api, "web-1", f"http://{ips['web-2']}:8080/") == "web-2"
+
+        restarted = datetime.now(UTC)
+        done = cli("node", "start", stopped_node, "--data-dir", data_dir)
+        assert done.returncode == 0 and "kubelet started" in done.stderr, done.stderr
+        wait_for(lambda: ready_since(client, stopped_node, restarted), 30, f"{stopped_node} Ready again")
+        assert not lease_expired(client, stopped_node)
+        assert_adopted(client, before, docker_api, stopped_node, containers)
+
+    assert up.interrupt() == 0, "\n".join(up.lines)
+    started = time.monotonic()
+    down = cli("down", "--data-dir", data_dir)
+    assert down.returncode == 0, down.stderr
+    assert time.monotonic() - started < 60
+    for node in names:
+        assert node_containers(docker_api, node) == {}
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not [n for n in names if n in netns], netns
+    links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
+    assert HOST_VETH_PREFIX not in links and f"sktest{run_id}" not in links, links
+    iptables = detect()
+    assert not iptables.has_chain("filter", f"KUBE-SKTEST-{run_id}-FWD")
+    assert not iptables.has_chain("nat", "KUBE-SERVICES")

@@ -1,0 +1,91 @@
+"""The node network's order of `ip` commands (slimkube/nodenet.py), against a fake iproute2."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+
+import pytest
+
+from slimkube import nodenet, nodes
+
+
+class FakeIp:
+    """Remembers namespaces and links; answers `netns list`, `link show`; records every command."""
+
+    def __init__(self, *, netns: set[str] = frozenset(), links: set[str] = frozenset(), fail: str = "") -> None:
+        self.netns, self.links, self.fail = set(netns), set(links), fail
+        self.calls: list[tuple[str, ...]] = []
+
+    def __call__(self, args: Sequence[str]) -> subprocess.CompletedProcess:
+        args = tuple(args)
+        self.calls.append(args)
+        where = args[1] if args[0] == "-n" else ""
+        rest = args[2:] if where else args
+        out, code = "", 0
+        if self.fail and self.fail in " ".join(args):
+            code = 1
+        elif rest[:2] == ("netns", "list"):
+            out = "".join(f"{n} (id: 1)\n" for n in sorted(self.netns))
+        elif rest[:2] == ("netns", "add"):
+            self.netns.add(rest[2])
+        elif rest[:2] == ("netns", "del"):
+            self.netns.discard(rest[2])
+            self.links = {link for link in self.links if not link.startswith(f"{rest[2]}/")}
+        elif rest[:2] == ("link", "show"):
+            code = 0 if f"{where}/{rest[2]}".lstrip("/") in self.links else 1
+        elif rest[:2] == ("link", "add"):
+            self.links |= {rest[2], f"{rest[-1]}/{rest[7]}"}
+        elif rest[:2] == ("link", "del"):
+            self.links.discard(rest[2])
+        return subprocess.CompletedProcess(args, code, out, "boom" if code else "")
+
+
+PLAN = nodes.plan(3, first_name="h", first_pod_cidr="10.244.0.0/24", cluster_cidr="10.244.0.0/16", data_dir="/d")
+
+
+def test_wire_makes_bridge_namespaces_veths_addresses_and_routes():
+    ip, bridges = FakeIp(), []
+    nodenet.wire(PLAN, ensure_bridge=lambda name, cidr: bridges.append((name, cidr)), run=ip)
+    assert bridges == [("slimnodes0", "10.250.0.1/24")]
+    changes = [c for c in ip.calls if c[-2:] != ("netns", "list") and "show" not in c]
+    assert changes[:8] == [
+        ("netns", "add", "h-2"),
+        ("-n", "h-2", "link", "set", "lo", "up"),
+        ("link", "add", "slimnode2", "type", "veth", "peer", "name", "eth0", "netns", "h-2"),
+        ("link", "set", "slimnode2", "master", "slimnodes0", "up"),
+        ("-n", "h-2", "addr", "replace", "10.250.0.2/24", "dev", "eth0"),
+        ("-n", "h-2", "link", "set", "eth0", "up"),
+        ("-n", "h-2", "route", "replace", "default", "via", "10.250.0.1", "dev", "eth0"),
+        ("route", "replace", "10.244.1.0/24", "via", "10.250.0.2", "dev", "slimnodes0"),
+    ]
+    assert ("route", "replace", "10.244.2.0/24", "via", "10.250.0.3", "dev", "slimnodes0") in changes
+
+
+def test_wiring_again_makes_no_second_namespace_or_veth():
+    ip = FakeIp()
+    nodenet.wire(PLAN, ensure_bridge=lambda *a: None, run=ip)
+    ip.calls.clear()
+    nodenet.wire(PLAN, ensure_bridge=lambda *a: None, run=ip)
+    assert not [c for c in ip.calls if c[:2] in (("netns", "add"), ("link", "add"))]
+
+
+def test_a_half_made_veth_is_replaced():
+    ip = FakeIp(netns={"h-2"}, links={"slimnode2"})
+    nodenet.wire_node(PLAN, PLAN.nodes[0], run=ip)
+    assert ip.calls.index(("link", "del", "slimnode2")) < ip.calls.index(
+        ("link", "add", "slimnode2", "type", "veth", "peer", "name", "eth0", "netns", "h-2"))
+
+
+def test_a_failing_command_names_itself():
+    with pytest.raises(nodenet.NodeNetError, match="ip route replace 10.244.1.0/24 .*boom"):
+        nodenet.wire(PLAN, ensure_bridge=lambda *a: None, run=FakeIp(fail="route replace 10.244.1.0/24"))
+
+
+def test_unwire_removes_namespaces_then_veths_then_the_bridge_and_reports_failures():
+    ip = FakeIp(netns={"h-2", "h-3"}, links={"slimnode2", "slimnode3", "slimnodes0"})
+    assert nodenet.unwire(PLAN, run=ip) == []
+    removals = [c for c in ip.calls if c[1] == "del"]
+    assert removals == [("netns", "del", "h-2"), ("netns", "del", "h-3"), ("link", "del", "slimnode2"),
+                        ("link", "del", "slimnode3"), ("link", "del", "slimnodes0")]
+    assert nodenet.unwire(PLAN, run=FakeIp(netns={"h-2"}, fail="netns del")) == ["namespace h-2: boom"]
