@@ -36,7 +36,7 @@ from control.util.iptables import detect
 from nodeagent.network import rules
 from proxy.app import run_cleanup
 from slimkube.nodes import BRIDGE, HOST_VETH_PREFIX
-from tests.e2e.test_up_down import ROOT, UpProcess, assert_adopted, node_containers, wait_running
+from tests.e2e.test_up_down import ROOT, UpProcess, assert_adopted, node_containers, wait_running, write_up_config
 from tests.support.apiserver import free_port
 from tests.support.hostnet import routed_networks
 from tests.support.polling import wait_for
@@ -121,23 +121,11 @@ def cluster(root, docker_api, images, iptables, run_id: str, tmp_path: Path, cle
     (data_dir / "nodes").mkdir(parents=True)
     first = free_block("10.244", range(100, 250), NODES)
     nodes_net = free_block("10.250", range(0, 250), 1)
-    name = f"sktest-{run_id}"
-    settings = {
-        "nodeName": name, "podBridge": f"sktest{run_id}", "vethPrefix": "skt", "clusterCIDR": "10.244.0.0/16",
-        "podCIDR": f"10.244.{first}.0/24", "address": "127.0.0.1", "port": free_port(),
-        "podForwardChain": f"KUBE-SKTEST-{run_id}-FWD", "podMasqueradeChain": f"KUBE-SKTEST-{run_id}-MASQ",
-        "nodeStatusUpdateFrequency": "2s",
-    }
-    (data_dir / "kubelet.yaml").write_text(yaml.safe_dump(settings))
-    (data_dir / "kube-proxy.yaml").write_text(yaml.safe_dump({
-        "healthzBindAddress": f"127.0.0.1:{free_port()}", "metricsBindAddress": f"127.0.0.1:{free_port()}",
-        "conntrack": {"maxPerCore": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"}}))
+    settings, pod_rules = write_up_config(data_dir, run_id, pod_cidr=f"10.244.{first}.0/24")
     (data_dir / "nodes" / "kubelet.yaml").write_text(yaml.safe_dump({
         "nodeStatusUpdateFrequency": "2s", "nodeLeaseDurationSeconds": LEASE_SECONDS}))
+    name = settings["nodeName"]
     names = [name] + [f"{name}-{i}" for i in range(2, NODES + 1)]
-    pod_rules = rules.PodRulesConfig(bridge=settings["podBridge"], pod_cidr=settings["podCIDR"],
-                                     cluster_cidr=settings["clusterCIDR"], forward_chain=settings["podForwardChain"],
-                                     masq_chain=settings["podMasqueradeChain"])
 
     def remove_everything() -> None:  # what `down` should have done, for a test that failed before it
         for node in names:

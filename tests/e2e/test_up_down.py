@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -118,26 +119,33 @@ def assert_adopted(client: RESTClient, before: dict, docker_api, node: str, cont
     assert set(node_containers(docker_api, node)) == set(containers)
 
 
-@pytest.fixture
-def node(root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanup: Callable) -> dict:
-    """A data dir whose kubelet.yaml names this test's node, bridge, pod CIDR and chains; all removed at
-    teardown."""
-    data_dir = tmp_path / "up"
-    data_dir.mkdir()
+def write_up_config(data_dir: Path, run_id: str, *, pod_cidr: str) -> tuple[dict[str, Any], rules.PodRulesConfig]:
+    """DIR/kubelet.yaml naming this test's node, bridge, pod CIDR and chains, and DIR/kube-proxy.yaml with its
+    own free ports (the host's conntrack settings left as they are); the kubelet settings and the pod rules
+    they make, for the test's cleanup."""
     settings = {
         "nodeName": f"sktest-{run_id}", "podBridge": f"sktest{run_id}", "vethPrefix": "skt",
-        "clusterCIDR": "10.244.0.0/16", "podCIDR": free_pod_cidr(), "address": "127.0.0.1", "port": free_port(),
+        "clusterCIDR": "10.244.0.0/16", "podCIDR": pod_cidr, "address": "127.0.0.1", "port": free_port(),
         "podForwardChain": f"KUBE-SKTEST-{run_id}-FWD", "podMasqueradeChain": f"KUBE-SKTEST-{run_id}-MASQ",
         "nodeStatusUpdateFrequency": "2s",
     }
     (data_dir / "kubelet.yaml").write_text(yaml.safe_dump(settings))
-    # the proxy `up` runs: its own free ports, and the host's conntrack settings left as they are
     (data_dir / "kube-proxy.yaml").write_text(yaml.safe_dump({
         "healthzBindAddress": f"127.0.0.1:{free_port()}", "metricsBindAddress": f"127.0.0.1:{free_port()}",
         "conntrack": {"maxPerCore": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"}}))
     pod_rules = rules.PodRulesConfig(bridge=settings["podBridge"], pod_cidr=settings["podCIDR"],
                                      cluster_cidr=settings["clusterCIDR"], forward_chain=settings["podForwardChain"],
                                      masq_chain=settings["podMasqueradeChain"])
+    return settings, pod_rules
+
+
+@pytest.fixture
+def node(root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanup: Callable) -> dict:
+    """A data dir whose kubelet.yaml names this test's node, bridge, pod CIDR and chains; all removed at
+    teardown."""
+    data_dir = tmp_path / "up"
+    data_dir.mkdir()
+    settings, pod_rules = write_up_config(data_dir, run_id, pod_cidr=free_pod_cidr())
 
     def remove_containers() -> None:
         for cid in node_containers(docker_api, settings["nodeName"]):
