@@ -8,7 +8,6 @@ upstream's 15 s / 10 s / 2 s.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,8 +23,10 @@ from tests.support.polling import wait_until
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"
 LEASE_SECONDS = 4
+RETRY_SECONDS = 1
 ELECTION = ("--leader-elect-lease-duration", f"{LEASE_SECONDS}s", "--leader-elect-renew-deadline", "3s",
-            "--leader-elect-retry-period", "1s")
+            "--leader-elect-retry-period", f"{RETRY_SECONDS}s")
+TAKEOVER_SECONDS = LEASE_SECONDS + 2 * 1.2 * RETRY_SECONDS + 2
 STARTED = "controller manager: started"
 
 
@@ -78,12 +79,12 @@ def test_two_servers_run_the_controllers_once_and_fail_over(tmp_path: Path, etcd
         assert wait_until(lambda: (addresses(follower_client, ns) or {}).get("http:8080") == ["10.244.0.41"],
                           timeout=10)
 
-        # kill -9 of the leader: the follower takes over within the lease duration (plus a retry).
+        # kill -9 of the leader: the follower takes over within the lease duration counted from its last
+        # observation of the leader's renewal, i.e. at most one jittered retry after the renewal and one
+        # after the expiry, plus slack for a loaded 2-core machine.
         leader.kill()
-        killed_at = time.monotonic()
         assert wait_until(lambda: holder(follower_client).endswith(identity_suffix(follower)),
-                          timeout=LEASE_SECONDS + 6), follower.log()
-        assert time.monotonic() - killed_at <= LEASE_SECONDS + 3
+                          timeout=TAKEOVER_SECONDS), follower.log()
         assert wait_until(lambda: started(follower), timeout=10), follower.log()
         make_service(follower_client, ns, name="api")
         make_pod(follower_client, ns, "b", "10.244.0.42", ready=True, app="api")
