@@ -270,8 +270,10 @@ def _container(c: Check, container: Mapping[str, Any], path: str, *, names: set[
         mount_paths.add(target or "")
 
 
-def validate_pod_spec(c: Check, spec: Mapping[str, Any], path: str) -> None:
-    """Upstream ValidatePodSpec (the subset described in the module docstring)."""
+def validate_pod_spec(c: Check, spec: Mapping[str, Any], path: str, *,
+                      claim_volumes: frozenset[str] = frozenset()) -> None:
+    """Upstream ValidatePodSpec (the subset described in the module docstring). `claim_volumes`: names a
+    volumeMount may use besides `spec.volumes` (a StatefulSet's volumeClaimTemplates)."""
     volumes: set[str] = set()
     for volume_path, volume in c.items(spec, "volumes", join(path, "volumes")):
         name = c.text(volume, "name", join(volume_path, "name"))
@@ -282,14 +284,15 @@ def validate_pod_spec(c: Check, spec: Mapping[str, Any], path: str) -> None:
             if name in volumes:
                 c.add([FieldError.duplicate(join(volume_path, "name"), name)])
             volumes.add(name)
+    mountable = volumes | claim_volumes
     names: set[str] = set()
     containers = c.items(spec, "containers", join(path, "containers"))
     if not containers and not spec.get("containers"):
         c.add([FieldError.required(join(path, "containers"))])
     for container_path, container in containers:
-        _container(c, container, container_path, names=names, volumes=volumes)
+        _container(c, container, container_path, names=names, volumes=mountable)
     for container_path, container in c.items(spec, "initContainers", join(path, "initContainers")):
-        _container(c, container, container_path, names=names, volumes=volumes)
+        _container(c, container, container_path, names=names, volumes=mountable)
     c.supported(spec, "restartPolicy", join(path, "restartPolicy"), RESTART_POLICIES, required=True)
     c.supported(spec, "dnsPolicy", join(path, "dnsPolicy"),
                 ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"), required=True)
@@ -303,12 +306,13 @@ def validate_pod_spec(c: Check, spec: Mapping[str, Any], path: str) -> None:
     c.items(spec, "tolerations", join(path, "tolerations"))
 
 
-def validate_pod_template(c: Check, template: Mapping[str, Any], path: str) -> dict[str, Any] | None:
+def validate_pod_template(c: Check, template: Mapping[str, Any], path: str, *,
+                          claim_volumes: frozenset[str] = frozenset()) -> dict[str, Any] | None:
     """Upstream ValidatePodTemplateSpec; returns the template's spec when it is an object."""
     if (metadata := c.obj(template, "metadata", join(path, "metadata"))) is not None:
         validate_object_meta(c, metadata, join(path, "metadata"), name_validator=None)
     if (spec := c.obj(template, "spec", join(path, "spec"))) is not None:
-        validate_pod_spec(c, spec, join(path, "spec"))
+        validate_pod_spec(c, spec, join(path, "spec"), claim_volumes=claim_volumes)
     return spec
 
 

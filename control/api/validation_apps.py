@@ -83,11 +83,12 @@ def _label_selector(c: Check, spec: Mapping[str, Any], path: str, *, kind: str) 
     return parsed
 
 
-def _controller_template(c: Check, template: Mapping[str, Any], path: str, *, selects: bool, kind: str) -> None:
+def _controller_template(c: Check, template: Mapping[str, Any], path: str, *, selects: bool, kind: str,
+                         claim_volumes: frozenset[str] = frozenset()) -> None:
     """Upstream ValidatePodTemplateSpecForReplicaSet/ForRC: selected labels, pods that always restart."""
     if not selects:
         c.add([FieldError.invalid(join(path, "metadata.labels"), _template_labels(template), _MISMATCH)])
-    if (spec := validate_pod_template(c, template, path)) is None:
+    if (spec := validate_pod_template(c, template, path, claim_volumes=claim_volumes)) is None:
         return
     policy = spec.get("restartPolicy")
     if isinstance(policy, str) and policy != "Always":
@@ -126,6 +127,16 @@ def _rolling_update(c: Check, strategy: Mapping[str, Any], path: str) -> None:
                                   "may not be 0 when `maxSurge` is 0")])
 
 
+def _claim_names(spec: Mapping[str, Any]) -> frozenset[str]:
+    """The volume names a StatefulSet's volumeClaimTemplates give its pods (the controller adds them)."""
+    claims = spec.get("volumeClaimTemplates")
+    if not isinstance(claims, list):
+        return frozenset()
+    return frozenset(name for claim in claims if isinstance(claim, Mapping)
+                     and isinstance(meta := claim.get("metadata"), Mapping)
+                     and isinstance(name := meta.get("name"), str))
+
+
 def _workload(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None, *, kind: str,
               replicas: bool = True) -> dict[str, Any] | None:
     """What deployments, replica sets, daemon sets and stateful sets share; returns the spec."""
@@ -137,7 +148,8 @@ def _workload(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None, *
     selector = _label_selector(c, spec, "spec.selector", kind=kind.lower())
     if (template := c.obj(spec, "template", "spec.template")) is not None:
         selects = selector is None or selector.matches(_template_labels(template))
-        _controller_template(c, template, "spec.template", selects=selects, kind=kind)
+        claims = _claim_names(spec) if kind == "StatefulSet" else frozenset()
+        _controller_template(c, template, "spec.template", selects=selects, kind=kind, claim_volumes=claims)
     old_spec = old.get("spec") if old is not None else None
     if isinstance(old_spec, dict) and kind != "StatefulSet":
         c.immutable(spec.get("selector"), old_spec.get("selector"), "spec.selector")

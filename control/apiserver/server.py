@@ -312,13 +312,20 @@ class APIServer:
         async def get_group_version(request: web.Request) -> web.Response:
             return await self._resource_list(request.match_info["group"], request.match_info["version"])
 
-        routes = [
+        # Discovery answers with and without a trailing slash, as upstream's (its OpenAPI document names
+        # the slashed forms, and clients call `GET /version/` first).
+        discovery_routes = [
             ("/version", get_version), ("/api", get_api), ("/apis", get_apis), ("/api/v1", get_core),
             ("/apis/{group}", self._group), ("/apis/{group}/{version}", get_group_version),
+        ]
+        other_routes = [
             ("/healthz", self._health), ("/livez", self._health), ("/readyz", self._ready),
             ("/openapi/v2", self._openapi), ("/cacerts", self._cacerts),
         ]
-        for path, handler in routes:
+        for path, handler in discovery_routes:
+            app.router.add_get(path, handler)
+            app.router.add_get(path + "/", handler)
+        for path, handler in other_routes:
             app.router.add_get(path, handler)
         app.router.add_route("*", "/api/v1/{tail:.+}", resources.handle)
         app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", resources.handle)

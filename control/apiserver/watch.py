@@ -174,6 +174,8 @@ class WatchStream:
                 kind, obj = visible
                 await response.write(self._encode(kind, obj, revision=event.revision, key=event.key))
                 last_sent = event.revision
+        except ConnectionResetError:  # aiohttp's ClientConnectionResetError: the client went away, a routine end
+            log.debug("watch %s: the client disconnected", prefix)
         finally:
             self.cache.unsubscribe(subscription)
         return response

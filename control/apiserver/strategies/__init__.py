@@ -16,9 +16,18 @@ from types import MappingProxyType
 
 from control.apiserver.allocators import ClusterIPAllocator, NodePortAllocator
 from control.apiserver.resources import RESOURCES, Resource
-from control.apiserver.strategies.base import CreateOnUpdateStrategy, ResetStatusStrategy, Strategy, WorkloadStrategy
+from control.apiserver.strategies.base import (
+    CreateOnUpdateStrategy,
+    DaemonSetStrategy,
+    ReplicasWorkloadStrategy,
+    ResetStatusStrategy,
+    StatefulSetStrategy,
+    Strategy,
+    WorkloadStrategy,
+)
 from control.apiserver.strategies.namespaces import NamespaceStrategy
 from control.apiserver.strategies.pods import BindingStrategy, PodStrategy
+from control.apiserver.strategies.secrets import SecretStrategy
 from control.apiserver.strategies.services import ServiceAllocations, ServiceStrategy
 from control.storage.interface import Storage
 
@@ -32,11 +41,12 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "events": CreateOnUpdateStrategy,
     "leases": CreateOnUpdateStrategy,
     "resourcequotas": ResetStatusStrategy,
-    "replicationcontrollers": WorkloadStrategy,
+    "secrets": SecretStrategy,
+    "replicationcontrollers": ReplicasWorkloadStrategy,
     "deployments": WorkloadStrategy,
-    "replicasets": WorkloadStrategy,
-    "daemonsets": WorkloadStrategy,
-    "statefulsets": WorkloadStrategy,
+    "replicasets": ReplicasWorkloadStrategy,
+    "daemonsets": DaemonSetStrategy,
+    "statefulsets": StatefulSetStrategy,
     "jobs": WorkloadStrategy,
     "cronjobs": WorkloadStrategy,
 })

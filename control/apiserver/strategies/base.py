@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from types import MappingProxyType
 from typing import Any
 
 from control.api.defaults import apply_defaults
@@ -98,6 +99,9 @@ class Strategy:
     """What the generic store asks of a kind; this base is the whole strategy of the plain kinds
     (configmaps, secrets, nodes, serviceaccounts, ...)."""
 
+    # Status fields the kind's Go type serialises without omitempty: upstream always writes them, zero
+    # included, and typed clients (the official Python client) refuse an object without them.
+    status_zero_values: Mapping[str, Any] = MappingProxyType({})
     tracks_generation = False  # metadata.generation starts at 1 and grows with spec changes
     resets_status_on_create = False  # upstream PrepareForCreate: `obj.Status = {}`
     allow_create_on_update = False  # upstream AllowCreateOnUpdate: a PUT of a missing object creates it
@@ -123,6 +127,7 @@ class Strategy:
             metadata["generation"] = 1
         if self.resets_status_on_create:
             obj["status"] = {}
+        self.fill_status(obj)
 
     def prepare_for_update(self, new: dict[str, Any], old: Mapping[str, Any]) -> None:
         """An update of the main resource: server-owned metadata and (with a status subresource) status
@@ -141,13 +146,26 @@ class Strategy:
                 new.pop("status", None)
         if self.tracks_generation and spec_of(new) != spec_of(old):
             metadata["generation"] = int(old_metadata.get("generation") or 0) + 1
+        self.fill_status(new)
 
     def prepare_for_subresource_update(self, subresource: str, new: Mapping[str, Any],
                                        old: Mapping[str, Any]) -> dict[str, Any]:
         """The object a write through `/{subresource}` stores; `/status` is the only one most kinds have."""
         if subresource != "status":
             raise status.bad_request(f"{self.resource.plural}/{subresource} cannot be written")
-        return prepare_for_status_update(new, old)
+        result = prepare_for_status_update(new, old)
+        self.fill_status(result)
+        return result
+
+    def fill_status(self, obj: dict[str, Any]) -> None:
+        """Add the `status_zero_values` a written status lacks (a status that is not an object is left
+        to validation)."""
+        if not self.status_zero_values:
+            return
+        current = obj.setdefault("status", {})
+        if isinstance(current, dict):
+            for key, zero in self.status_zero_values.items():
+                current.setdefault(key, deep_copy(zero))
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         """Upstream Validate / ValidateUpdate (control.api.validation, shared with the kubelet)."""
@@ -190,6 +208,25 @@ class WorkloadStrategy(Strategy):
 
     tracks_generation = True
     resets_status_on_create = True
+
+
+class ReplicasWorkloadStrategy(WorkloadStrategy):
+    """ReplicaSets and ReplicationControllers: `status.replicas` has no omitempty upstream."""
+
+    status_zero_values = MappingProxyType({"replicas": 0})
+
+
+class StatefulSetStrategy(WorkloadStrategy):
+    """apps/v1 StatefulSetStatus: `replicas` and `availableReplicas` have no omitempty upstream."""
+
+    status_zero_values = MappingProxyType({"replicas": 0, "availableReplicas": 0})
+
+
+class DaemonSetStrategy(WorkloadStrategy):
+    """apps/v1 DaemonSetStatus: the four scheduling counts have no omitempty upstream."""
+
+    status_zero_values = MappingProxyType({"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                                           "desiredNumberScheduled": 0, "numberReady": 0})
 
 
 class ResetStatusStrategy(Strategy):

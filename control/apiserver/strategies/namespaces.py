@@ -6,6 +6,8 @@
   `spec.finalizers` is not empty (the namespace controller empties its content, then clears the
   `kubernetes` finalizer through `/finalize`), besides the metadata finalizers every kind honours.
 - `/finalize` writes only `spec.finalizers`; `/status` only status, as for every kind.
+- Every namespace carries the label `kubernetes.io/metadata.name: <name>` (upstream 1.22+), set on create
+  and put back on every write of the namespace, `/status` included.
 """
 
 from __future__ import annotations
@@ -19,16 +21,39 @@ from control.apimachinery.validation import FieldError
 from control.apiserver import status
 from control.apiserver.strategies.base import Strategy
 
+NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def set_name_label(obj: dict[str, Any]) -> None:
+    """Upstream (1.22+, PrepareForCreate/PrepareForUpdate): every namespace carries
+    `kubernetes.io/metadata.name: <name>`, put back if a client removes or changes it."""
+    metadata = obj.setdefault("metadata", {})
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        return  # validation reports the missing name
+    labels = metadata.get("labels")
+    if labels is None:
+        labels = metadata["labels"] = {}
+    if isinstance(labels, dict):
+        labels[NAME_LABEL] = name
+
 
 class NamespaceStrategy(Strategy):
     def prepare_for_create(self, obj: dict[str, Any], *, now: datetime, uid: str) -> None:
         super().prepare_for_create(obj, now=now, uid=uid)
         obj["status"] = {"phase": "Active"}
+        set_name_label(obj)
+
+    def prepare_for_update(self, new: dict[str, Any], old: Mapping[str, Any]) -> None:
+        super().prepare_for_update(new, old)
+        set_name_label(new)
 
     def prepare_for_subresource_update(self, subresource: str, new: Mapping[str, Any],
                                        old: Mapping[str, Any]) -> dict[str, Any]:
         if subresource != "finalize":
-            return super().prepare_for_subresource_update(subresource, new, old)
+            result = super().prepare_for_subresource_update(subresource, new, old)
+            set_name_label(result)
+            return result
         spec = new.get("spec") or {}
         if not isinstance(spec, dict):
             name = (old.get("metadata") or {}).get("name", "")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
+from types import MappingProxyType
 from typing import Any
 
 from control.apimachinery.validation import FieldError
@@ -119,6 +120,9 @@ class ServiceAllocations:
 
 class ServiceStrategy(Strategy):
     resets_status_on_create = True
+    # ServiceStatus.loadBalancer is a struct: Go's encoder writes it even when empty (omitempty does not
+    # drop structs), so upstream always answers `status: {loadBalancer: {}}`.
+    status_zero_values = MappingProxyType({"loadBalancer": {}})
 
     def __init__(self, resource: Resource, allocations: ServiceAllocations) -> None:
         super().__init__(resource)

@@ -175,7 +175,10 @@ def test_namespace_lifecycle():
     assert not namespaces.ready_to_remove(ns)  # the namespace controller still has to finalize it
     finalized = namespaces.prepare_for_subresource_update(
         "finalize", {"metadata": {"name": "n", "labels": {"x": "y"}}, "spec": {"finalizers": []}}, ns)
-    assert finalized["spec"]["finalizers"] == [] and "labels" not in finalized["metadata"]
+    # /finalize takes only spec.finalizers: the client's labels are ignored, the stored ones (the name
+    # label every namespace carries) stay.
+    assert finalized["spec"]["finalizers"] == []
+    assert finalized["metadata"]["labels"] == {"kubernetes.io/metadata.name": "n"}
     assert namespaces.ready_to_remove(finalized)
 
 
@@ -214,3 +217,52 @@ def test_assign_node_once_and_never_while_deleting():
         assign_node(pod, "n2", now=NOW)
     with pytest.raises(APIError, match="is being deleted"):
         assign_node({"metadata": {"name": "q", "deletionTimestamp": "t"}, "spec": {}}, "n1", now=NOW)
+
+
+def test_namespace_name_label_is_set_and_restored():
+    namespaces = strategy_for(NAMESPACES)
+    ns = {"metadata": {"name": "n", "labels": {"team": "a", "kubernetes.io/metadata.name": "forged"}}}
+    namespaces.prepare_for_create(ns, now=NOW, uid="u")
+    assert ns["metadata"]["labels"] == {"team": "a", "kubernetes.io/metadata.name": "n"}
+    update = {"metadata": {"name": "n", "labels": {}}}
+    namespaces.prepare_for_update(update, ns)
+    assert update["metadata"]["labels"] == {"kubernetes.io/metadata.name": "n"}
+    status = namespaces.prepare_for_subresource_update("status", {"metadata": {"name": "n", "labels": {}}}, ns)
+    assert status["metadata"]["labels"] == {"kubernetes.io/metadata.name": "n"}
+
+
+def _resource(group_version: str, plural: str):
+    group, _, version = group_version.rpartition("/")
+    resource = by_path(group, version, plural)
+    assert resource is not None
+    return resource
+
+
+@pytest.mark.parametrize("group_version,plural,zero", [
+    pytest.param("apps/v1", "replicasets", {"replicas": 0}, id="replicaset"),
+    pytest.param("v1", "replicationcontrollers", {"replicas": 0}, id="rc"),
+    pytest.param("apps/v1", "statefulsets", {"replicas": 0, "availableReplicas": 0}, id="statefulset"),
+    pytest.param("apps/v1", "daemonsets", {"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                                          "desiredNumberScheduled": 0, "numberReady": 0}, id="daemonset"),
+    pytest.param("apps/v1", "deployments", {}, id="deployment-omits-all"),
+])
+def test_status_zero_values_on_create_and_status_writes(group_version, plural, zero):
+    strategy = strategy_for(_resource(group_version, plural))
+    obj = {"metadata": {"name": "w"}, "spec": {}, "status": {"replicas": 7}}
+    strategy.prepare_for_create(obj, now=NOW, uid="u")
+    assert obj["status"] == zero  # the client's status is dropped, the zeros stay
+    written = strategy.prepare_for_subresource_update("status", {"status": {"readyReplicas": 2}}, obj)
+    assert written["status"] == {**zero, "readyReplicas": 2}
+    kept = {"status": {"replicas": 3}} if "replicas" in zero else {"status": {}}
+    assert strategy.prepare_for_subresource_update("status", kept, obj)["status"] == {**zero, **kept["status"]}
+
+
+def test_secret_string_data_wins_over_data_and_is_not_stored():
+    secrets = strategy_for(_resource("v1", "secrets"))
+    obj = {"metadata": {"name": "s"}, "data": {"a": "eA==", "b": "eQ=="}, "stringData": {"b": "two", "c": "3"}}
+    secrets.defaults(obj)
+    assert obj["data"] == {"a": "eA==", "b": "dHdv", "c": "Mw=="} and "stringData" not in obj
+    malformed = {"metadata": {"name": "s"}, "stringData": {"n": 1}}
+    secrets.defaults(malformed)
+    assert malformed["stringData"] == {"n": 1}  # left for validation, which refuses it
+    assert [e.field for e in secrets.validate(malformed, None)] == ["stringData[n]"]
