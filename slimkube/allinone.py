@@ -30,6 +30,7 @@ from typing import Protocol
 
 from control.apiserver.server import APIServer, ServerConfig
 from control.client.kubeconfig import ClientConfig
+from control.controllers.manager import DEFAULT_CONFIGURATION, ControllerManagerConfiguration
 from slimkube.controlplane import BackgroundServer
 from slimkube.stopsignal import StopOnSignal
 
@@ -109,9 +110,10 @@ def run_up(server_config: ServerConfig, make_kubelet: Callable[[ClientConfig], K
            join: Callable[[APIServer], ClientConfig], signals: StopOnSignal, say: Say,
            make_proxy: Callable[[ClientConfig], ProxyLike] | None = None,
            make_nodes: Callable[[APIServer], NodeGroupLike] | None = None,
-           disable: Collection[str] = ()) -> None:
+           disable: Collection[str] = (),
+           settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> None:
     """Steps 2-5 of the module notes (the caller holds the lock and installed `signals`)."""
-    background = BackgroundServer(server_config, disable=disable)
+    background = BackgroundServer(server_config, disable=disable, settings=settings)
     try:
         try:
             api = background.start()

@@ -43,6 +43,26 @@ _disable_option = click.option(  # `server` and `up`; the names are checked by _
     help="Comma-separated control-plane parts not to run, by upstream's name (e.g. endpoint).")
 
 
+_node_monitor_grace_option = click.option(  # `server` and `up`; checked by _controller_settings
+    "--node-monitor-grace-period", default="40s", show_default=True, metavar="DURATION",
+    help="How long a node may stop posting status (Lease and Ready heartbeat) before the node lifecycle "
+    "controller sets its conditions Unknown and taints it unreachable.")
+
+
+def _controller_settings(node_monitor_grace_period: str):  # -> ControllerManagerConfiguration
+    """The controller manager's flags (Go durations, as upstream's) as its configuration; bad ones exit 2."""
+    from control.controllers.manager import ControllerManagerConfiguration
+    from control.util.componentconfig import ConfigError, parse_duration
+
+    try:
+        grace = parse_duration(node_monitor_grace_period, name="--node-monitor-grace-period")
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="--node-monitor-grace-period") from None
+    if grace <= 0:
+        raise click.BadParameter("must be more than 0", param_hint="--node-monitor-grace-period")
+    return ControllerManagerConfiguration(node_monitor_grace_period=grace)
+
+
 def _parse_disable(text: str) -> frozenset[str]:
     from slimkube.controlplane import parse_disable
 
@@ -64,6 +84,7 @@ def _parse_disable(text: str) -> frozenset[str]:
               help="The IP the `kubernetes` Service's Endpoints name [default: --bind-address if it is a "
               "specific IP, else this host's address on the default route].")
 @_disable_option
+@_node_monitor_grace_option
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True,
               help="Run the controllers only while holding the Lease kube-system/kube-controller-manager, so "
               "several servers on one etcd run them once.")
@@ -72,8 +93,9 @@ def _parse_disable(text: str) -> frozenset[str]:
 @click.option("--leader-elect-retry-period", default="2s", show_default=True, metavar="DURATION")
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
-           advertise_address: str | None, disable: str, leader_elect: bool, leader_elect_lease_duration: str,
-           leader_elect_renew_deadline: str, leader_elect_retry_period: str, verbose: bool) -> None:
+           advertise_address: str | None, disable: str, node_monitor_grace_period: str, leader_elect: bool,
+           leader_elect_lease_duration: str, leader_elect_renew_deadline: str, leader_elect_retry_period: str,
+           verbose: bool) -> None:
     """Run the control plane: the API server and the controller manager (the endpoints controller).
     Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
     import asyncio
@@ -95,6 +117,7 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--advertise-address") from None
     disabled = _parse_disable(disable)
+    settings = _controller_settings(node_monitor_grace_period)
     election = _leader_election(leader_elect, leader_elect_lease_duration, leader_elect_renew_deadline,
                                 leader_elect_retry_period)
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
@@ -107,7 +130,7 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         sdnotify.ready()
 
     try:
-        asyncio.run(serve_forever(config, disable=disabled, election=election, ready=ready,
+        asyncio.run(serve_forever(config, disable=disabled, election=election, settings=settings, ready=ready,
                                  stopping=sdnotify.stopping))
     except ValueError as exc:  # a bad --datastore URL
         raise click.UsageError(str(exc)) from None
@@ -269,9 +292,11 @@ def _default_kubelet_config_file(data_dir: str, config_file: str | None) -> str 
               help="With --nodes: the network joining the node namespaces to this host (this host takes the "
               "first address, node i the i-th).")
 @_disable_option
+@_node_monitor_grace_option
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
-       kubelet_port: int | None, node_count: int, nodes_cidr: str, disable: str, config_file: str | None,
+       kubelet_port: int | None, node_count: int, nodes_cidr: str, disable: str, node_monitor_grace_period: str,
+       config_file: str | None,
        node_name: str | None, pod_cidr: str | None, node_ip: str | None, verbose: bool) -> None:
     """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
@@ -302,6 +327,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint=flag) from None
     disabled = _parse_disable(disable)
+    settings = _controller_settings(node_monitor_grace_period)
     config_file = _default_kubelet_config_file(data_dir, config_file)
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, node_ip=node_ip,
                              port=kubelet_port, cluster_cidr=cluster_cidr, pod_cidr=pod_cidr)
@@ -339,7 +365,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
                 _start_node_network(data_dir, plan)
             run_up(server_config, lambda client_config: _make_kubelet(config, client_config), join=join_local,
                    signals=signals, say=_say, make_proxy=lambda client: ProxyServer(proxy_config, client),
-                   make_nodes=make_nodes if plan is not None else None, disable=disabled)
+                   make_nodes=make_nodes if plan is not None else None, disable=disabled,
+                   settings=settings)
     except (LockHeld, NodeError) as exc:
         raise click.ClickException(str(exc)) from None
     except ValueError as exc:  # a bad --datastore URL

@@ -10,6 +10,9 @@ refuses a name nothing here knows, before anything starts.
 With leader election on (the default, as upstream's `--leader-elect`), the controller manager runs only
 while this server holds the Lease `kube-system/kube-controller-manager` (leadership.py), so two servers
 on one etcd serve the API together and run the controllers once.
+
+The controllers' settings (`--node-monitor-grace-period`, …) come as one ControllerManagerConfiguration,
+handed down unchanged to the manager.
 """
 
 from __future__ import annotations
@@ -20,7 +23,12 @@ from collections.abc import Callable, Collection
 
 from control.apiserver.server import APIServer, ServerConfig
 from control.client.rest import RESTClient
-from control.controllers.manager import CONTROLLERS, ControllerManager
+from control.controllers.manager import (
+    CONTROLLERS,
+    DEFAULT_CONFIGURATION,
+    ControllerManager,
+    ControllerManagerConfiguration,
+)
 from control.util.loopthread import LoopThread
 from slimkube.leadership import DEFAULT_ELECTION, ElectedPart, LeaderElection, Part, server_identity
 
@@ -41,9 +49,10 @@ def parse_disable(text: str) -> frozenset[str]:
     return names
 
 
-def start_controller_manager(server: APIServer, *, disable: Collection[str] = ()) -> ControllerManager:
+def start_controller_manager(server: APIServer, *, disable: Collection[str] = (),
+                             settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> ControllerManager:
     """The controllers `slimkube server` runs (all but `disable`), against `server`, started."""
-    manager = ControllerManager(server.client_config(), disabled=disable)
+    manager = ControllerManager(server.client_config(), disabled=disable, settings=settings)
     manager.start()
     return manager
 
@@ -51,11 +60,12 @@ def start_controller_manager(server: APIServer, *, disable: Collection[str] = ()
 class ElectedControllers:
     """The controller manager under leader election: started and stopped with the Lease."""
 
-    def __init__(self, server: APIServer, *, disable: Collection[str], election: LeaderElection) -> None:
+    def __init__(self, server: APIServer, *, disable: Collection[str], election: LeaderElection,
+                 settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> None:
         self._client = RESTClient(server.client_config(), user_agent="slimkube-controller-manager/leader-election")
         self._part = ElectedPart(self._client, lease=CONTROLLER_MANAGER_LEASE,
                                  identity=server_identity(server.config.data_dir), election=election,
-                                 start=lambda: start_controller_manager(server, disable=disable))
+                                 start=lambda: start_controller_manager(server, disable=disable, settings=settings))
 
     def start(self) -> None:
         self._part.start()
@@ -66,11 +76,12 @@ class ElectedControllers:
 
 
 def start_controllers(server: APIServer, *, disable: Collection[str] = (),
-                      election: LeaderElection = DEFAULT_ELECTION) -> Part:
+                      election: LeaderElection = DEFAULT_ELECTION,
+                      settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> Part:
     """The controller manager, under leader election unless `election.enabled` is off."""
     if not election.enabled:
-        return start_controller_manager(server, disable=disable)
-    elected = ElectedControllers(server, disable=disable, election=election)
+        return start_controller_manager(server, disable=disable, settings=settings)
+    elected = ElectedControllers(server, disable=disable, election=election, settings=settings)
     elected.start()
     return elected
 
@@ -80,17 +91,20 @@ class BackgroundServer:
     controller manager (all but `disable`) once it is ready; `stop` ends the controllers first."""
 
     def __init__(self, config: ServerConfig, *, disable: Collection[str] = (),
-                 election: LeaderElection = DEFAULT_ELECTION) -> None:
+                 election: LeaderElection = DEFAULT_ELECTION,
+                 settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> None:
         self.server = APIServer(config)
         self._disable = frozenset(disable)
         self._election = election
+        self._settings = settings
         self._thread = LoopThread("apiserver")
         self._controllers: Part | None = None
 
     def start(self, *, timeout: float = 120.0) -> APIServer:
         self._thread.start()
         self._thread.run(self.server.start(), timeout=timeout)
-        self._controllers = start_controllers(self.server, disable=self._disable, election=self._election)
+        self._controllers = start_controllers(self.server, disable=self._disable, election=self._election,
+                                              settings=self._settings)
         return self.server
 
     def stop(self, *, timeout: float = 30.0) -> None:
@@ -107,6 +121,7 @@ class BackgroundServer:
 
 async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
                         election: LeaderElection = DEFAULT_ELECTION,
+                        settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION,
                         ready: Callable[[APIServer], None] | None = None,
                         stopping: Callable[[], None] | None = None) -> None:
     """`slimkube server`: the API server, then the controller manager, until SIGINT/SIGTERM; then the
@@ -114,7 +129,7 @@ async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
     both serve, `stopping` once a signal has come and before anything stops (systemd's READY=1/STOPPING=1)."""
     server = APIServer(config)
     await server.start()
-    manager = start_controllers(server, disable=disable, election=election)
+    manager = start_controllers(server, disable=disable, election=election, settings=settings)
     if ready is not None:
         ready(server)
     stop = asyncio.Event()

@@ -7,10 +7,14 @@ factory, so every informer a controller asked for shares one watch; `--controlle
 them by name) and k3s pkg/daemons/control (controllers started once the API server is ready, each
 switchable off with `--disable`).
 
-`CONTROLLERS` maps upstream's controller names ("endpoint", later "replicaset", "deployment", …) to an
-init function: it builds the controller against the context (registering its informer handlers) and
-returns the loop to run, `run(stop)`, which the manager runs on its own thread. A later controller is one
-module under control/controllers/ (a `Controller` of base.py) and one line in this table.
+`CONTROLLERS` maps upstream's controller names ("endpoint", "nodelifecycle", "taint-eviction-controller",
+later "replicaset", "deployment", …) to an init function: it builds the controller against the context
+(registering its informer handlers) and returns the loop to run, `run(stop)`, which the manager runs on its
+own thread. A later controller is one module under control/controllers/ (a `Controller` of base.py) and one
+line in this table.
+
+Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
+--node-monitor-grace-period) travel in `ControllerManagerConfiguration`, in the context.
 
 Lifecycle: `start()` inits every enabled controller, starts the informers, then one thread per controller;
 `stop()` sets the one stop Event (informers end their watches, `run_workers` shuts each queue down and
@@ -28,10 +32,29 @@ from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
 from control.controllers.endpoints import EndpointsController
+from control.controllers.nodelifecycle import (
+    NODE_MONITOR_GRACE_PERIOD,
+    NODE_MONITOR_PERIOD,
+    NODE_STARTUP_GRACE_PERIOD,
+    NodeLifecycleController,
+)
+from control.controllers.taint_eviction import TaintEvictionController
 
 log = logging.getLogger(__name__)
 
 Run = Callable[[threading.Event], None]
+
+
+@dataclass(frozen=True)
+class ControllerManagerConfiguration:
+    """The controllers' settings, in seconds, upstream's defaults (KubeControllerManagerConfiguration)."""
+
+    node_monitor_period: float = NODE_MONITOR_PERIOD
+    node_monitor_grace_period: float = NODE_MONITOR_GRACE_PERIOD
+    node_startup_grace_period: float = NODE_STARTUP_GRACE_PERIOD
+
+
+DEFAULT_CONFIGURATION = ControllerManagerConfiguration()
 
 
 @dataclass(frozen=True)
@@ -40,14 +63,27 @@ class ControllerContext:
 
     client: RESTClient
     informers: InformerFactory
+    config: ControllerManagerConfiguration = DEFAULT_CONFIGURATION
 
 
 def _start_endpoint(ctx: ControllerContext) -> Run:
     return EndpointsController(ctx.client, ctx.informers).run
 
 
+def _start_node_lifecycle(ctx: ControllerContext) -> Run:
+    return NodeLifecycleController(ctx.client, ctx.informers, monitor_period=ctx.config.node_monitor_period,
+                                   grace_period=ctx.config.node_monitor_grace_period,
+                                   startup_grace_period=ctx.config.node_startup_grace_period).run
+
+
+def _start_taint_eviction(ctx: ControllerContext) -> Run:
+    return TaintEvictionController(ctx.client, ctx.informers).run
+
+
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
+    "nodelifecycle": _start_node_lifecycle,
+    "taint-eviction-controller": _start_taint_eviction,
 }
 
 
@@ -55,18 +91,20 @@ class ControllerManager:
     """Runs the enabled controllers as threads against one API server."""
 
     def __init__(self, config: ClientConfig, *, disabled: Collection[str] = (),
-                 controllers: Mapping[str, Callable[[ControllerContext], Run]] = CONTROLLERS) -> None:
+                 controllers: Mapping[str, Callable[[ControllerContext], Run]] = CONTROLLERS,
+                 settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> None:
         unknown = set(disabled) - set(controllers)
         if unknown:
             raise ValueError(f"unknown controllers {sorted(unknown)}; known: {sorted(controllers)}")
         self.enabled = [name for name in controllers if name not in disabled]
         self._controllers = controllers
+        self._settings = settings
         self._client = RESTClient(config, user_agent="slimkube-controller-manager")
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
-        ctx = ControllerContext(client=self._client, informers=InformerFactory(self._client))
+        ctx = ControllerContext(client=self._client, informers=InformerFactory(self._client), config=self._settings)
         runs = {name: self._controllers[name](ctx) for name in self.enabled}
         ctx.informers.start(self._stop)
         for name, run in runs.items():

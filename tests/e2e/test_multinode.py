@@ -5,10 +5,11 @@ processes, joined with `--server URL --token TOKEN` (the CA checked against the 
 One `up` serves the whole test, in steps: three Ready nodes; pods pinned to each node (spec.nodeName: no
 scheduler yet) reach each other across nodes; a ClusterIP Service whose only pod is on node 3 answers from
 a pod on every node, and its NodePort on every node's address; the `kubernetes` Service answers from a pod
-on every node; `node stop` of node 2 → its Lease expires (no node lifecycle controller marks it
-NotReady/Unknown yet: an expired Lease is what that controller would act on) while its pod keeps running;
-`node start` → Ready again, its pod adopted (same container, restartCount unchanged); Ctrl-C, then `down`
-leaves no namespace, link, chain or container.
+on every node; `node stop` of node 2 → its Lease expires and, `up` running with a short
+`--node-monitor-grace-period`, the node lifecycle controller sets it Ready=Unknown with the unreachable
+NoExecute taint, while its pod keeps running and is not evicted (the API server's default toleration is
+300 s); `node start` → Ready again without the taints, its pod adopted (same container, restartCount
+unchanged); Ctrl-C, then `down` leaves no namespace, link, chain or container.
 
 Safety: every address traffic goes to was made by `up` or this test (pod IPs, node IPs on the node
 network, the service CIDR); before any packet to a service IP the test's service CIDR is routed to an
@@ -45,7 +46,8 @@ from tests.support.substrate import delete_link
 
 NODES = 3
 LEASE_SECONDS = 6
-pytestmark = pytest.mark.timeout(240)
+GRACE_SECONDS = 10  # up --node-monitor-grace-period (upstream's 40 s would only make the test slower)
+pytestmark = pytest.mark.timeout(300)  # + the grace period and the taints going, ~30 s
 
 
 def free_block(prefix: str, candidates: range, count: int) -> int:
@@ -103,6 +105,14 @@ def lease_expired(client: RESTClient, node: str) -> bool:
     return (datetime.now(UTC) - renewed).total_seconds() > spec["leaseDurationSeconds"]
 
 
+def ready_status(client: RESTClient, node: str) -> tuple[str, str | None, list[tuple[str, str]]]:
+    """The node's Ready status and reason, and its taints as (key, effect)."""
+    found = client.get(f"/api/v1/nodes/{node}")
+    ready = next(c for c in found["status"]["conditions"] if c["type"] == "Ready")
+    taints = sorted((t["key"], t["effect"]) for t in found.get("spec", {}).get("taints") or ())
+    return ready["status"], ready.get("reason"), taints
+
+
 def ready_since(client: RESTClient, node: str, since: datetime) -> bool:
     conditions = client.get(f"/api/v1/nodes/{node}").get("status", {}).get("conditions") or []
     for condition in conditions:
@@ -149,7 +159,8 @@ def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: d
     nodes_net = ipaddress.ip_network(cluster["nodes_cidr"])
     host_ip = str(next(nodes_net.hosts()))
     up = UpProcess(data_dir, free_port(), "--nodes", str(NODES), "--nodes-cidr", cluster["nodes_cidr"],
-                   "--service-cidr", cluster["service_cidr"], bind_address="0.0.0.0")
+                   "--service-cidr", cluster["service_cidr"], "--node-monitor-grace-period", f"{GRACE_SECONDS}s",
+                   bind_address="0.0.0.0")
     cleanup(up.kill)
     kubeconfig = up.wait_for("[up] kubeconfig: ").split(": ", 1)[1]
     up.wait_for("[up] ready: ")
@@ -203,7 +214,9 @@ def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: d
             wait_for(lambda s=source: run_in(docker_api, s, "sh", "-c", f"echo | timeout 3 nc {api_ip} 443")[0] == 0,
                      20, f"the kubernetes Service {api_ip}:443 from {source}")
 
-        # node stop: the kubelet goes, its pod stays, its Lease runs out; node start: Ready, pod adopted
+        # node stop: the kubelet goes, its pod stays, its Lease runs out, the node goes Ready=Unknown and is
+        # tainted unreachable, its pod not evicted (300 s default toleration); node start: Ready, untainted,
+        # pod adopted
         stopped_node = names[1]
         before = client.get("/api/v1/namespaces/default/pods/web-2")
         containers = node_containers(docker_api, stopped_node)
@@ -211,6 +224,11 @@ def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: d
         assert done.returncode == 0 and "kubelet stopped" in done.stderr, done.stderr
         assert up.wait_for(f"[node {stopped_node}] kubelet stopped by `slimkube node stop`")
         wait_for(lambda: lease_expired(client, stopped_node), LEASE_SECONDS + 10, f"{stopped_node}'s Lease to expire")
+        unreachable = ("Unknown", "NodeStatusUnknown", [("node.kubernetes.io/unreachable", "NoExecute"),
+                                                        ("node.kubernetes.io/unreachable", "NoSchedule")])
+        wait_for(lambda: ready_status(client, stopped_node) == unreachable, GRACE_SECONDS + 20,
+                 lambda: f"{stopped_node} Ready=Unknown and tainted unreachable: {ready_status(client, stopped_node)}")
+        assert not client.get("/api/v1/namespaces/default/pods/web-2")["metadata"].get("deletionTimestamp")
         assert set(node_containers(docker_api, stopped_node)) == set(containers)
         assert fetch(docker_api, "web-1", f"http://{ips['web-2']}:8080/") == "web-2"
 
@@ -218,6 +236,9 @@ def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: d
         done = cli("node", "start", stopped_node, "--data-dir", data_dir)
         assert done.returncode == 0 and "kubelet started" in done.stderr, done.stderr
         wait_for(lambda: ready_since(client, stopped_node, restarted), 30, f"{stopped_node} Ready again")
+        wait_for(lambda: ready_status(client, stopped_node)[2] == [], 20,
+                 lambda: f"{stopped_node}'s taints removed: {ready_status(client, stopped_node)}")
+        assert not client.get("/api/v1/namespaces/default/pods/web-2")["metadata"].get("deletionTimestamp")
         assert not lease_expired(client, stopped_node)
         assert_adopted(client, before, docker_api, stopped_node, containers)
 

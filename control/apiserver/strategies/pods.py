@@ -4,6 +4,11 @@
   from limits first), whatever status the client sent.
 - Deletion is graceful once a node has taken the pod: deletionTimestamp = now + grace, and the kubelet
   confirms with a delete of grace 0 after the containers stopped.
+- A created or updated pod gets upstream's default NoExecute tolerations (admission plugin DefaultTolerationSeconds,
+  plugin/pkg/admission/defaulttolerationseconds): not-ready and unreachable, operator Exists,
+  tolerationSeconds 300, each unless the pod already tolerates that taint, so a pod outlives a short node
+  outage and is evicted (by the taint eviction controller) five minutes into a long one. Upstream runs the
+  plugin on update too, so a `kubectl replace` without them does not drop them.
 - A binding sets `spec.nodeName` once, with the PodScheduled condition; it bypasses update validation,
   which forbids any other writer from changing nodeName.
 """
@@ -15,11 +20,27 @@ from datetime import datetime
 from typing import Any
 
 from control.api.qos import qos_class
+from control.api.taints import NO_EXECUTE, TAINT_NOT_READY, TAINT_UNREACHABLE, tolerates
 from control.apimachinery.meta import set_condition
 from control.apiserver import status
 from control.apiserver.strategies.base import Strategy
 
 DEFAULT_GRACE_SECONDS = 30
+DEFAULT_TOLERATION_SECONDS = 300  # upstream --default-not-ready-toleration-seconds / -unreachable-
+
+
+def add_default_tolerations(spec: dict[str, Any]) -> None:
+    """Upstream DefaultTolerationSeconds (in place): a not-ready and an unreachable NoExecute toleration for
+    300 s, each only if no toleration of the pod already tolerates that taint."""
+    tolerations = spec.get("tolerations")
+    if not isinstance(tolerations, list):
+        tolerations = []
+    mappings = [t for t in tolerations if isinstance(t, Mapping)]
+    added = [{"key": key, "operator": "Exists", "effect": NO_EXECUTE, "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}
+             for key in (TAINT_NOT_READY, TAINT_UNREACHABLE)
+             if not any(tolerates(t, {"key": key, "effect": NO_EXECUTE}) for t in mappings)]
+    if added:
+        spec["tolerations"] = tolerations + added
 
 
 def graceful_pod_seconds(pod: Mapping[str, Any], requested: int | None) -> int:
@@ -56,7 +77,15 @@ class PodStrategy(Strategy):
     def prepare_for_create(self, obj: dict[str, Any], *, now: datetime, uid: str) -> None:
         super().prepare_for_create(obj, now=now, uid=uid)
         spec = obj.get("spec")
+        if isinstance(spec, dict):
+            add_default_tolerations(spec)
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec if isinstance(spec, Mapping) else {})}
+
+    def prepare_for_update(self, new: dict[str, Any], old: Mapping[str, Any]) -> None:
+        super().prepare_for_update(new, old)
+        spec = new.get("spec")
+        if isinstance(spec, dict):
+            add_default_tolerations(spec)
 
     def delete_grace_seconds(self, obj: Mapping[str, Any], requested: int | None) -> int:
         return graceful_pod_seconds(obj, requested)

@@ -266,3 +266,31 @@ def test_secret_string_data_wins_over_data_and_is_not_stored():
     secrets.defaults(malformed)
     assert malformed["stringData"] == {"n": 1}  # left for validation, which refuses it
     assert [e.field for e in secrets.validate(malformed, None)] == ["stringData[n]"]
+
+DEFAULT_TOLERATIONS = [{"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+                       for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")]
+
+
+@pytest.mark.parametrize("tolerations,expected", [
+    pytest.param(None, DEFAULT_TOLERATIONS, id="none"),
+    pytest.param([{"key": "example.com/x", "operator": "Exists"}],
+                 [{"key": "example.com/x", "operator": "Exists"}, *DEFAULT_TOLERATIONS], id="others-kept"),
+    pytest.param([{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+                   "tolerationSeconds": 6000}],
+                 [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+                   "tolerationSeconds": 6000}, DEFAULT_TOLERATIONS[0]], id="own-unreachable-kept"),
+    pytest.param([{"operator": "Exists"}], [{"operator": "Exists"}], id="tolerates-everything"),
+    pytest.param([{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"}],
+                 [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"},
+                  *DEFAULT_TOLERATIONS], id="noschedule-is-not-noexecute"),
+])
+def test_pods_get_default_toleration_seconds_on_create_and_update(tolerations, expected):
+    spec: dict = {"containers": [{"name": "c"}]}
+    if tolerations is not None:
+        spec["tolerations"] = copy.deepcopy(tolerations)
+    pod = {"metadata": {"name": "p"}, "spec": spec}
+    strategy_for(PODS).prepare_for_create(pod, now=NOW, uid="u")
+    assert pod["spec"]["tolerations"] == expected
+    replaced = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}
+    strategy_for(PODS).prepare_for_update(replaced, pod)
+    assert replaced["spec"]["tolerations"] == DEFAULT_TOLERATIONS

@@ -9,7 +9,12 @@ import pytest
 from click.testing import CliRunner
 
 from control.client.kubeconfig import ClientConfig
-from control.controllers.manager import CONTROLLERS, ControllerContext, ControllerManager
+from control.controllers.manager import (
+    CONTROLLERS,
+    ControllerContext,
+    ControllerManager,
+    ControllerManagerConfiguration,
+)
 from slimkube.cli import main
 
 CONFIG = ClientConfig(server="https://127.0.0.1:1", token="t")
@@ -53,3 +58,28 @@ def test_server_refuses_unknown_disable_names(tmp_path):
 def test_server_refuses_a_bad_advertise_address(tmp_path):
     result = CliRunner().invoke(main, ["server", "--data-dir", str(tmp_path), "--advertise-address", "not-an-ip"])
     assert result.exit_code == 2
+
+
+def test_node_lifecycle_controllers_are_registered_and_get_the_manager_settings():
+    assert {"nodelifecycle", "taint-eviction-controller"} <= set(CONTROLLERS)
+    seen: list[ControllerManagerConfiguration] = []
+
+    def start(ctx: ControllerContext):
+        seen.append(ctx.config)
+        return lambda stop: None
+
+    settings = ControllerManagerConfiguration(node_monitor_grace_period=10.0)
+    manager = ControllerManager(CONFIG, controllers={"a": start}, settings=settings)
+    manager.start()
+    manager.stop()
+    assert seen == [settings]
+    assert ControllerManagerConfiguration().node_monitor_grace_period == 40.0  # upstream's default
+
+
+@pytest.mark.parametrize("value", ["soon", "-5s", "0s"])
+def test_server_and_up_refuse_a_bad_node_monitor_grace_period(tmp_path, value: str):
+    for command in ("server", "up"):
+        result = CliRunner().invoke(main, [command, "--data-dir", str(tmp_path), "--node-monitor-grace-period",
+                                           value])
+        assert result.exit_code == 2, (command, result.output)
+        assert "--node-monitor-grace-period" in result.output

@@ -1,0 +1,108 @@
+"""The node lifecycle and taint eviction controllers in a real `slimkube server` subprocess started with a
+short `--node-monitor-grace-period`: a Node whose Lease stops being renewed goes Ready=Unknown (reason
+NodeStatusUnknown) with the unreachable NoExecute and NoSchedule taints; a pod that tolerates it for 1 s is
+marked for deletion (event TaintManagerEviction), one with the API server's default tolerations (300 s) is
+not; renewing again and posting Ready brings the node back and removes the taints. No kubelet runs: the
+test plays it through the API (not privileged)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from control.apimachinery.meta import format_timestamp, get_condition
+from control.client.rest import RESTClient
+from tests.support.apiserver import ProcessServer
+from tests.support.polling import wait_for
+
+GRACE = 3  # seconds: the flag under test
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RESTClient]:
+    server = ProcessServer(str(tmp_path_factory.mktemp("nodelife")),
+                           args=("--node-monitor-grace-period", f"{GRACE}s"))
+    endpoint = server.start()
+    try:
+        with RESTClient.from_kubeconfig(endpoint.kubeconfig) as rest:
+            yield rest
+    finally:
+        server.stop()
+
+
+def conditions(status: str, now: str) -> list[dict]:
+    return [{"type": kind, "status": value if kind == "Ready" else "False", "reason": "Kubelet", "message": "m",
+             "lastHeartbeatTime": now, "lastTransitionTime": now}
+            for kind, value in (("MemoryPressure", ""), ("DiskPressure", ""), ("PIDPressure", ""),
+                                ("Ready", status))]
+
+
+def beat(client: RESTClient, name: str) -> None:
+    """What a kubelet does: renew the Lease (created the first time) and post Ready=True."""
+    now = datetime.now(UTC)
+    client.update(f"{LEASES}/{name}", {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                       "metadata": {"name": name, "namespace": "kube-node-lease"},
+                                       "spec": {"holderIdentity": name, "leaseDurationSeconds": GRACE,
+                                                "renewTime": format_timestamp(now, micro=True)}})
+    node = client.get(f"/api/v1/nodes/{name}")
+    node["status"]["conditions"] = conditions("True", format_timestamp(now))
+    client.update(f"/api/v1/nodes/{name}/status", node)
+
+
+def taints(node: dict) -> list[tuple[str, str]]:
+    return sorted((t["key"], t["effect"]) for t in node.get("spec", {}).get("taints") or ())
+
+
+def pod(client: RESTClient, name: str, node: str, tolerations: list[dict] | None = None) -> dict:
+    spec: dict = {"nodeName": node, "containers": [{"name": "c", "image": "slimkube/busybox:1"}]}
+    if tolerations is not None:
+        spec["tolerations"] = tolerations
+    return client.create("/api/v1/namespaces/default/pods", {"apiVersion": "v1", "kind": "Pod",
+                                                              "metadata": {"name": name}, "spec": spec})
+
+
+def test_a_silent_node_goes_unknown_tainted_and_its_intolerant_pods_are_evicted(client: RESTClient):
+    name = f"n-{uuid.uuid4().hex[:6]}"
+    now = format_timestamp(datetime.now(UTC))
+    client.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                                    "status": {"conditions": conditions("True", now)}})
+    beat(client, name)
+    short = pod(client, f"{name}-short", name, [{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                                                 "effect": "NoExecute", "tolerationSeconds": 1}])
+    default = pod(client, f"{name}-default", name)
+    assert {t["key"]: t["tolerationSeconds"] for t in default["spec"]["tolerations"]} == {
+        "node.kubernetes.io/not-ready": 300, "node.kubernetes.io/unreachable": 300}
+    for _ in range(3):  # heartbeats within the grace period: Ready stays True
+        time.sleep(GRACE / 2)
+        beat(client, name)
+        assert get_condition(client.get(f"/api/v1/nodes/{name}"), "Ready")["status"] == "True"
+    silent_since = time.monotonic()
+
+    def unknown() -> dict | None:
+        node = client.get(f"/api/v1/nodes/{name}")
+        return node if get_condition(node, "Ready")["status"] == "Unknown" and taints(node) else None
+    node = wait_for(unknown, 30, lambda: f"node {name} Unknown and tainted: {client.get(f'/api/v1/nodes/{name}')}")
+    assert time.monotonic() - silent_since >= GRACE - 1  # not before the grace period (1 s for timing slack)
+    assert get_condition(node, "Ready")["reason"] == "NodeStatusUnknown"
+    assert get_condition(node, "Ready")["message"] == "Kubelet stopped posting node status."
+    assert taints(node) == [("node.kubernetes.io/unreachable", "NoExecute"),
+                            ("node.kubernetes.io/unreachable", "NoSchedule")]
+    wait_for(lambda: client.get(f"/api/v1/namespaces/default/pods/{short['metadata']['name']}")["metadata"].get(
+        "deletionTimestamp"), 20, "the pod tolerating 1 s marked for deletion")
+    events = client.get("/api/v1/namespaces/default/events")["items"]
+    assert any(e["reason"] == "TaintManagerEviction" and e["involvedObject"]["name"] == short["metadata"]["name"]
+               and e["message"] == f"Marking for deletion Pod default/{short['metadata']['name']}" for e in events)
+    assert not client.get(f"/api/v1/namespaces/default/pods/{default['metadata']['name']}")["metadata"].get(
+        "deletionTimestamp")
+    beat(client, name)  # back
+
+    def ready_again() -> bool:
+        node = client.get(f"/api/v1/nodes/{name}")
+        return get_condition(node, "Ready")["status"] == "True" and not taints(node)
+    wait_for(ready_again, 30, "the node Ready again without taints")
