@@ -43,9 +43,10 @@ from control.util.iptables import detect
 from nodeagent.network import rules
 from proxy.app import run_cleanup
 from slimkube import multinode, nodenet, nodes
-from tests.e2e.test_multinode import cli, free_block, host_fetch, web_pod
+from tests.e2e.test_multinode import cli, host_fetch, web_pod
 from tests.e2e.test_up_down import ROOT, UpProcess, node_containers, wait_running, write_up_config
 from tests.support.apiserver import free_port
+from tests.support.hostnet import free_block
 from tests.support.polling import wait_for
 from tests.support.substrate import delete_link
 from tests.support.vagrantfile import worker_call
