@@ -183,7 +183,9 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
         proxy = Daemon(worker, commands["proxy"], tmp_path / "proxy.log")
         cleanup(proxy.stop)
 
-        wait_for(lambda: node_ready(client, worker.name), WAIT, lambda: f"{worker.name} Ready:\n{agent.log()[-4000:]}")
+        wait_for(lambda: node_ready(client, worker.name) or agent.proc.poll() is not None, WAIT,
+                 lambda: f"{worker.name} Ready:\n{agent.log()[-4000:]}")
+        assert agent.proc.poll() is None, agent.log()[-4000:]
         node = client.get(f"/api/v1/nodes/{worker.name}")
         internal = [a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"]
         assert internal == [worker.node_ip]
