@@ -39,7 +39,7 @@ from proxy.app import run_cleanup
 from slimkube.nodes import BRIDGE, HOST_VETH_PREFIX
 from tests.e2e.test_up_down import ROOT, UpProcess, assert_adopted, node_containers, wait_running, write_up_config
 from tests.support.apiserver import free_port
-from tests.support.hostnet import routed_networks
+from tests.support.hostnet import free_block
 from tests.support.polling import wait_for
 from tests.support.safety_net import free_service_cidr, service_cidr_net
 from tests.support.substrate import delete_link
@@ -48,16 +48,6 @@ NODES = 3
 LEASE_SECONDS = 6
 GRACE_SECONDS = 10  # up --node-monitor-grace-period (upstream's 40 s would only make the test slower)
 pytestmark = pytest.mark.timeout(300)  # + the grace period and the taints going, ~30 s
-
-
-def free_block(prefix: str, candidates: range, count: int) -> int:
-    """The first n in `candidates` with `prefix.n..n+count-1.0/24` clear of every route on this host."""
-    taken = routed_networks()
-    for n in candidates:
-        nets = [ipaddress.ip_network(f"{prefix}.{n + i}.0/24") for i in range(count)]
-        if not any(net.overlaps(t) for net in nets for t in taken):
-            return n
-    raise RuntimeError(f"no {count} free /24s under {prefix}")
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -22,3 +22,13 @@ def free_pod_cidr() -> str:
         if not any(candidate.overlaps(t) for t in taken):
             return str(candidate)
     raise RuntimeError("no free 10.244.N.0/24 on this host")
+
+
+def free_block(prefix: str, candidates: range, count: int) -> int:
+    """The first n in `candidates` with `prefix.n..n+count-1.0/24` clear of every route on this host."""
+    taken = routed_networks()
+    for n in candidates:
+        nets = [ipaddress.ip_network(f"{prefix}.{n + i}.0/24") for i in range(count)]
+        if not any(net.overlaps(t) for net in nets for t in taken):
+            return n
+    raise RuntimeError(f"no {count} free /24s under {prefix}")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from slimkube.cli import main
+from tests.support.vagrantfile import VAGRANTFILE, provisioning_calls
 
 ROOT = Path(__file__).resolve().parents[2]
-VAGRANTFILE = ROOT / "vagrant" / "Vagrantfile"
 
 
 def vagrant() -> str:
@@ -38,22 +37,6 @@ def test_vagrant_validate(workers: str, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Vagrantfile validated successfully" in result.stdout
     assert result.stdout.count("Ignoring provider config") == 1 + int(workers)  # one line per machine
-
-
-def provisioning_calls() -> list[list[str]]:
-    """Each `#{INSTALL} ...` line, with the Vagrantfile's constants filled in, a worker's address for
-    `#{ip}` and a token for the `$(cat …)` that reads it."""
-    text = VAGRANTFILE.read_text()
-    constants = dict(re.findall(r'^([A-Z_]+) = "(.*)"$', text, re.MULTILINE))
-    values = {"ip": "192.0.2.11"}
-
-    def fill(line: str) -> str:
-        while "#{" in line:
-            line = re.sub(r"#\{(\w+)\}", lambda m: constants.get(m.group(1)) or values[m.group(1)], line)
-        return line
-
-    lines = [fill(line.strip()) for line in text.splitlines() if line.strip().startswith("#{INSTALL}")]
-    return [shlex.split(re.sub(r'"\$\(cat [^)]*\)"', "K10abc::node:secret", line)) for line in lines]
 
 
 def test_provisioning_uses_install_sh_flags_and_daemon_flags_that_exist() -> None:
