@@ -5,8 +5,8 @@ token the server just wrote).
 `up`, in one process:
 1. take `DIR/node.lock` (slimkube/nodelock.py) so `down` and a second `up` refuse while this runs;
 2. the control plane (controlplane.py): the API server on its own asyncio loop thread, on 0.0.0.0:6443
-   unless told otherwise (it writes DIR/admin.kubeconfig and DIR/node-token), then the controller
-   manager (all but `--disable`);
+   unless told otherwise (it writes DIR/admin.kubeconfig and DIR/node-token), then the scheduler and
+   the controller manager (all but `--disable`);
 3. a kubelet joining it exactly as `slimkube agent` would (nodeagent/bootstrap.py with the node token
    and the server's CA file), node name = hostname, podCIDR = the cluster CIDR's first /24;
 4. once the node is registered, the kube-proxy (proxy/app.py) with the same credential, this node's

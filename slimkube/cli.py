@@ -40,7 +40,7 @@ def images(rebuild: bool) -> None:
 
 _disable_option = click.option(  # `server` and `up`; the names are checked by _parse_disable
     "--disable", default="", metavar="NAME,...",
-    help="Comma-separated control-plane parts not to run, by upstream's name (e.g. endpoint).")
+    help="Comma-separated control-plane parts not to run, by upstream's name (e.g. endpoint, scheduler).")
 
 
 _node_monitor_grace_option = click.option(  # `server` and `up`; checked by _controller_settings

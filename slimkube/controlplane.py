@@ -1,15 +1,16 @@
 """The control plane in k3s's order (k3s pkg/daemons/control/server.go): storage and the API server
 first (APIServer.start opens the store, bootstraps, then listens), then — once it answers — the
-controller manager with the server's admin credentials; the scheduler joins here with its issue.
-Stopping goes the other way: the controllers first, while their last requests still reach the server.
+scheduler and the controller manager, each with the server's admin credentials. Stopping goes the other
+way: the controllers, then the scheduler, while their last requests still reach the server.
 
-Each part after the API server can be switched off by upstream's name (`--disable endpoint`, …), as
-k3s's `--disable-*` flags and kube-controller-manager's `--controllers=-name` do; `parse_disable`
-refuses a name nothing here knows, before anything starts.
+Each part after the API server can be switched off by upstream's name (`--disable endpoint`,
+`--disable scheduler`, …), as k3s's `--disable-*` flags and kube-controller-manager's
+`--controllers=-name` do; `parse_disable` refuses a name nothing here knows, before anything starts.
 
-With leader election on (the default, as upstream's `--leader-elect`), the controller manager runs only
-while this server holds the Lease `kube-system/kube-controller-manager` (leadership.py), so two servers
-on one etcd serve the API together and run the controllers once.
+With leader election on (the default, as upstream's `--leader-elect`), the scheduler runs only while this
+server holds the Lease `kube-system/kube-scheduler`, and the controller manager only while it holds
+`kube-system/kube-controller-manager` (leadership.py), so two servers on one etcd serve the API together
+and run each part once.
 
 The controllers' settings (`--node-monitor-grace-period`, …) come as one ControllerManagerConfiguration,
 handed down unchanged to the manager.
@@ -29,15 +30,18 @@ from control.controllers.manager import (
     ControllerManager,
     ControllerManagerConfiguration,
 )
+from control.scheduler.server import SchedulerServer
 from control.util.loopthread import LoopThread
 from slimkube.leadership import DEFAULT_ELECTION, ElectedPart, LeaderElection, Part, server_identity
 
 CONTROLLER_MANAGER_LEASE = "kube-controller-manager"
+SCHEDULER = "scheduler"
+SCHEDULER_LEASE = "kube-scheduler"
 
 
 def known_components() -> list[str]:
-    """The names `--disable` takes: every controller the manager knows (later also the scheduler)."""
-    return list(CONTROLLERS)
+    """The names `--disable` takes: every controller the manager knows, and the scheduler."""
+    return [*CONTROLLERS, SCHEDULER]
 
 
 def parse_disable(text: str) -> frozenset[str]:
@@ -52,20 +56,27 @@ def parse_disable(text: str) -> frozenset[str]:
 def start_controller_manager(server: APIServer, *, disable: Collection[str] = (),
                              settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> ControllerManager:
     """The controllers `slimkube server` runs (all but `disable`), against `server`, started."""
-    manager = ControllerManager(server.client_config(), disabled=disable, settings=settings)
+    manager = ControllerManager(server.client_config(), disabled=set(disable) - {SCHEDULER}, settings=settings)
     manager.start()
     return manager
 
 
-class ElectedControllers:
-    """The controller manager under leader election: started and stopped with the Lease."""
+def start_scheduler(server: APIServer) -> SchedulerServer:
+    """The scheduler (the default profile), against `server`, started."""
+    scheduler = SchedulerServer(server.client_config())
+    scheduler.start()
+    return scheduler
 
-    def __init__(self, server: APIServer, *, disable: Collection[str], election: LeaderElection,
-                 settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> None:
-        self._client = RESTClient(server.client_config(), user_agent="slimkube-controller-manager/leader-election")
-        self._part = ElectedPart(self._client, lease=CONTROLLER_MANAGER_LEASE,
-                                 identity=server_identity(server.config.data_dir), election=election,
-                                 start=lambda: start_controller_manager(server, disable=disable, settings=settings))
+
+class Elected:
+    """A control-plane part under leader election on `kube-system/<lease>`: started and stopped with the
+    Lease (upstream: kube-controller-manager's and kube-scheduler's `--leader-elect`)."""
+
+    def __init__(self, server: APIServer, *, lease: str, user_agent: str, election: LeaderElection,
+                 start: Callable[[], Part]) -> None:
+        self._client = RESTClient(server.client_config(), user_agent=f"{user_agent}/leader-election")
+        self._part = ElectedPart(self._client, lease=lease, identity=server_identity(server.config.data_dir),
+                                 election=election, start=start)
 
     def start(self) -> None:
         self._part.start()
@@ -75,20 +86,51 @@ class ElectedControllers:
         self._client.close()
 
 
-def start_controllers(server: APIServer, *, disable: Collection[str] = (),
-                      election: LeaderElection = DEFAULT_ELECTION,
-                      settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> Part:
-    """The controller manager, under leader election unless `election.enabled` is off."""
+def _elect(server: APIServer, start: Callable[[], Part], *, lease: str, user_agent: str,
+           election: LeaderElection) -> Part:
     if not election.enabled:
-        return start_controller_manager(server, disable=disable, settings=settings)
-    elected = ElectedControllers(server, disable=disable, election=election, settings=settings)
+        return start()
+    elected = Elected(server, lease=lease, user_agent=user_agent, election=election, start=start)
     elected.start()
     return elected
 
 
+def start_controllers(server: APIServer, *, disable: Collection[str] = (),
+                      election: LeaderElection = DEFAULT_ELECTION,
+                      settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> Part:
+    """The controller manager, under leader election unless `election.enabled` is off."""
+    return _elect(server, lambda: start_controller_manager(server, disable=disable, settings=settings),
+                  lease=CONTROLLER_MANAGER_LEASE,
+                  user_agent="slimkube-controller-manager", election=election)
+
+
+class _Parts:
+    """Started parts stopped in the reverse order of their start."""
+
+    def __init__(self, parts: list[Part]) -> None:
+        self._parts = parts
+
+    def stop(self) -> None:
+        for part in reversed(self._parts):
+            part.stop()
+
+
+def start_parts(server: APIServer, *, disable: Collection[str] = (),
+                election: LeaderElection = DEFAULT_ELECTION,
+                settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> Part:
+    """What runs after the API server, in k3s's order: the scheduler (unless disabled), then the
+    controller manager; each under its own Lease unless `election.enabled` is off."""
+    parts: list[Part] = []
+    if SCHEDULER not in disable:
+        parts.append(_elect(server, lambda: start_scheduler(server), lease=SCHEDULER_LEASE,
+                            user_agent="slimkube-scheduler", election=election))
+    parts.append(start_controllers(server, disable=disable, election=election, settings=settings))
+    return _Parts(parts)
+
+
 class BackgroundServer:
     """An APIServer on its own event-loop thread, so the main thread stays free for signals, and the
-    controller manager (all but `disable`) once it is ready; `stop` ends the controllers first."""
+    scheduler and controller manager (all but `disable`) once it is ready; `stop` ends them first."""
 
     def __init__(self, config: ServerConfig, *, disable: Collection[str] = (),
                  election: LeaderElection = DEFAULT_ELECTION,
@@ -103,8 +145,8 @@ class BackgroundServer:
     def start(self, *, timeout: float = 120.0) -> APIServer:
         self._thread.start()
         self._thread.run(self.server.start(), timeout=timeout)
-        self._controllers = start_controllers(self.server, disable=self._disable, election=self._election,
-                                              settings=self._settings)
+        self._controllers = start_parts(self.server, disable=self._disable, election=self._election,
+                                        settings=self._settings)
         return self.server
 
     def stop(self, *, timeout: float = 30.0) -> None:
@@ -124,12 +166,13 @@ async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
                         settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION,
                         ready: Callable[[APIServer], None] | None = None,
                         stopping: Callable[[], None] | None = None) -> None:
-    """`slimkube server`: the API server, then the controller manager, until SIGINT/SIGTERM; then the
-    controllers stop first (their last requests still reach the server), then the server. `ready` runs once
-    both serve, `stopping` once a signal has come and before anything stops (systemd's READY=1/STOPPING=1)."""
+    """`slimkube server`: the API server, then the scheduler and the controller manager, until SIGINT/SIGTERM;
+    then the controllers and the scheduler stop first (their last requests still reach the server), then the
+    server. `ready` runs once all serve, `stopping` once a signal has come and before anything stops
+    (systemd's READY=1/STOPPING=1)."""
     server = APIServer(config)
     await server.start()
-    manager = start_controllers(server, disable=disable, election=election, settings=settings)
+    manager = start_parts(server, disable=disable, election=election, settings=settings)
     if ready is not None:
         ready(server)
     stop = asyncio.Event()

@@ -1,5 +1,5 @@
 """Run a control-plane part only while this server holds its Lease, so several `slimkube server`s on one
-etcd serve the API together while one of them runs the controllers (and, with its issue, the scheduler).
+etcd serve the API together while one of them runs the controllers and one the scheduler.
 
 Upstream: cmd/kube-controller-manager/app/controllermanager.go and cmd/kube-scheduler/app/server.go run
 their loops from `OnStartedLeading` of a client-go LeaderElector on the Lease `kube-system/<component>`,
@@ -36,7 +36,7 @@ LEASE_NAMESPACE = "kube-system"
 
 
 class Part(Protocol):
-    """A started control-plane part (the controller manager; later the scheduler)."""
+    """A started control-plane part (the controller manager, the scheduler)."""
 
     def stop(self) -> None: ...
 

@@ -20,6 +20,8 @@ What it keeps of the real API server (control/apiserver/registry.py, watch.py), 
   by an update (upstream AllowCreateOnUpdate).
 - Patches: merge, strategic (control/apiserver/patch.py) and JSON patch; a resourceVersion in the patch is
   a precondition.
+- pods/{name}/binding (create): sets spec.nodeName and PodScheduled=True once, 409 Conflict when the pod is
+  bound already or being deleted (the real server's `assign_node`).
 - Delete: preconditions (uid, resourceVersion) give 409; an object with finalizers, or a pod on a node
   deleted with a grace period other than 0, is only marked (deletionTimestamp, MODIFIED) and goes when
   the last finalizer is removed or it is deleted again with grace 0.
@@ -50,6 +52,8 @@ from control.apimachinery import fields, labels
 from control.apimachinery.meta import format_timestamp
 from control.apiserver.patch import json_merge_patch, json_patch, strategic_merge_patch
 from control.apiserver.resources import Resource, by_kind, by_path
+from control.apiserver.status import APIError
+from control.apiserver.strategies.pods import assign_node
 from control.client.errors import ApiError, error_from_status
 from control.client.rest import WatchEvent
 from control.util.clock import Clock, RealClock
@@ -216,6 +220,8 @@ class FakeAPIServer:
                 "metadata": {"resourceVersion": str(self._revision)}, "items": [o for o in items if matches(o)]}
 
     def _create(self, target: _Target, action: Action) -> dict[str, Any]:
+        if target.subresource == "binding":
+            return self._bind(target, action)
         body = copy.deepcopy(action.body)
         metadata = body.setdefault("metadata", {})
         if metadata.get("resourceVersion"):
@@ -236,6 +242,20 @@ class FakeAPIServer:
             metadata["generation"] = 1
         body["apiVersion"], body["kind"] = target.resource.api_version, target.resource.kind
         return self._store(target, body, None)
+
+    def _bind(self, target: _Target, action: Action) -> dict[str, Any]:
+        """pods/{name}/binding with the real server's rules (control/apiserver/binding.py `assign_node`)."""
+        old = self._must_get(target)
+        node = ((action.body or {}).get("target") or {}).get("name")
+        if not node:
+            raise api_error(422, "Invalid", "target.name: Required value")
+        pod = copy.deepcopy(old)
+        try:
+            assign_node(pod, node, now=self.clock.now())
+        except APIError as exc:
+            raise api_error(exc.code, exc.reason, str(exc)) from None
+        self._store(target, pod, old)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
     def _update(self, target: _Target, action: Action) -> dict[str, Any]:
         old = self._objects.get(target.collection, {}).get((target.namespace or "", target.name))

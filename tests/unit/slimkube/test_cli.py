@@ -46,3 +46,7 @@ def test_parse_disable_takes_known_names(text, expected):
 def test_parse_disable_names_unknown_and_known():
     with pytest.raises(ValueError, match=r"unknown bogus \(known: endpoint"):
         parse_disable("endpoint,bogus")
+
+
+def test_the_scheduler_can_be_disabled_by_name():
+    assert parse_disable("scheduler,endpoint") == frozenset({"scheduler", "endpoint"})

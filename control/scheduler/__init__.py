@@ -1,0 +1,8 @@
+"""The scheduler (kube-scheduler): binds pending pods to nodes through the API, as seed 000's scheduler
+section and seed 003's filter/score framework describe. A component: it imports only the shared base.
+
+Parts: `resources.py` (a pod's requests), `nodeinfo.py` (what a node holds), `cache.py` (informer-fed, with
+assume/forget), `queue.py` (active/backoff/unschedulable), `framework.py` (plugin protocols, cycle state,
+profiles), `plugins/` (filters and scores), `algorithm.py` (the pure `schedule_one`), `scheduler.py` (the
+loop: one cycle at a time, binding asynchronously), `metrics.py`.
+"""

@@ -1,0 +1,114 @@
+"""What the scheduler knows of one node: the Node and the pods on it, with their sums kept up to date as pods
+come and go, so a filter or score reads totals instead of walking pods.
+
+Upstream: pkg/scheduler/framework/types.go (`NodeInfo`: Requested, NonZeroRequested, Allocatable,
+UsedPorts, ImageStates, Generation; `AddPod`/`RemovePod` update them incrementally) and
+`ImageStateSummary` (an image's size and on how many nodes it is, for ImageLocality's spread).
+A NodeInfo in the cache is changed in place; the scheduling cycle works on `clone()`s (the snapshot).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from control.apimachinery.meta import key_of
+from control.scheduler.resources import Resource, host_ports, pod_requests, resource_from_list
+
+_generations = itertools.count(1)
+
+
+def next_generation() -> int:
+    """A process-wide increasing number: a NodeInfo changed later has a larger one (upstream nextGeneration)."""
+    return next(_generations)
+
+
+@dataclass(frozen=True)
+class ImageState:
+    """An image on a node: its size, and on how many nodes of the cluster it is (upstream ImageStateSummary)."""
+
+    size: int
+    num_nodes: int
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    """A pod with its requests computed once (upstream framework.PodInfo)."""
+
+    pod: Mapping[str, Any]
+    requests: Resource
+    non_zero: Resource
+    ports: tuple[tuple[str, str, int], ...]
+
+    @classmethod
+    def of(cls, pod: Mapping[str, Any]) -> PodInfo:
+        return cls(pod, pod_requests(pod), pod_requests(pod, non_zero=True), tuple(host_ports(pod)))
+
+    @property
+    def key(self) -> str:
+        return key_of(self.pod)
+
+
+@dataclass
+class NodeInfo:
+    node: Mapping[str, Any] | None = None  # None: pods are known on a node the informer has not (or no longer) seen
+    pods: dict[str, PodInfo] = field(default_factory=dict)  # by namespace/name
+    requested: Resource = field(default_factory=Resource)
+    non_zero_requested: Resource = field(default_factory=Resource)
+    allocatable: Resource = field(default_factory=Resource)
+    used_ports: set[tuple[str, str, int]] = field(default_factory=set)
+    image_states: dict[str, ImageState] = field(default_factory=dict)  # by image name, set by the snapshot
+    generation: int = field(default_factory=next_generation)
+
+    @property
+    def name(self) -> str:
+        return (self.node or {}).get("metadata", {}).get("name", "")
+
+    def set_node(self, node: Mapping[str, Any]) -> None:
+        self.node = node
+        self.allocatable = resource_from_list((node.get("status") or {}).get("allocatable"))
+        self.generation = next_generation()
+
+    def add_pod(self, info: PodInfo) -> None:
+        self.pods[info.key] = info
+        self.requested.add(info.requests)
+        self.non_zero_requested.add(info.non_zero)
+        self.used_ports.update(info.ports)
+        self.generation = next_generation()
+
+    def remove_pod(self, key: str) -> bool:
+        info = self.pods.pop(key, None)
+        if info is None:
+            return False
+        self.requested.add(info.requests, -1)
+        self.non_zero_requested.add(info.non_zero, -1)
+        self.used_ports.difference_update(info.ports)
+        for other in self.pods.values():  # two pods may (wrongly) share a port: keep what the others hold
+            self.used_ports.update(other.ports)
+        self.generation = next_generation()
+        return True
+
+    def clone(self) -> NodeInfo:
+        return NodeInfo(self.node, dict(self.pods), self.requested.copy(), self.non_zero_requested.copy(),
+                        self.allocatable.copy(), set(self.used_ports), dict(self.image_states), self.generation)
+
+
+def node_images(node: Mapping[str, Any]) -> dict[str, int]:
+    """Image name → size in bytes from `status.images` (every name of each image)."""
+    sizes = {}
+    for image in (node.get("status") or {}).get("images") or []:
+        for name in image.get("names") or []:
+            sizes[name] = int(image.get("sizeBytes") or 0)
+    return sizes
+
+
+def node_info(node: Mapping[str, Any] | None, *pods: Mapping[str, Any]) -> NodeInfo:
+    """A NodeInfo of `node` holding `pods` (tests and the snapshot build them so)."""
+    info = NodeInfo()
+    if node is not None:
+        info.set_node(node)
+    for pod in pods:
+        info.add_pod(PodInfo.of(pod))
+    return info

@@ -1,0 +1,42 @@
+"""Upstream's plugin names → constructors (pkg/scheduler/framework/plugins/registry.go), and the default
+plugin set with its score weights (pkg/scheduler/apis/config/v1/default_plugins.go `getDefaultPlugins`:
+multiPoint, in its order; TaintToleration 3, NodeAffinity 2, the others 1).
+
+Not here yet (the profile builder names them as unknown): PrioritySort (the queue's order is built in),
+DefaultBinder (the loop binds), VolumeRestrictions, InterPodAffinity, PodTopologySpread, DefaultPreemption.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from control.scheduler.plugins.basic import NodeName, NodePorts, NodeUnschedulable
+from control.scheduler.plugins.imagelocality import ImageLocality
+from control.scheduler.plugins.nodeaffinity import NodeAffinity
+from control.scheduler.plugins.noderesources import BalancedAllocation, Fit
+from control.scheduler.plugins.tainttoleration import TaintToleration
+
+Factory = Callable[[Mapping[str, Any]], object]
+
+REGISTRY: Mapping[str, Factory] = {
+    "NodeUnschedulable": lambda args: NodeUnschedulable(),
+    "NodeName": lambda args: NodeName(),
+    "TaintToleration": lambda args: TaintToleration(),
+    "NodeAffinity": lambda args: NodeAffinity(),
+    "NodePorts": lambda args: NodePorts(),
+    "NodeResourcesFit": Fit,
+    "NodeResourcesBalancedAllocation": BalancedAllocation,
+    "ImageLocality": lambda args: ImageLocality(),
+}
+
+DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
+    ("NodeUnschedulable", 0),
+    ("NodeName", 0),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", 0),
+    ("NodeResourcesFit", 1),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+)

@@ -1,0 +1,238 @@
+"""The scheduler loop: informers feed the cache and the queue; one scheduling cycle at a time takes the
+next pod, decides on a snapshot (algorithm.py), assumes the pod on the chosen node and binds it through
+the API in the background, so the next cycle starts at once.
+
+Upstream: pkg/scheduler/scheduler.go (`Run`), schedule_one.go (`ScheduleOne`: skip pods being deleted or
+already assumed; `schedulingCycle` → assume → `bindingCycle` in a goroutine; `handleSchedulingFailure`:
+a FailedScheduling event, the pod back to the queue — unschedulable, or backoff after an error — and its
+PodScheduled condition False with reason Unschedulable (SchedulerError for errors) through pods/status;
+a failed binding forgets the assumed pod and requeues it with backoff), eventhandlers.go (which informer
+changes go where: a bound pod to the cache, a pending pod of this scheduler's names to the queue; node
+changes and deleted or finished bound pods move unschedulable pods back) and DefaultBinder (POST
+pods/{name}/binding). Events: "Scheduled" ("Successfully assigned ns/pod to node") and
+"FailedScheduling" with FitError's message, from component "default-scheduler".
+
+Which pods: `spec.schedulerName` one of the profiles' names ("default-scheduler" when unset, as the API
+server's defaulting does) and no `spec.nodeName`; pods in phase Succeeded or Failed are ignored, as
+upstream's field selector on its pod informer does.
+
+Threads: informer handler threads (cache, queue), the loop (`run`), a small pool for bindings and failure
+status updates. The cache and queue are thread-safe; `_next_start_index` and `_snapshot` are only touched
+by the loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+from control.apimachinery.meta import get_condition, name_of, namespace_of, set_condition
+from control.client.errors import ApiError, NotFound
+from control.client.events import EventRecorder
+from control.client.informer import InformerFactory
+from control.client.paths import resource_path
+from control.scheduler.algorithm import SchedulingError, schedule_one
+from control.scheduler.cache import SchedulerCache, Snapshot
+from control.scheduler.metrics import ERROR, SCHEDULED, UNSCHEDULABLE_RESULT, SchedulerMetrics
+from control.scheduler.profile import DEFAULT_SCHEDULER_NAME, Profile, build_profiles
+from control.scheduler.queue import QueuedPodInfo, SchedulingQueue
+from control.util.clock import Clock, RealClock
+
+log = logging.getLogger(__name__)
+
+SYNC_WAIT_SECONDS = 0.5
+POP_TIMEOUT_SECONDS = 1.0  # how often the loop looks at `stop` while the queue is empty
+BIND_WORKERS = 4
+RECORDER_SHUTDOWN_SECONDS = 5.0
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+class SchedulerClient(Protocol):
+    """The verbs the scheduler writes with (RESTClient and tests/support/fake_apiserver.py have them)."""
+
+    def create(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict: ...
+
+    def patch(self, path: str, patch: dict | list, *, patch_type: str = "merge") -> dict: ...
+
+
+def scheduler_name(pod: Mapping[str, Any]) -> str:
+    return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
+
+
+def _assigned(pod: Mapping[str, Any]) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def _terminal(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+
+
+def _node_scheduling_properties(node: Mapping[str, Any]) -> tuple:
+    """What of a Node a filter or score reads (upstream nodeSchedulingPropertiesChange)."""
+    spec, status = node.get("spec") or {}, node.get("status") or {}
+    return (spec.get("unschedulable"), spec.get("taints"), status.get("allocatable"),
+            (node.get("metadata") or {}).get("labels"), status.get("conditions") and
+            [(c.get("type"), c.get("status")) for c in status["conditions"]])
+
+
+class Scheduler:
+    def __init__(self, client: SchedulerClient, informers: InformerFactory, *,
+                 config: Mapping[str, Any] | None = None, clock: Clock | None = None,
+                 rng: random.Random | None = None, recorder: EventRecorder | None = None,
+                 bind_workers: int = BIND_WORKERS) -> None:
+        self.client = client
+        self.informers = informers
+        self.profiles: dict[str, Profile] = build_profiles(config)
+        self.clock: Clock = clock or RealClock()
+        self.rng = rng or random.Random()
+        self.cache = SchedulerCache()
+        self.queue = SchedulingQueue(clock=self.clock)
+        self.metrics = SchedulerMetrics()
+        self.metrics.watch_queue(self.queue)
+        self.recorder = recorder or EventRecorder(client, component=DEFAULT_SCHEDULER_NAME, clock=clock)
+        self._binder = ThreadPoolExecutor(bind_workers, thread_name_prefix="scheduler-bind")
+        self._snapshot = Snapshot()
+        self._next_start_index = 0
+        informers.informer("v1", "pods").add_event_handler(
+            on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
+        informers.informer("v1", "nodes").add_event_handler(
+            on_add=self._node_added, on_update=self._node_updated, on_delete=self.cache.remove_node)
+
+    # -- informer handlers (upstream eventhandlers.go) ------------------------------------------------------
+
+    def _responsible(self, pod: Mapping[str, Any]) -> bool:
+        return scheduler_name(pod) in self.profiles
+
+    def _pod_added(self, pod: dict[str, Any]) -> None:
+        if _terminal(pod):
+            return
+        if _assigned(pod):
+            self.cache.add_pod(pod)
+        elif self._responsible(pod):
+            self.queue.add(pod)
+
+    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if _assigned(new):
+            if not _assigned(old):
+                self.queue.delete(new)
+            if _terminal(new):
+                self.cache.remove_pod(new)
+                self.queue.move_all_to_active_or_backoff("AssignedPodDelete")
+            else:
+                self.cache.update_pod(new)
+        elif self._responsible(new) and not _terminal(new) and not self.cache.is_assumed(new):
+            self.queue.update(old, new)
+
+    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+        if _assigned(pod):
+            self.cache.remove_pod(pod)
+            self.queue.move_all_to_active_or_backoff("AssignedPodDelete")
+        else:
+            self.queue.delete(pod)
+
+    def _node_added(self, node: dict[str, Any]) -> None:
+        self.cache.add_node(node)
+        self.queue.move_all_to_active_or_backoff("NodeAdd")
+
+    def _node_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.cache.update_node(new)
+        if _node_scheduling_properties(old) != _node_scheduling_properties(new):
+            self.queue.move_all_to_active_or_backoff("NodeUpdate")
+
+    # -- the loop ----------------------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Wait for the informers' first lists, then schedule until `stop`; then stop binding and events."""
+        log.info("starting the scheduler (profiles: %s)", ", ".join(self.profiles))
+        try:
+            while not self.informers.wait_for_sync(SYNC_WAIT_SECONDS):
+                if stop.is_set():
+                    return
+            while not stop.is_set():
+                info = self.queue.pop(timeout=POP_TIMEOUT_SECONDS)
+                if info is not None:
+                    self.schedule_cycle(info)
+        finally:
+            self.queue.close()
+            self._binder.shutdown(wait=True, cancel_futures=False)
+            self.recorder.shutdown(RECORDER_SHUTDOWN_SECONDS)
+            log.info("scheduler stopped")
+
+    def schedule_cycle(self, info: QueuedPodInfo) -> None:
+        """One scheduling cycle for a popped pod (upstream ScheduleOne)."""
+        pod = info.pod
+        cycle = self.queue.scheduling_cycle
+        if (pod.get("metadata") or {}).get("deletionTimestamp") or self.cache.is_assumed(pod):
+            self.queue.done(info.key)
+            return
+        profile = self.profiles[scheduler_name(pod)]
+        started = self.clock.monotonic()
+        self._snapshot = self.cache.snapshot(self._snapshot)
+        try:
+            result = schedule_one(pod, self._snapshot, profile, self.rng, start_index=self._next_start_index)
+        except SchedulingError as exc:
+            self.metrics.attempt(ERROR, profile.scheduler_name, self.clock.monotonic() - started)
+            self._failed(info, cycle, str(exc), unschedulable=False)
+            return
+        if self._snapshot.node_list:
+            self._next_start_index = (self._next_start_index + result.evaluated_nodes) % len(self._snapshot.node_list)
+        if result.node is None:
+            assert result.fit_error is not None
+            self.metrics.attempt(UNSCHEDULABLE_RESULT, profile.scheduler_name, self.clock.monotonic() - started)
+            self._failed(info, cycle, result.fit_error.message(), unschedulable=True,
+                         reasons=result.fit_error.reasons)
+            return
+        try:
+            self.cache.assume_pod(pod, result.node)
+        except ValueError as exc:
+            self._failed(info, cycle, str(exc), unschedulable=False)
+            return
+        self._binder.submit(self._bind, info, cycle, result.node, profile.scheduler_name, started)
+
+    def _bind(self, info: QueuedPodInfo, cycle: int, node: str, profile: str, started: float) -> None:
+        """The binding cycle (upstream bindingCycle + DefaultBinder)."""
+        pod = info.pod
+        namespace, name = namespace_of(pod), name_of(pod)
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace,
+                                                                     "uid": (pod.get("metadata") or {}).get("uid")},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        try:
+            self.client.create(resource_path("v1", "pods", namespace=namespace, name=name, subresource="binding"),
+                               body)
+        except Exception as exc:  # noqa: BLE001 - any failure (API answer or connection) requeues the pod
+            self.cache.forget_pod(pod)
+            self.metrics.attempt(ERROR, profile, self.clock.monotonic() - started)
+            self.queue.move_all_to_active_or_backoff("AssignedPodDelete")
+            self._failed(info, cycle, f'running Bind plugin "DefaultBinder": {exc}', unschedulable=False)
+            return
+        self.metrics.attempt(SCHEDULED, profile, self.clock.monotonic() - started)
+        self.queue.done(info.key)
+        self.recorder.event(pod, "Normal", "Scheduled", f"Successfully assigned {namespace}/{name} to {node}")
+
+    def _failed(self, info: QueuedPodInfo, cycle: int, message: str, *, unschedulable: bool,
+                reasons: frozenset[str] = frozenset()) -> None:
+        """upstream handleSchedulingFailure: event, back to the queue, PodScheduled=False."""
+        pod = info.pod
+        log.info("unable to schedule %s/%s: %s", namespace_of(pod), name_of(pod), message)
+        self.recorder.event(pod, "Warning", "FailedScheduling", message)
+        self.queue.add_unschedulable_if_not_present(info, cycle, unschedulable=unschedulable, reasons=reasons)
+        condition = {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                     "reason": "Unschedulable" if unschedulable else "SchedulerError", "message": message}
+        self._binder.submit(self._set_condition, pod, condition)
+
+    def _set_condition(self, pod: Mapping[str, Any], condition: dict[str, Any]) -> None:
+        existing = get_condition(pod, "PodScheduled")
+        conditions = [dict(existing)] if existing else []
+        if not set_condition(conditions, condition, now=self.clock.now()):
+            return
+        path = resource_path("v1", "pods", namespace=namespace_of(pod), name=name_of(pod), subresource="status")
+        try:
+            self.client.patch(path, {"status": {"conditions": conditions}}, patch_type="strategic")
+        except NotFound:
+            pass  # deleted meanwhile
+        except ApiError as exc:
+            log.warning("updating the PodScheduled condition of %s/%s: %s", namespace_of(pod), name_of(pod), exc)

@@ -1,0 +1,125 @@
+"""The scheduler loop (control/scheduler/scheduler.py) against the shared fake API server with real informers:
+pending pods get bound with a Scheduled event, a pod that fits nowhere gets FailedScheduling with upstream's
+message and PodScheduled=False, and is bound once a node frees up; other schedulers' pods are left alone; a
+failed binding is forgotten and retried; the metrics carry upstream's names."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client import generate_latest
+
+from control.client.errors import ApiError
+from control.client.informer import InformerFactory
+from control.client.paths import resource_path
+from control.scheduler.scheduler import Scheduler
+from tests.support.fake_apiserver import FakeAPIServer, api_error
+from tests.support.polling import wait_until
+from tests.support.scheduler_objects import make_node, make_pod
+
+SCHEDULER = "default-scheduler"
+
+
+class Harness:
+    def __init__(self, server: FakeAPIServer) -> None:
+        self.server = server
+        self.client = server.client(SCHEDULER)
+        self.factory = InformerFactory(self.client)
+        self.scheduler = Scheduler(self.client, self.factory)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.scheduler.run, args=(self.stop,), daemon=True)
+
+    def start(self) -> Harness:
+        self.factory.start(self.stop)
+        self.thread.start()
+        return self
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+    def pod(self, name: str) -> dict:
+        return self.server.client().get(resource_path("v1", "pods", namespace="default", name=name))
+
+    def node_of(self, name: str) -> str:
+        return self.pod(name)["spec"].get("nodeName", "")
+
+    def events(self, reason: str) -> list[dict]:
+        events = self.server.client().list(resource_path("v1", "events", namespace="default"))["items"]
+        return [e for e in events if e["reason"] == reason]
+
+
+@pytest.fixture
+def harness() -> Iterator[Harness]:
+    server = FakeAPIServer(make_node("n1", cpu="2"), make_node("n2", cpu="2"), make_node("n3", cpu="2"))
+    h = Harness(server)
+    yield h
+    h.close()
+
+
+def test_pending_pods_are_bound_spread_and_announced(harness: Harness) -> None:
+    for i in range(6):
+        harness.server.add(make_pod(f"p{i}", requests=[{"cpu": "500m"}]))
+    harness.start()
+    nodes = wait_until(lambda: all(harness.node_of(f"p{i}") for i in range(6)) and
+                       [harness.node_of(f"p{i}") for i in range(6)])
+    assert sorted(nodes) == ["n1", "n1", "n2", "n2", "n3", "n3"]  # LeastAllocated spreads them evenly
+    scheduled = wait_until(lambda: len(harness.events("Scheduled")) == 6 and harness.events("Scheduled"))
+    assert {e["message"] for e in scheduled} == {f"Successfully assigned default/p{i} to {harness.node_of(f'p{i}')}"
+                                                 for i in range(6)}
+    assert all(e["source"]["component"] == SCHEDULER for e in scheduled)
+    condition = next(c for c in harness.pod("p0")["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert condition["status"] == "True"
+    text = generate_latest(harness.scheduler.metrics.registry).decode()
+    assert 'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 6.0' in text
+    assert 'scheduler_scheduling_attempt_duration_seconds_count{profile="default-scheduler",result="scheduled"}' \
+        in text
+    assert 'scheduler_pending_pods{queue="active"} 0.0' in text
+
+
+def test_a_pod_that_fits_nowhere_fails_with_upstreams_message_then_runs_when_a_node_frees_up(harness: Harness) -> None:
+    for node in ("n1", "n2", "n3"):
+        harness.server.add(make_pod(f"hog-{node}", requests=[{"cpu": "1500m"}], node_name=node))
+    harness.server.add(make_pod("big", requests=[{"cpu": "1"}]))
+    harness.start()
+    failed = wait_until(lambda: harness.events("FailedScheduling"))
+    assert failed[0]["message"] == "0/3 nodes are available: 3 Insufficient cpu."
+    assert failed[0]["type"] == "Warning"
+    condition = wait_until(lambda: next((c for c in harness.pod("big")["status"].get("conditions") or []
+                                         if c["type"] == "PodScheduled"), None))
+    assert (condition["status"], condition["reason"], condition["message"]) == \
+        ("False", "Unschedulable", "0/3 nodes are available: 3 Insufficient cpu.")
+    assert harness.scheduler.queue.pending()["unschedulable"] == 1
+    harness.server.client().delete(resource_path("v1", "pods", namespace="default", name="hog-n2"),
+                                   grace_period_seconds=0)
+    assert wait_until(lambda: harness.node_of("big"), timeout=10) == "n2"
+
+
+def test_pods_of_other_schedulers_and_bound_pods_are_left_alone(harness: Harness) -> None:
+    harness.server.add(make_pod("mine", scheduler_name=SCHEDULER))
+    harness.server.add(make_pod("theirs", scheduler_name="my-scheduler"))
+    harness.server.add(make_pod("bound", node_name="n3"))
+    harness.start()
+    assert wait_until(lambda: harness.node_of("mine"))
+    harness.scheduler.recorder.flush()
+    assert harness.node_of("theirs") == "" and harness.node_of("bound") == "n3"
+    bindings = [a for a in harness.server.actions_of(SCHEDULER, "create") if a.path.endswith("/binding")]
+    assert [a.path for a in bindings] == ["/api/v1/namespaces/default/pods/mine/binding"]
+
+
+def test_a_failed_binding_is_forgotten_and_retried_with_backoff(harness: Harness) -> None:
+    failures: list[ApiError] = [api_error(500, "InternalError", "etcd is down")]
+
+    def fail_first_binding(action) -> None:
+        if action.verb == "create" and action.path.endswith("/binding") and failures:
+            raise failures.pop()
+
+    harness.server.prepend_reactor(fail_first_binding)
+    harness.server.add(make_pod("p", requests=[{"cpu": "1"}]))
+    harness.start()
+    failed = wait_until(lambda: harness.events("FailedScheduling"))
+    assert failed[0]["message"].startswith('running Bind plugin "DefaultBinder": 500 InternalError')
+    assert wait_until(lambda: harness.node_of("p"), timeout=10)  # after its 1 s backoff
+    assert harness.scheduler.cache.pod_count() == 1  # counted once, not twice
