@@ -301,8 +301,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
     Prints progress, then the admin kubeconfig path once the node is Ready. Ctrl-C stops them; the pods keep
-    running (and the proxy's rules stay) and the next `up` adopts them; `slimkube down` removes them. Pods
-    need spec.nodeName (no scheduler yet). DATA_DIR/kube-proxy.yaml, if present, is the proxy's
+    running (and the proxy's rules stay) and the next `up` adopts them; `slimkube down` removes them.
+    DATA_DIR/kube-proxy.yaml, if present, is the proxy's
     KubeProxyConfiguration (its node name and cluster CIDR are the kubelet's).
 
     With --nodes N, nodes 2..N run in network namespaces on a node bridge (DATA_DIR/nodes/NAME holds each

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from control.client.errors import NotFound
+from control.client.errors import Conflict, NotFound
 from control.client.kubeconfig import load_kubeconfig
 from control.client.rest import RESTClient
 from control.controllers.endpoints_subsets import TRIGGER_TIME_ANNOTATION
@@ -57,12 +57,19 @@ def make_pod(client: RESTClient, ns: str, name: str, ip: str, *, ready: bool, ap
 
 def set_status(client: RESTClient, ns: str, name: str, ip: str, *, ready: bool,
                since: str | None = None) -> dict[str, Any]:
-    current = client.get(f"/api/v1/namespaces/{ns}/pods/{name}")
+    """Write the pod's status as a kubelet would: read, change, write; read again on a conflict (a
+    scheduler in the same server may bind or mark the pod in between)."""
     condition = {"type": "Ready", "status": "True" if ready else "False"}
     if since is not None:
         condition["lastTransitionTime"] = since
-    current["status"] = {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}], "conditions": [condition]}
-    return client.update(f"/api/v1/namespaces/{ns}/pods/{name}/status", current)
+    for _ in range(10):
+        current = client.get(f"/api/v1/namespaces/{ns}/pods/{name}")
+        current["status"] = {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}], "conditions": [condition]}
+        try:
+            return client.update(f"/api/v1/namespaces/{ns}/pods/{name}/status", current)
+        except Conflict:
+            continue
+    raise AssertionError(f"pod {ns}/{name}: status write kept conflicting")
 
 
 def endpoints(client: RESTClient, ns: str, name: str = "web") -> dict[str, Any] | None:

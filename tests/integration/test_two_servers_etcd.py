@@ -9,10 +9,12 @@ upstream's 15 s / 10 s / 2 s.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from control.apimachinery.meta import format_timestamp
 from control.client.errors import NotFound
 from control.client.rest import RESTClient
 from tests.conftest import unavailable
@@ -20,8 +22,12 @@ from tests.integration.test_endpoints_controller import addresses, make_pod, mak
 from tests.support.apiserver import ProcessServer
 from tests.support.etcd import ETCD, etcd_binary, running_etcd
 from tests.support.polling import wait_until
+from tests.support.scheduler_objects import make_node
+from tests.support.scheduler_objects import make_pod as scheduler_pod
 
-LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+LEASE = f"{LEASES}/kube-controller-manager"
+SCHEDULER_LEASE = f"{LEASES}/kube-scheduler"
 LEASE_SECONDS = 4
 RETRY_SECONDS = 1
 ELECTION = ("--leader-elect-lease-duration", f"{LEASE_SECONDS}s", "--leader-elect-renew-deadline", "3s",
@@ -40,9 +46,9 @@ def etcd(tmp_path: Path) -> Iterator[str]:
         yield endpoint.removeprefix("http://")
 
 
-def holder(client: RESTClient) -> str:
+def holder(client: RESTClient, lease: str = LEASE) -> str:
     try:
-        return client.get(LEASE).get("spec", {}).get("holderIdentity") or ""
+        return client.get(lease).get("spec", {}).get("holderIdentity") or ""
     except NotFound:
         return ""
 
@@ -50,6 +56,24 @@ def holder(client: RESTClient) -> str:
 def started(server: ProcessServer) -> bool:
     """Whether the server's whole log (not just its tail) says its controller manager started."""
     return STARTED in Path(server.log_path).read_text(errors="replace")
+
+
+def node_object(name: str) -> dict:
+    """A Node with room for pods and a fresh Ready heartbeat (no kubelet: the scheduler only reads it)."""
+    node = make_node(name)
+    node["status"]["conditions"] = [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                     "lastHeartbeatTime": format_timestamp(datetime.now(UTC))}]
+    return node
+
+
+def bound_to(client: RESTClient, ns: str, name: str) -> str:
+    return client.get(f"/api/v1/namespaces/{ns}/pods/{name}").get("spec", {}).get("nodeName") or ""
+
+
+def scheduled_events(client: RESTClient, ns: str, name: str) -> int:
+    events = client.list(f"/api/v1/namespaces/{ns}/events",
+                         params={"fieldSelector": f"involvedObject.name={name}"})["items"]
+    return sum(event.get("count") or 1 for event in events if event.get("reason") == "Scheduled")
 
 
 def identity_suffix(server: ProcessServer) -> str:
@@ -79,6 +103,12 @@ def test_two_servers_run_the_controllers_once_and_fail_over(tmp_path: Path, etcd
         assert wait_until(lambda: (addresses(follower_client, ns) or {}).get("http:8080") == ["10.244.0.41"],
                           timeout=10)
 
+        # The scheduler (whichever server holds kube-scheduler) binds a pod once.
+        follower_client.create("/api/v1/nodes", node_object(f"sk-{ns}"))
+        follower_client.create(f"/api/v1/namespaces/{ns}/pods", scheduler_pod("s1", namespace=ns))
+        assert wait_until(lambda: bound_to(follower_client, ns, "s1") == f"sk-{ns}", timeout=15), \
+            [s.log() for s in servers]
+
         # kill -9 of the leader: the follower takes over within the lease duration counted from its last
         # observation of the leader's renewal, i.e. at most one jittered retry after the renewal and one
         # after the expiry, plus slack for a loaded 2-core machine.
@@ -86,6 +116,12 @@ def test_two_servers_run_the_controllers_once_and_fail_over(tmp_path: Path, etcd
         assert wait_until(lambda: holder(follower_client).endswith(identity_suffix(follower)),
                           timeout=TAKEOVER_SECONDS), follower.log()
         assert wait_until(lambda: started(follower), timeout=10), follower.log()
+        # Both parts now run on the survivor: the next pod is scheduled, the first was scheduled once.
+        assert wait_until(lambda: holder(follower_client, SCHEDULER_LEASE).endswith(identity_suffix(follower)),
+                          timeout=TAKEOVER_SECONDS), follower.log()
+        follower_client.create(f"/api/v1/namespaces/{ns}/pods", scheduler_pod("s2", namespace=ns))
+        assert wait_until(lambda: bound_to(follower_client, ns, "s2") == f"sk-{ns}", timeout=15), follower.log()
+        assert scheduled_events(follower_client, ns, "s1") == 1
         make_service(follower_client, ns, name="api")
         make_pod(follower_client, ns, "b", "10.244.0.42", ready=True, app="api")
         assert wait_until(lambda: (addresses(follower_client, ns, "api") or {}).get("http:8080") == ["10.244.0.42"],
