@@ -3,7 +3,8 @@ namespace, nodes 2 and 3 each in a network namespace with their own `slimkube ag
 processes, joined with `--server URL --token TOKEN` (the CA checked against the token).
 
 One `up` serves the whole test, in steps: three Ready nodes; pods pinned to each node (spec.nodeName,
-so each node is reached for sure) reach each other across nodes; a ClusterIP Service whose only pod is on node 3 answers from
+so each node is reached for sure) reach each other across nodes; a ClusterIP Service whose only pod is on
+node 3 answers from
 a pod on every node, and its NodePort on every node's address; the `kubernetes` Service answers from a pod
 on every node; `node stop` of node 2 → its Lease expires and, `up` running with a short
 `--node-monitor-grace-period`, the node lifecycle controller sets it Ready=Unknown with the unreachable
