@@ -7,10 +7,10 @@ of times; a hostIP of 0.0.0.0 conflicts with every address on the same port and 
 
 from __future__ import annotations
 
+from control.api.taints import tolerates
 from control.scheduler.cache import Snapshot
 from control.scheduler.framework import SKIP, SUCCESS, CycleState, Pod, Status, unschedulable
 from control.scheduler.nodeinfo import NodeInfo
-from control.scheduler.plugins.tainttoleration import tolerates
 from control.scheduler.resources import host_ports
 
 NODE_NAME_REASON = "node(s) didn't match the requested node name"

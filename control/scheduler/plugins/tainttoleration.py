@@ -1,9 +1,9 @@
 """TaintToleration: a node's NoSchedule and NoExecute taints keep out pods that do not tolerate them
 (filter); PreferNoSchedule taints count against a node (score, fewer is better).
 
-Upstream: pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go and
-k8s.io/api/core/v1/toleration.go (`ToleratesTaint`: an empty effect matches every effect, an empty key
-with operator Exists matches every key, Equal (the default) compares values).
+Upstream: pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go; whether a toleration
+tolerates a taint is control.api.taints.tolerates (upstream's `ToleratesTaint`), shared with the node
+lifecycle and taint eviction controllers.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.taints import taints_of, tolerates, tolerations_of
 from control.scheduler.framework import (
     SUCCESS,
     CycleState,
@@ -24,27 +25,12 @@ from control.scheduler.nodeinfo import NodeInfo
 FILTER_EFFECTS = ("NoSchedule", "NoExecute")
 
 
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    match toleration.get("operator") or "Equal":
-        case "Exists":
-            return True
-        case "Equal":
-            return (toleration.get("value") or "") == (taint.get("value") or "")
-    return False
-
-
-def _taints(node: NodeInfo) -> list[Mapping[str, Any]]:
-    return list(((node.node or {}).get("spec") or {}).get("taints") or [])
+def _taints(node: NodeInfo) -> list[dict[str, Any]]:
+    return taints_of(node.node or {})
 
 
 def _tolerations(pod: Pod) -> list[Mapping[str, Any]]:
-    return list((pod.get("spec") or {}).get("tolerations") or [])
+    return list(tolerations_of(pod))
 
 
 class TaintToleration:
