@@ -18,6 +18,7 @@ import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -59,7 +60,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def unavailable(what: str, why: str) -> None:
+def unavailable(what: str, why: str) -> NoReturn:
     """Skip on a developer's machine; fail under CI=true, where the real substrate is required."""
     message = f"{what} is not available: {why}"
     if IN_CI:

@@ -39,6 +39,7 @@ from nodeagent.config import load
 from nodeagent.teardown import RealHostNetwork, teardown
 from proxy.app import run_cleanup
 from proxy.tables import parse_chains
+from tests.conftest import unavailable
 from tests.support.apiserver import Endpoint, ProcessServer, free_port
 from tests.support.hostnet import free_pod_cidr
 
@@ -51,10 +52,7 @@ def required(tool: str) -> str:
     """The tool's path; without it skip, or fail under CI=true (install.sh installs it there)."""
     path = shutil.which(tool)
     if path is None:
-        message = f"{tool} is not installed (install.sh installs it)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        unavailable(tool, "not installed (install.sh installs it)")
     return path
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from slimkube.cli import main
+from tests.conftest import unavailable
 from tests.support.vagrantfile import VAGRANTFILE, provisioning_calls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,10 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def vagrant() -> str:
     path = shutil.which("vagrant")
     if path is None:
-        message = "vagrant is not installed (install.sh installs it under CI=true)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        unavailable("vagrant", "not installed (install.sh installs it under CI=true)")
     return path
 
 
