@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 from dataclasses import dataclass
+
+from control.apimachinery.validation import is_dns1123_subdomain
 
 DEFAULT_NODES_CIDR = "10.250.0.0/24"
 BRIDGE = "slimnodes0"
@@ -32,7 +33,6 @@ HOST_VETH_PREFIX = "slimnode"
 NODE_IFNAME = "eth0"
 PLAN_FILE = "nodes.json"
 NODES_DIR = "nodes"
-_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 
 class PlanError(ValueError):
@@ -86,8 +86,9 @@ class NodesPlan:
 def node_name(first: str, index: int) -> str:
     """Node i's name: node 1's name with `-i` appended (`debian` → `debian-2`), a valid Node name."""
     name = f"{first}-{index}"
-    if len(name) > 253 or not _NODE_NAME.fullmatch(name):
-        raise PlanError(f"node name {name!r} derived from {first!r} is not a valid DNS-1123 subdomain")
+    if problems := is_dns1123_subdomain(name):
+        raise PlanError(f"node name {name!r} derived from {first!r} is not a valid DNS-1123 subdomain: "
+                        f"{'; '.join(problems)}")
     return name
 
 
