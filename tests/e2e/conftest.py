@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import unavailable
+from tests.e2e.shared_cluster import cluster_namespace, workload_cluster  # noqa: F401 - the shared `up`
 from tests.support.apiserver import Endpoint, running_server
 
 KUBECTLS = {

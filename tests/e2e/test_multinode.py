@@ -113,12 +113,11 @@ def ready_since(client: RESTClient, node: str, since: datetime) -> bool:
     return False
 
 
-@pytest.fixture
-def cluster(root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanup: Callable) -> dict:
+def prepare_cluster(data_dir: Path, run_id: str, docker_api,
+                    register: Callable[[Callable[[], object]], object]) -> dict:
     """A data dir for `up --nodes 3`: node 1's kubelet.yaml names the test's node, bridge, chains and a pod
     CIDR whose next two /24s are free too; DIR/nodes/kubelet.yaml gives nodes 2..3 a short Lease. Everything
-    `up` may make is removed at teardown even when the test fails."""
-    data_dir = tmp_path / "up"
+    `up` may make is removed by the action given to `register`, even when the test fails."""
     (data_dir / "nodes").mkdir(parents=True)
     first = free_block("10.244", range(100, 250), NODES)
     nodes_net = free_block("10.250", range(0, 250), 1)
@@ -139,9 +138,15 @@ def cluster(root, docker_api, images, iptables, run_id: str, tmp_path: Path, cle
         rules.remove(detect(), pod_rules)
         run_cleanup(detect())
 
-    cleanup(remove_everything)
+    register(remove_everything)
     return {"data_dir": str(data_dir), "names": names, "nodes_cidr": f"10.250.{nodes_net}.0/24",
             "service_cidr": free_service_cidr(), "run_id": run_id}
+
+
+@pytest.fixture
+def cluster(root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanup: Callable) -> dict:
+    """prepare_cluster for one test, removed at its teardown."""
+    return prepare_cluster(tmp_path / "up", run_id, docker_api, cleanup)
 
 
 def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: dict, docker_api,
