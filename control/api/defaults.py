@@ -30,6 +30,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from control.api.priority import PREEMPT_LOWER_PRIORITY
+
 DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
 DEFAULT_SESSION_AFFINITY_TIMEOUT_SECONDS = 10800  # three hours, upstream DefaultClientIPServiceAffinitySeconds
 DEFAULT_FILE_MODE = 0o644  # 420: configMap, secret, projected and downwardAPI volumes
@@ -284,6 +286,11 @@ def _endpoints(obj: dict[str, Any]) -> None:
             _default(port, "protocol", "TCP")
 
 
+def _priority_class(obj: dict[str, Any]) -> None:
+    """Upstream scheduling/v1 SetDefaults_PriorityClass."""
+    _default(obj, "preemptionPolicy", PREEMPT_LOWER_PRIORITY)
+
+
 _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "pods": _pod,
     "services": _service,
@@ -297,6 +304,7 @@ _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "statefulsets": _stateful_set,
     "jobs": _job,
     "cronjobs": _cron_job,
+    "priorityclasses": _priority_class,
 }
 
 

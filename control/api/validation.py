@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from control.api.priority import PREEMPTION_POLICIES
 from control.apimachinery.quantity import Quantity, QuantityError
 from control.apimachinery.validation import (
     DNS1123_SUBDOMAIN_MAX_LENGTH,
@@ -304,6 +305,11 @@ def validate_pod_spec(c: Check, spec: Mapping[str, Any], path: str, *,
     c.add(validate_labels(c.strings(spec, "nodeSelector", node_selector), path=node_selector))
     c.text(spec, "nodeName", join(path, "nodeName"))
     c.items(spec, "tolerations", join(path, "tolerations"))
+    class_path = join(path, "priorityClassName")
+    if class_name := c.text(spec, "priorityClassName", class_path):
+        c.invalid(class_path, class_name, is_dns1123_subdomain(class_name))
+    c.integer(spec, "priority", join(path, "priority"))
+    c.supported(spec, "preemptionPolicy", join(path, "preemptionPolicy"), PREEMPTION_POLICIES)
 
 
 def validate_pod_template(c: Check, template: Mapping[str, Any], path: str, *,
@@ -609,8 +615,9 @@ _VALIDATORS: dict[str, Validator] = {
 
 def validate(plural: str, obj: dict[str, Any], *, old: dict[str, Any] | None = None) -> list[FieldError]:
     """Every error of a `plural` object about to be stored; `old` is the stored object on update."""
-    # Imported here, not at the top: validation_apps builds on this module's pod checks.
+    # Imported here, not at the top: validation_apps and validation_scheduling build on this module.
     from control.api.validation_apps import APPS_VALIDATORS
+    from control.api.validation_scheduling import SCHEDULING_VALIDATORS
 
     c = Check()
     if not isinstance(obj, dict):
@@ -618,7 +625,8 @@ def validate(plural: str, obj: dict[str, Any], *, old: dict[str, Any] | None = N
     if (metadata := c.obj(obj, "metadata", "metadata")) is not None:
         name_validator = _NAME_VALIDATORS.get(plural, is_dns1123_subdomain)
         validate_object_meta(c, metadata, "metadata", name_validator=name_validator)
-    if (validator := _VALIDATORS.get(plural) or APPS_VALIDATORS.get(plural)) is not None:
+    validator = _VALIDATORS.get(plural) or APPS_VALIDATORS.get(plural) or SCHEDULING_VALIDATORS.get(plural)
+    if validator is not None:
         validator(c, obj, old if isinstance(old, dict) else None)
     return c.errors
 

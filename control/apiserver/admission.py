@@ -1,5 +1,5 @@
-"""Admission the API server applies to a create before it reaches storage (upstream: plugin/pkg/admission/
-namespace/lifecycle and plugin/pkg/admission/resourcequota). What is particular to one kind (service
+"""Admission the API server applies to a write before it reaches storage (upstream: plugin/pkg/admission/
+namespace/lifecycle, plugin/pkg/admission/resourcequota and plugin/pkg/admission/priority). What is particular to one kind (service
 allocations, namespace finalizers, ...) is in that kind's strategy (strategies/), not here.
 
 Each check reads what it needs through the narrow `Reader` the registry passes in, so the rules are
@@ -13,6 +13,11 @@ tested with a dict-backed reader.
   objects (the quota controller that keeps `status.used` current comes with the controller manager);
   `QuotaAdmission` serialises, per namespace, only the creates a quota there counts, so two racing
   creates cannot both take the last unit and every other create runs unhindered.
+- Priority: `mutate` (upstream's Admit, before the strategy validates) fills a created pod's
+  spec.priority, priorityClassName and preemptionPolicy from its PriorityClass or the globalDefault one
+  (403 for an unknown class or a priority that disagrees with it), and keeps them on a pod update that
+  leaves them out; `validate` (upstream's Validate, after) allows at most one globalDefault class.
+  The decisions are control.api.priority's; here the classes are read and the answer raised.
 """
 
 from __future__ import annotations
@@ -23,13 +28,14 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from control.api import quota
+from control.api import priority, quota
 from control.apiserver import status
 from control.apiserver.resources import Resource, by_path
 from control.apiserver.status import APIError
 
 NAMESPACES = by_path("", "v1", "namespaces")
 RESOURCE_QUOTAS = by_path("", "v1", "resourcequotas")
+PRIORITY_CLASSES = by_path("scheduling.k8s.io", "v1", "priorityclasses")
 
 
 class Reader(Protocol):
@@ -114,3 +120,34 @@ class QuotaAdmission:
         with self._lock(namespace):
             check_quota(self._reader, resource, namespace, obj)  # again, now that no counted create runs
             yield
+
+
+def _priority_classes(reader: Reader) -> list[dict[str, Any]]:
+    assert PRIORITY_CLASSES is not None
+    return reader.list_all(PRIORITY_CLASSES, "")
+
+
+def mutate(reader: Reader, resource: Resource, obj: dict[str, Any], old: Mapping[str, Any] | None, *,
+           name: str) -> None:
+    """Mutating admission of a create (old None) or an update of the main resource, in place. `name` is what
+    a Forbidden answer names (the generateName prefix for a generated name, as upstream)."""
+    spec = obj.get("spec")
+    if resource.plural != "pods" or not isinstance(spec, dict):
+        return
+    if old is not None:
+        old_spec = old.get("spec")
+        if isinstance(old_spec, Mapping):
+            priority.keep_on_update(spec, old_spec)
+        return
+    why = priority.admit_pod(spec, _priority_classes(reader))
+    if why is not None:
+        raise forbidden(resource, name, why)
+
+
+def validate(reader: Reader, resource: Resource, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+    """Validating admission of a create (old None) or an update of the main resource."""
+    if resource.plural != "priorityclasses":
+        return
+    why = priority.check_global_default(obj, _priority_classes(reader), update=old is not None)
+    if why is not None:
+        raise forbidden(resource, (obj.get("metadata") or {}).get("name", ""), why)

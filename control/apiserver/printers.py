@@ -448,6 +448,12 @@ def statefulset_cells(statefulset: Obj, now: datetime) -> list[Any]:
             *_containers_and_images(_template_spec(statefulset))]
 
 
+def priority_class_cells(priority_class: Obj, now: datetime) -> list[Any]:
+    """printPriorityClass: the value as an integer, globalDefault as a boolean, preemptionPolicy after Age."""
+    return [_name(priority_class), priority_class.get("value") or 0, bool(priority_class.get("globalDefault")),
+            _age(priority_class, now), priority_class.get("preemptionPolicy") or ""]
+
+
 def default_cells(obj: Obj, now: datetime) -> list[Any]:
     """rest.DefaultTableConvertor: the name and the raw creation timestamp (a `date` column, not an age)."""
     return [_name(obj), (obj.get("metadata") or {}).get("creationTimestamp") or ""]

@@ -259,8 +259,10 @@ class Registry:
             admission.check_namespace(self, resource, namespace, name)
         strategy = self.strategy(resource)
         strategy.defaults(obj)
+        admission.mutate(self, resource, obj, None, name=generate or name)
         strategy.prepare_for_create(obj, now=self.clock(), uid=str(uuid.uuid4()))
         self._validate(strategy, obj, None)
+        admission.validate(self, resource, obj, None)
         rollback: Rollback = nothing_to_undo
         try:
             with self._quota.admit(resource, namespace, obj):
@@ -359,8 +361,11 @@ class Registry:
         else:
             new = obj
             strategy.defaults(new)
+            admission.mutate(self, resource, new, old, name=name)
             strategy.prepare_for_update(new, old)
         self._validate(strategy, new, old)
+        if not subresource:
+            admission.validate(self, resource, new, old)
         if encode(new) == encode(old):
             return old
         rollback: Rollback = nothing_to_undo

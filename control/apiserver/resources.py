@@ -118,6 +118,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", True, short_names=("cj",), categories=("all",),
              subresources=_subresources(status=_status("CronJob"))),
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
+    Resource("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", False,
+             short_names=("pc",)),
 )
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}

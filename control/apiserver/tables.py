@@ -211,6 +211,22 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         NAME, Column("Holder", "string", "holderIdentity contains the identity of the holder of a current lease."),
         AGE,
     ), printers.lease_cells),
+    ("scheduling.k8s.io", "priorityclasses"): Printer((
+        NAME,
+        Column("Value", "integer", "value represents the integer value of this priority class. This is the actual "
+                                   "priority that pods receive when they have the name of this class in their pod "
+                                   "spec."),
+        Column("Global-Default", "boolean", "globalDefault specifies whether this PriorityClass should be considered "
+                                            "as the default priority for pods that do not have any priority class. "
+                                            "Only one PriorityClass can be marked as `globalDefault`. However, if "
+                                            "more than one PriorityClasses exists with their `globalDefault` field "
+                                            "set to true, the smallest value of such global default PriorityClasses "
+                                            "will be used as the default priority."),
+        AGE,
+        Column("PreemptionPolicy", "string", "preemptionPolicy is the Policy for preempting pods with lower "
+                                             "priority. One of Never, PreemptLowerPriority. Defaults to "
+                                             "PreemptLowerPriority if unset."),
+    ), printers.priority_class_cells),
 }
 
 

@@ -27,6 +27,7 @@ from control.apiserver.strategies.base import (
 )
 from control.apiserver.strategies.namespaces import NamespaceStrategy
 from control.apiserver.strategies.pods import BindingStrategy, PodStrategy
+from control.apiserver.strategies.priorityclasses import PriorityClassStrategy
 from control.apiserver.strategies.secrets import SecretStrategy
 from control.apiserver.strategies.services import ServiceAllocations, ServiceStrategy
 from control.storage.interface import Storage
@@ -49,6 +50,7 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "statefulsets": StatefulSetStrategy,
     "jobs": WorkloadStrategy,
     "cronjobs": WorkloadStrategy,
+    "priorityclasses": PriorityClassStrategy,
 })
 
 

@@ -7,10 +7,11 @@ of its own subclasses `Strategy` in a module of its own (pods.py, services.py, n
 
 The store calls the hooks in this order:
 - create: identity checks (apiVersion/kind, namespace, name) → namespace lifecycle admission → `defaults`
-  → `prepare_for_create` → `validate` → quota admission → `begin_write` (allocations) → storage;
-  a failed storage write runs the rollback `begin_write` returned.
-- update: identity checks → `defaults` + `prepare_for_update` (or `prepare_for_subresource_update` for
-  `/status`, `/finalize`) → `validate` → nothing changed? done → `begin_write` (main resource only) →
+  → mutating admission → `prepare_for_create` → `validate` → validating admission → quota admission →
+  `begin_write` (allocations) → storage; a failed storage write runs the rollback `begin_write` returned.
+- update: identity checks → `defaults` + mutating admission + `prepare_for_update` (or
+  `prepare_for_subresource_update` for `/status`, `/finalize`) → `validate` → validating admission (main
+  resource only) → nothing changed? done → `begin_write` (main resource only) →
   storage (a delete when `ready_to_remove`) → `after_write(old, new or None)`.
 - delete: `delete_grace_seconds` → `prepare_for_delete` → `mark_deleting` → storage (an update while not
   `ready_to_remove`, else a delete) → `after_write(old, None)` once removed.
