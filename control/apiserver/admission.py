@@ -1,6 +1,7 @@
 """Admission the API server applies to a write before it reaches storage (upstream: plugin/pkg/admission/
-namespace/lifecycle, plugin/pkg/admission/resourcequota and plugin/pkg/admission/priority). What is particular to one kind (service
-allocations, namespace finalizers, ...) is in that kind's strategy (strategies/), not here.
+namespace/lifecycle, plugin/pkg/admission/resourcequota and plugin/pkg/admission/priority). What is
+particular to one kind (service allocations, namespace finalizers, ...) is in that kind's strategy
+(strategies/), not here.
 
 Each check reads what it needs through the narrow `Reader` the registry passes in, so the rules are
 tested with a dict-backed reader.
