@@ -1,25 +1,30 @@
 """The scheduling framework's plugin interfaces and the state one scheduling cycle shares among them.
 
-Upstream: pkg/scheduler/framework/interface.go (`PreFilterPlugin`, `FilterPlugin`, `PreScorePlugin`,
-`ScorePlugin` + `ScoreExtensions.NormalizeScore`, `Status` with its codes, MaxNodeScore 100) and
-cycle_state.go (`CycleState`: what a PreFilter/PreScore computes once per pod for its Filter/Score to read
+Upstream: pkg/scheduler/framework/interface.go (`PreFilterPlugin` + `PreFilterExtensions` AddPod/RemovePod,
+`FilterPlugin`, `PostFilterPlugin` + `PostFilterResult`, `PreScorePlugin`, `ScorePlugin` +
+`ScoreExtensions.NormalizeScore`, `Status` with its codes, MaxNodeScore 100, the part of `Handle` a
+PostFilter uses), types.go (`FitError.Error()`'s message) and cycle_state.go (`CycleState`: what a PreFilter/PreScore computes once per pod for its Filter/Score to read
 per node). Seed 003 shows the same shape; seed 000's predicates are Filters and its priorities Scores.
 
 A plugin is a plain object with a `name` and the methods of the extension points it implements; the
 framework asks `isinstance(plugin, FilterPlugin)` (runtime-checkable Protocols), as upstream's type
 assertions do. Filters and scores are pure: they read the pod (a dict), the CycleState and a NodeInfo of the
-cycle's snapshot, and return a Status or a number.
+cycle's snapshot, and return a Status or a number. A PostFilter (DefaultPreemption) decides too and acts
+not: what it wants done (victims to evict, nominations to clear, the pod's nominated node) comes back in
+its PostFilterResult, and the scheduler loop carries it out.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import random
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from control.scheduler.cache import Snapshot
-from control.scheduler.nodeinfo import NodeInfo
+from control.scheduler.nodeinfo import NodeInfo, PodInfo
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -63,6 +68,29 @@ def unschedulable(*reasons: str, resolvable: bool = True) -> Status:
     return Status(Code.UNSCHEDULABLE if resolvable else Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons)
 
 
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+def fit_error_message(num_all_nodes: int, node_statuses: Mapping[str, Status], *, pre_filter_message: str = "",
+                      post_filter_message: str = "") -> str:
+    """Upstream FitError.Error(): "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's
+    node affinity/selector." — each distinct reason with how many nodes gave it, sorted as strings (or the
+    PreFilter's message instead), then what the PostFilter said."""
+    if num_all_nodes == 0:
+        return NO_NODES_AVAILABLE
+    text = f"0/{num_all_nodes} nodes are available:"
+    if pre_filter_message:
+        text += f" {pre_filter_message}."
+    else:
+        histogram = Counter(reason for status in node_statuses.values() for reason in status.reasons)
+        reasons = sorted(f"{count} {reason}" for reason, count in histogram.items())
+        if reasons:
+            text += f" {', '.join(reasons)}."
+    if post_filter_message:
+        text += f" {post_filter_message}"
+    return text
+
+
 class CycleState:
     """Data one plugin computes for the cycle of one pod, by key (upstream CycleState). `skip_filter` and
     `skip_score` hold the plugins whose PreFilter/PreScore said Skip; `snapshot` is the cycle's picture of
@@ -81,6 +109,15 @@ class CycleState:
         """The value written under `key`; KeyError if its PreFilter/PreScore did not run."""
         return self._data[key]
 
+    def clone(self) -> CycleState:
+        """A copy preemption may change (upstream CycleState.Clone): a value with a `clone()` method — the
+        state a PreFilterExtensions' add_pod/remove_pod changes in place — is cloned, others are shared."""
+        copy = CycleState(self.snapshot)
+        copy._data = {key: value.clone() if hasattr(value, "clone") else value for key, value in self._data.items()}
+        copy.skip_filter = set(self.skip_filter)
+        copy.skip_score = set(self.skip_score)
+        return copy
+
 
 @runtime_checkable
 class PreFilterPlugin(Protocol):
@@ -90,10 +127,63 @@ class PreFilterPlugin(Protocol):
 
 
 @runtime_checkable
+class PreFilterExtensions(Protocol):
+    """A PreFilter whose cycle state depends on the pods of a node (InterPodAffinity, PodTopologySpread)
+    updates it when preemption or the nominated pods add or remove a pod (upstream PreFilterExtensions)."""
+
+    name: str
+
+    def add_pod(self, state: CycleState, pod: Pod, to_add: PodInfo, node: NodeInfo) -> Status: ...
+
+    def remove_pod(self, state: CycleState, pod: Pod, to_remove: PodInfo, node: NodeInfo) -> Status: ...
+
+
+@runtime_checkable
 class FilterPlugin(Protocol):
     name: str
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status: ...
+
+
+@dataclass(frozen=True)
+class PostFilterResult:
+    """What a PostFilter wants done (upstream PostFilterResult's NominatingInfo, plus the preemption the
+    upstream plugin performs itself): `nominated_node_name` None leaves the pod's nomination as it is, ""
+    clears it; `victims` are evicted for the pod; `clear_nominations` are lower-priority pods nominated to
+    that node, which lose their nomination."""
+
+    nominated_node_name: str | None = None
+    victims: tuple[Pod, ...] = ()
+    clear_nominations: tuple[Pod, ...] = ()
+
+
+class Handle(Protocol):
+    """What of the framework a PostFilter uses (upstream framework.Handle): the cycle's snapshot, the
+    filters as the cycle runs them (with the nominated pods), the PreFilter extensions, the nominated
+    pods and a random source."""
+
+    snapshot: Snapshot
+    rng: random.Random
+
+    def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status: ...
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: Pod, to_add: PodInfo,
+                                         node: NodeInfo) -> Status: ...
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: Pod, to_remove: PodInfo,
+                                            node: NodeInfo) -> Status: ...
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    """Runs when a pod fits nowhere, with every node's rejecting Status (upstream PostFilterPlugin)."""
+
+    name: str
+
+    def post_filter(self, state: CycleState, pod: Pod, statuses: Mapping[str, Status],
+                    handle: Handle) -> tuple[PostFilterResult | None, Status]: ...
 
 
 @runtime_checkable

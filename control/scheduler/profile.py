@@ -9,7 +9,7 @@ profile's, else the top-level one, else adaptive: 50% less 1% per 125 nodes, at 
 100 nodes are always searched whole and at least 100 nodes are found).
 
 What is read: `percentageOfNodesToScore`, `profiles[].schedulerName`, `profiles[].percentageOfNodesToScore`,
-`profiles[].plugins.{multiPoint,preFilter,filter,preScore,score}.{enabled,disabled}` (with `weight`),
+`profiles[].plugins.{multiPoint,preFilter,filter,postFilter,preScore,score}.{enabled,disabled}` (with `weight`),
 `profiles[].pluginConfig[].{name,args}`. Other fields are ignored.
 """
 
@@ -19,14 +19,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from control.scheduler.framework import FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
+from control.scheduler.framework import FilterPlugin, PostFilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
 from control.scheduler.plugins.registry import DEFAULT_PLUGINS, REGISTRY, Factory
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-_POINTS: Mapping[str, type] = {"preFilter": PreFilterPlugin, "filter": FilterPlugin, "preScore": PreScorePlugin,
-                               "score": ScorePlugin}
+_POINTS: Mapping[str, type] = {"preFilter": PreFilterPlugin, "filter": FilterPlugin, "postFilter": PostFilterPlugin,
+                               "preScore": PreScorePlugin, "score": ScorePlugin}
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class Profile:
     scheduler_name: str
     pre_filter: tuple[PreFilterPlugin, ...]
     filter: tuple[FilterPlugin, ...]
+    post_filter: tuple[PostFilterPlugin, ...]
     pre_score: tuple[PreScorePlugin, ...]
     score: tuple[tuple[ScorePlugin, int], ...]  # (plugin, weight)
     percentage_of_nodes_to_score: int | None = None
@@ -92,6 +93,7 @@ def build_profile(config: Mapping[str, Any], *, percentage_default: int | None =
         scheduler_name=config.get("schedulerName") or DEFAULT_SCHEDULER_NAME,
         pre_filter=tuple(plugin for plugin, _ in points["preFilter"]),
         filter=tuple(plugin for plugin, _ in points["filter"]),
+        post_filter=tuple(plugin for plugin, _ in points["postFilter"]),
         pre_score=tuple(plugin for plugin, _ in points["preScore"]),
         score=tuple((plugin, weight) for plugin, weight in points["score"]),
         percentage_of_nodes_to_score=percentage)

@@ -64,7 +64,8 @@ def test_pods_without_node_name_are_spread_selectors_respected_and_unfit_pods_ex
 
     client.create(pods, sleeper("huge", cpu="100000"))
     event = wait_for(lambda: failed_scheduling(client, ns, "huge"), 20, "a FailedScheduling event for huge")[0]
-    assert event["message"] == f"0/{NODES} nodes are available: {NODES} Insufficient cpu."
+    assert event["message"] == (f"0/{NODES} nodes are available: {NODES} Insufficient cpu. preemption: 0/{NODES} "
+                                f"nodes are available: {NODES} No preemption victims found for incoming pod.")
     assert event["source"]["component"] == "default-scheduler"
     condition = wait_for(lambda: pod_scheduled(client, ns, "huge"), 10, "huge's PodScheduled condition")
     assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")

@@ -72,7 +72,8 @@ def test_pending_pods_are_bound_and_unfit_ones_explained(cluster) -> None:
     assert scheduled[0]["message"] == f"Successfully assigned {ns}/small to {node}"
     _pod(client, ns, "huge", cpu="64")
     failed = wait_until(lambda: _events(client, ns, "FailedScheduling"), 10)
-    assert failed[0]["message"] == "0/2 nodes are available: 2 Insufficient cpu."
+    assert failed[0]["message"] == ("0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are "
+                                    "available: 2 No preemption victims found for incoming pod.")
 
     def condition() -> dict | None:
         pod = client.get(f"/api/v1/namespaces/{ns}/pods/huge")

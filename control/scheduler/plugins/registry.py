@@ -3,7 +3,7 @@ plugin set with its score weights (pkg/scheduler/apis/config/v1/default_plugins.
 multiPoint, in its order; TaintToleration 3, NodeAffinity 2, the others 1).
 
 Not here yet (the profile builder names them as unknown): PrioritySort (the queue's order is built in),
-DefaultBinder (the loop binds), VolumeRestrictions, InterPodAffinity, PodTopologySpread, DefaultPreemption.
+DefaultBinder (the loop binds), VolumeRestrictions, InterPodAffinity, PodTopologySpread.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from control.scheduler.plugins.basic import NodeName, NodePorts, NodeUnschedulable
+from control.scheduler.plugins.defaultpreemption import DefaultPreemption
 from control.scheduler.plugins.imagelocality import ImageLocality
 from control.scheduler.plugins.nodeaffinity import NodeAffinity
 from control.scheduler.plugins.noderesources import BalancedAllocation, Fit
@@ -28,6 +29,7 @@ REGISTRY: Mapping[str, Factory] = {
     "NodeResourcesFit": Fit,
     "NodeResourcesBalancedAllocation": BalancedAllocation,
     "ImageLocality": lambda args: ImageLocality(),
+    "DefaultPreemption": DefaultPreemption,
 }
 
 DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
@@ -37,6 +39,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("NodeAffinity", 2),
     ("NodePorts", 0),
     ("NodeResourcesFit", 1),
+    ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
 )

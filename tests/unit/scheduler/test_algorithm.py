@@ -27,19 +27,25 @@ def test_fit_error_message_is_upstreams_histogram() -> None:
     pod = make_pod("p", requests=[{"cpu": "2"}], node_selector={"disk": "ssd"})
     result = schedule_one(pod, snapshot, DEFAULT, random.Random(0))
     assert result.node is None
-    assert result.fit_error.message() == "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    assert result.fit_error.message() == (
+        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
     pod = make_pod("p", requests=[{"cpu": "2"}])
     snapshot = _snapshot(make_node("a", cpu="1"), make_node("b", cpu="1", labels={"x": "y"}),
                          make_node("c", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]))
-    assert schedule_one(pod, snapshot, DEFAULT, random.Random(0)).fit_error.message() == \
-        "0/3 nodes are available: 1 node(s) had untolerated taint {k: v}, 2 Insufficient cpu."
+    assert schedule_one(pod, snapshot, DEFAULT, random.Random(0)).fit_error.message() == (
+        "0/3 nodes are available: 1 node(s) had untolerated taint {k: v}, 2 Insufficient cpu. "
+        "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "2 No preemption victims found for incoming pod.")
 
 
 def test_the_issue_example_message() -> None:
     snapshot = _snapshot(make_node("a", cpu="1", labels={"disk": "ssd"}), make_node("b"), make_node("c"))
     pod = make_pod("p", requests=[{"cpu": "2"}], node_selector={"disk": "ssd"})
-    assert schedule_one(pod, snapshot, DEFAULT, random.Random(0)).fit_error.message() == \
-        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector."
+    assert schedule_one(pod, snapshot, DEFAULT, random.Random(0)).fit_error.message() == (
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
+        "2 Preemption is not helpful for scheduling.")
 
 
 def test_no_nodes() -> None:

@@ -85,12 +85,14 @@ def test_a_pod_that_fits_nowhere_fails_with_upstreams_message_then_runs_when_a_n
     harness.server.add(make_pod("big", requests=[{"cpu": "1"}]))
     harness.start()
     failed = wait_until(lambda: harness.events("FailedScheduling"))
-    assert failed[0]["message"] == "0/3 nodes are available: 3 Insufficient cpu."
+    assert failed[0]["message"] == ("0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are "
+                                    "available: 3 No preemption victims found for incoming pod.")
     assert failed[0]["type"] == "Warning"
     condition = wait_until(lambda: next((c for c in harness.pod("big")["status"].get("conditions") or []
                                          if c["type"] == "PodScheduled"), None))
     assert (condition["status"], condition["reason"], condition["message"]) == \
-        ("False", "Unschedulable", "0/3 nodes are available: 3 Insufficient cpu.")
+        ("False", "Unschedulable", "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are "
+                                   "available: 3 No preemption victims found for incoming pod.")
     assert harness.scheduler.queue.pending()["unschedulable"] == 1
     harness.server.client().delete(resource_path("v1", "pods", namespace="default", name="hog-n2"),
                                    grace_period_seconds=0)
