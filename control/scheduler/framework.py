@@ -3,8 +3,9 @@
 Upstream: pkg/scheduler/framework/interface.go (`PreFilterPlugin` + `PreFilterExtensions` AddPod/RemovePod,
 `FilterPlugin`, `PostFilterPlugin` + `PostFilterResult`, `PreScorePlugin`, `ScorePlugin` +
 `ScoreExtensions.NormalizeScore`, `Status` with its codes, MaxNodeScore 100, the part of `Handle` a
-PostFilter uses), types.go (`FitError.Error()`'s message) and cycle_state.go (`CycleState`: what a PreFilter/PreScore computes once per pod for its Filter/Score to read
-per node). Seed 003 shows the same shape; seed 000's predicates are Filters and its priorities Scores.
+PostFilter uses), types.go (`FitError.Error()`'s message) and cycle_state.go (`CycleState`: what a
+PreFilter/PreScore computes once per pod for its Filter/Score to read per node). Seed 003 shows the same
+shape; seed 000's predicates are Filters and its priorities Scores.
 
 A plugin is a plain object with a `name` and the methods of the extension points it implements; the
 framework asks `isinstance(plugin, FilterPlugin)` (runtime-checkable Protocols), as upstream's type

@@ -12,6 +12,14 @@ changes and deleted or finished bound pods move unschedulable pods back) and Def
 pods/{name}/binding). Events: "Scheduled" ("Successfully assigned ns/pod to node") and
 "FailedScheduling" with FitError's message, from component "default-scheduler".
 
+Preemption (upstream preemption.go prepareCandidate / PreemptPod, schedule_one.go handleSchedulingFailure
+with its NominatingInfo, and the nominator the queue keeps): when DefaultPreemption picked a node, each
+victim gets the DisruptionTarget condition (reason PreemptionByScheduler) and is deleted gracefully, with
+a "Preempted" event ("Preempted by pod <uid> on node <node>"); lower-priority pods nominated to that node
+lose their nomination; the preemptor is nominated there (in the nominator at once, in
+`status.nominatedNodeName` with its PodScheduled=False write) and goes back to the queue, to be retried
+when the victims are gone. A nomination ends when the pod is assumed, bound or deleted.
+
 Which pods: `spec.schedulerName` one of the profiles' names ("default-scheduler" when unset, as the API
 server's defaulting does) and no `spec.nodeName`; pods in phase Succeeded or Failed are ignored, as
 upstream's field selector on its pod informer does.
@@ -37,7 +45,10 @@ from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.scheduler.algorithm import SchedulingError, schedule_one
 from control.scheduler.cache import SchedulerCache, Snapshot
+from control.scheduler.framework import PostFilterResult
 from control.scheduler.metrics import ERROR, SCHEDULED, UNSCHEDULABLE_RESULT, SchedulerMetrics
+from control.scheduler.nominator import Nominator
+from control.scheduler.plugins.defaultpreemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 from control.scheduler.profile import DEFAULT_SCHEDULER_NAME, Profile, build_profiles
 from control.scheduler.queue import QueuedPodInfo, SchedulingQueue
 from control.util.clock import Clock, RealClock
@@ -57,6 +68,9 @@ class SchedulerClient(Protocol):
     def create(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict: ...
 
     def patch(self, path: str, patch: dict | list, *, patch_type: str = "merge") -> dict: ...
+
+    def delete(self, path: str, *, grace_period_seconds: int | None = None, propagation_policy: str | None = None,
+               preconditions: dict | None = None) -> dict: ...
 
 
 def scheduler_name(pod: Mapping[str, Any]) -> str:
@@ -91,6 +105,7 @@ class Scheduler:
         self.rng = rng or random.Random()
         self.cache = SchedulerCache()
         self.queue = SchedulingQueue(clock=self.clock)
+        self.nominator = Nominator()
         self.metrics = SchedulerMetrics()
         self.metrics.watch_queue(self.queue)
         self.recorder = recorder or EventRecorder(client, component=DEFAULT_SCHEDULER_NAME, clock=clock)
@@ -114,11 +129,13 @@ class Scheduler:
             self.cache.add_pod(pod)
         elif self._responsible(pod):
             self.queue.add(pod)
+            self.nominator.add(pod)
 
     def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         if _assigned(new):
             if not _assigned(old):
                 self.queue.delete(new)
+                self.nominator.delete(new)
             if _terminal(new):
                 self.cache.remove_pod(new)
                 self.queue.move_all_to_active_or_backoff("AssignedPodDelete")
@@ -126,6 +143,7 @@ class Scheduler:
                 self.cache.update_pod(new)
         elif self._responsible(new) and not _terminal(new) and not self.cache.is_assumed(new):
             self.queue.update(old, new)
+            self.nominator.update(old, new)
 
     def _pod_deleted(self, pod: dict[str, Any]) -> None:
         if _assigned(pod):
@@ -133,6 +151,7 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff("AssignedPodDelete")
         else:
             self.queue.delete(pod)
+            self.nominator.delete(pod)
 
     def _node_added(self, node: dict[str, Any]) -> None:
         self.cache.add_node(node)
@@ -173,7 +192,8 @@ class Scheduler:
         started = self.clock.monotonic()
         self._snapshot = self.cache.snapshot(self._snapshot)
         try:
-            result = schedule_one(pod, self._snapshot, profile, self.rng, start_index=self._next_start_index)
+            result = schedule_one(pod, self._snapshot, profile, self.rng, start_index=self._next_start_index,
+                                  nominated=self.nominator.snapshot())
         except SchedulingError as exc:
             self.metrics.attempt(ERROR, profile.scheduler_name, self.clock.monotonic() - started)
             self._failed(info, cycle, str(exc), unschedulable=False)
@@ -182,15 +202,26 @@ class Scheduler:
             self._next_start_index = (self._next_start_index + result.evaluated_nodes) % len(self._snapshot.node_list)
         if result.node is None:
             assert result.fit_error is not None
+            nominated = None
+            if result.post_filter_result is not None:
+                nominated = result.post_filter_result.nominated_node_name
+                if nominated:
+                    try:
+                        self._preempt(pod, nominated, result.post_filter_result)
+                    except ApiError as exc:
+                        self.metrics.attempt(ERROR, profile.scheduler_name, self.clock.monotonic() - started)
+                        self._failed(info, cycle, str(exc), unschedulable=False)
+                        return
             self.metrics.attempt(UNSCHEDULABLE_RESULT, profile.scheduler_name, self.clock.monotonic() - started)
             self._failed(info, cycle, result.fit_error.message(), unschedulable=True,
-                         reasons=result.fit_error.reasons)
+                         reasons=result.fit_error.reasons, nominated_node=nominated)
             return
         try:
             self.cache.assume_pod(pod, result.node)
         except ValueError as exc:
             self._failed(info, cycle, str(exc), unschedulable=False)
             return
+        self.nominator.delete(pod)
         self._binder.submit(self._bind, info, cycle, result.node, profile.scheduler_name, started)
 
     def _bind(self, info: QueuedPodInfo, cycle: int, node: str, profile: str, started: float) -> None:
@@ -207,31 +238,71 @@ class Scheduler:
             self.cache.forget_pod(pod)
             self.metrics.attempt(ERROR, profile, self.clock.monotonic() - started)
             self.queue.move_all_to_active_or_backoff("AssignedPodDelete")
-            self._failed(info, cycle, f'running Bind plugin "DefaultBinder": {exc}', unschedulable=False)
+            self._failed(info, cycle, f'running Bind plugin "DefaultBinder": {exc}', unschedulable=False,
+                         nominated_node="")
             return
         self.metrics.attempt(SCHEDULED, profile, self.clock.monotonic() - started)
         self.queue.done(info.key)
         self.recorder.event(pod, "Normal", "Scheduled", f"Successfully assigned {namespace}/{name} to {node}")
 
+    def _preempt(self, preemptor: Mapping[str, Any], node: str, result: PostFilterResult) -> None:
+        """Carry out DefaultPreemption's decision (upstream prepareCandidate): evict the victims, drop the
+        nominations of lower-priority pods nominated to `node`. An ApiError fails the cycle (retried)."""
+        uid = (preemptor.get("metadata") or {}).get("uid", "")
+        condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": PREEMPTION_BY_SCHEDULER,
+                     "message": f"{scheduler_name(preemptor)}: preempting to accommodate a higher priority pod"}
+        for victim in result.victims:
+            if (victim.get("metadata") or {}).get("deletionTimestamp"):
+                continue  # its graceful deletion has started already
+            path = resource_path("v1", "pods", namespace=namespace_of(victim), name=name_of(victim))
+            try:
+                conditions = [dict(c) for c in (victim.get("status") or {}).get("conditions") or []
+                              if c.get("type") == DISRUPTION_TARGET]
+                if set_condition(conditions, condition, now=self.clock.now()):
+                    self.client.patch(f"{path}/status", {"status": {"conditions": conditions}},
+                                      patch_type="strategic")
+                self.client.delete(path)
+            except NotFound:
+                continue  # gone meanwhile
+            log.info("preempted %s/%s on %s for %s/%s", namespace_of(victim), name_of(victim), node,
+                     namespace_of(preemptor), name_of(preemptor))
+            self.recorder.event(victim, "Normal", "Preempted", f"Preempted by pod {uid} on node {node}")
+        for pod in result.clear_nominations:
+            self.nominator.delete(pod)
+            self._binder.submit(self._update_status, pod, None, "")
+
     def _failed(self, info: QueuedPodInfo, cycle: int, message: str, *, unschedulable: bool,
-                reasons: frozenset[str] = frozenset()) -> None:
-        """upstream handleSchedulingFailure: event, back to the queue, PodScheduled=False."""
+                reasons: frozenset[str] = frozenset(), nominated_node: str | None = None) -> None:
+        """upstream handleSchedulingFailure: event, nomination (None: unchanged, "": none), back to the
+        queue, PodScheduled=False (with the nomination)."""
         pod = info.pod
         log.info("unable to schedule %s/%s: %s", namespace_of(pod), name_of(pod), message)
         self.recorder.event(pod, "Warning", "FailedScheduling", message)
+        if nominated_node is not None:
+            self.nominator.add(pod, nominated_node)
         self.queue.add_unschedulable_if_not_present(info, cycle, unschedulable=unschedulable, reasons=reasons)
         condition = {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
                      "reason": "Unschedulable" if unschedulable else "SchedulerError", "message": message}
-        self._binder.submit(self._set_condition, pod, condition)
+        self._binder.submit(self._update_status, pod, condition, nominated_node)
 
-    def _set_condition(self, pod: Mapping[str, Any], condition: dict[str, Any]) -> None:
-        existing = get_condition(pod, "PodScheduled")
-        conditions = [dict(existing)] if existing else []
-        if not set_condition(conditions, condition, now=self.clock.now()):
+    def _update_status(self, pod: Mapping[str, Any], condition: dict[str, Any] | None,
+                       nominated_node: str | None) -> None:
+        """Upstream updatePod: write the PodScheduled condition and `status.nominatedNodeName` (None: leave
+        it, "": remove it) through pods/status, unless neither changes."""
+        status: dict[str, Any] = {}
+        if condition is not None:
+            existing = get_condition(pod, "PodScheduled")
+            conditions = [dict(existing)] if existing else []
+            if set_condition(conditions, condition, now=self.clock.now()):
+                status["conditions"] = conditions
+        current = (pod.get("status") or {}).get("nominatedNodeName") or ""
+        if nominated_node is not None and nominated_node != current:
+            status["nominatedNodeName"] = nominated_node or None
+        if not status:
             return
         path = resource_path("v1", "pods", namespace=namespace_of(pod), name=name_of(pod), subresource="status")
         try:
-            self.client.patch(path, {"status": {"conditions": conditions}}, patch_type="strategic")
+            self.client.patch(path, {"status": status}, patch_type="strategic")
         except NotFound:
             pass  # deleted meanwhile
         except ApiError as exc:

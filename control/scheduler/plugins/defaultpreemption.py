@@ -119,8 +119,8 @@ def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate |
     for score in scores:
         if len(remaining) <= 1:
             break
-        best = max(score(c) for c in remaining)  # type: ignore[no-untyped-call]
-        remaining = [c for c in remaining if score(c) == best]  # type: ignore[no-untyped-call]
+        best = max(score(c) for c in remaining)
+        remaining = [c for c in remaining if score(c) == best]
     return remaining[0] if remaining else None
 
 

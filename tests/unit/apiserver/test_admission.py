@@ -161,3 +161,46 @@ def test_create_in_missing_or_terminating_namespace_is_refused():
         admission.check_namespace(reader, PODS, "going", "p")
     assert terminating.value.code == 403
     assert terminating.value.details["causes"][0]["reason"] == "NamespaceTerminating"
+
+
+PRIORITY_CLASSES = by_path("scheduling.k8s.io", "v1", "priorityclasses")
+
+
+def test_priority_admission_through_the_registry(tmp_path):
+    from control.apiserver.bootstrap import bootstrap
+    from control.apiserver.registry import DeleteOptions
+
+    storage = SQLiteStorage(str(tmp_path / "state.db"))
+    try:
+        registry = Registry(storage)
+        bootstrap(registry, api_port=6443)
+        system = {o["metadata"]["name"]: (o["value"], o["preemptionPolicy"])
+                  for o in registry.list_all(PRIORITY_CLASSES, "")}
+        assert system == {"system-cluster-critical": (2000000000, "PreemptLowerPriority"),
+                          "system-node-critical": (2000001000, "PreemptLowerPriority")}
+        registry.create(NAMESPACES, "", {"metadata": {"name": "ns"}})
+        with pytest.raises(APIError) as refused:
+            registry.create(PODS, "ns", {**pod("p"), "spec": {**pod("p")["spec"], "priorityClassName": "nope"}})
+        assert (refused.value.code, refused.value.reason, refused.value.message) == \
+            (403, "Forbidden", 'pods "p" is forbidden: no PriorityClass with name nope was found')
+        registry.create(PRIORITY_CLASSES, "", {"metadata": {"name": "batch"}, "value": -5, "globalDefault": True})
+        created = registry.create(PODS, "ns", pod("q"))
+        assert (created["spec"]["priorityClassName"], created["spec"]["priority"],
+                created["spec"]["preemptionPolicy"]) == ("batch", -5, "PreemptLowerPriority")
+        with pytest.raises(APIError) as second:
+            registry.create(PRIORITY_CLASSES, "", {"metadata": {"name": "other"}, "value": 1, "globalDefault": True})
+        assert second.value.message == ('priorityclasses.scheduling.k8s.io "other" is forbidden: PriorityClass batch '
+                                        'is already marked as default. Only one default can exist')
+        with pytest.raises(APIError) as undeletable:
+            registry.delete(PRIORITY_CLASSES, "", "system-node-critical", DeleteOptions())
+        assert (undeletable.value.code, undeletable.value.message) == \
+            (403, 'priorityclasses.scheduling.k8s.io "system-node-critical" is forbidden: this is a system priority '
+                  'class and cannot be deleted')
+        assert registry.delete(PRIORITY_CLASSES, "", "batch", DeleteOptions())[1]
+        # an update written back without priority keeps it (upstream's admitPod on update)
+        stored = registry.get(PODS, "ns", "q")
+        del stored["spec"]["priority"]
+        updated, _ = registry.update(PODS, "ns", "q", stored)
+        assert updated["spec"]["priority"] == -5
+    finally:
+        storage.close()

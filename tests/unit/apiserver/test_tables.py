@@ -210,6 +210,8 @@ def test_node_status_and_roles(node, status, roles):
         pytest.param("", "namespaces", {"status": {"phase": "Active"}}, {"Status": "Active"}, id="namespace"),
         pytest.param("coordination.k8s.io", "leases", {"spec": {"holderIdentity": "node-1"}}, {"Holder": "node-1"},
                      id="lease"),
+        pytest.param("scheduling.k8s.io", "priorityclasses", {"value": 2000001000, "preemptionPolicy": "Never"},
+                     {"Value": 2000001000, "Global-Default": False, "PreemptionPolicy": "Never"}, id="priorityclass"),
         pytest.param("", "resourcequotas", {"status": {"hard": {"pods": "10", "limits.cpu": "2"},
                                                        "used": {"pods": "3"}}},
                      {"Request": "pods: 3/10", "Limit": "limits.cpu: 0/2"}, id="resourcequota"),

@@ -125,3 +125,34 @@ def test_a_failed_binding_is_forgotten_and_retried_with_backoff(harness: Harness
     assert failed[0]["message"].startswith('running Bind plugin "DefaultBinder": 500 InternalError')
     assert wait_until(lambda: harness.node_of("p"), timeout=10)  # after its 1 s backoff
     assert harness.scheduler.cache.pod_count() == 1  # counted once, not twice
+
+
+def test_a_high_priority_pod_preempts_a_low_priority_one_and_runs_where_it_was_nominated(harness: Harness) -> None:
+    for node in ("n1", "n2", "n3"):
+        harness.server.add(make_pod(f"low-{node}", requests=[{"cpu": "1500m"}], node_name=node, priority=0))
+    harness.server.add(make_pod("low-extra", requests=[{"cpu": "400m"}], node_name="n2", priority=0))
+    harness.server.add(make_pod("vip", requests=[{"cpu": "1"}], priority=1000))
+    harness.start()
+    preempted = wait_until(lambda: harness.events("Preempted"))
+    victim = preempted[0]["involvedObject"]["name"]
+    # n2 would need two victims; n1 and n3 one each
+    assert victim in ("low-n1", "low-n3")
+    node = victim.removeprefix("low-")
+    assert preempted[0]["message"] == f"Preempted by pod uid-vip on node {node}"
+    assert preempted[0]["type"] == "Normal"
+    assert wait_until(lambda: harness.pod("vip")["status"].get("nominatedNodeName")) == node
+    failed = harness.events("FailedScheduling")
+    assert failed[0]["message"] == "0/3 nodes are available: 3 Insufficient cpu."
+    path = resource_path("v1", "pods", namespace="default", name=victim)
+    terminating = harness.server.client().get(path)  # deleted gracefully: it is terminating
+    assert terminating["metadata"]["deletionTimestamp"]
+    condition = next(c for c in terminating["status"]["conditions"] if c["type"] == "DisruptionTarget")
+    assert (condition["status"], condition["reason"], condition["message"]) == \
+        ("True", "PreemptionByScheduler", "default-scheduler: preempting to accommodate a higher priority pod")
+    harness.scheduler.recorder.flush()
+    assert harness.node_of("vip") == ""  # it waits for its victim
+    harness.server.client().delete(path, grace_period_seconds=0)  # the kubelet confirms the deletion
+    assert wait_until(lambda: harness.node_of("vip"), timeout=10) == node
+    assert {harness.node_of(f"low-{n}") for n in ("n1", "n2", "n3") if f"low-{n}" != victim} == \
+        {"n1", "n2", "n3"} - {node}
+    assert wait_until(lambda: harness.scheduler.nominator.node_of(harness.pod("vip")) is None)
