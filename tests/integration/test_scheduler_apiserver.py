@@ -2,7 +2,8 @@
 `slimkube server` starts it (slimkube/controlplane.py `start_parts`, under leader election): a pending pod
 is bound through pods/binding with a Scheduled event, one that fits nowhere gets FailedScheduling with
 upstream's message and PodScheduled=False, the Lease kube-system/kube-scheduler names this server, and
-`--disable scheduler` leaves pods pending."""
+`--disable scheduler` leaves pods pending; a pod of a high PriorityClass that fits nowhere preempts a
+lower-priority pod (DefaultPreemption) and is bound to the node it was nominated to."""
 
 from __future__ import annotations
 
@@ -28,11 +29,11 @@ def _node(client: RESTClient, name: str, *, cpu: str = "2") -> None:
     client.update(f"/api/v1/nodes/{name}/status", node)
 
 
-def _pod(client: RESTClient, ns: str, name: str, *, cpu: str = "100m") -> dict[str, Any]:
+def _pod(client: RESTClient, ns: str, name: str, *, cpu: str = "100m", **spec: Any) -> dict[str, Any]:
     return client.create(f"/api/v1/namespaces/{ns}/pods", {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
         "spec": {"containers": [{"name": "c", "image": "slimkube/busybox:1",
-                                 "resources": {"requests": {"cpu": cpu}}}]}})
+                                 "resources": {"requests": {"cpu": cpu}}}], **spec}})
 
 
 def _lease(client: RESTClient, name: str) -> dict[str, Any] | None:
@@ -93,3 +94,32 @@ def test_disable_scheduler_leaves_pods_pending(cluster) -> None:
     assert wait_until(lambda: _lease(client, "kube-controller-manager"), 10)
     assert _lease(client, SCHEDULER_LEASE) is None
     assert not client.get(f"/api/v1/namespaces/{ns}/pods/waiting")["spec"].get("nodeName")
+
+
+def test_a_high_priority_pod_preempts_and_runs_where_it_was_nominated(cluster) -> None:
+    client, ns = cluster
+    _node(client, "n1")
+    _node(client, "n2")
+    high = f"high-{ns}"
+    client.create("/apis/scheduling.k8s.io/v1/priorityclasses", {
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": high}, "value": 1000})
+    try:
+        for name in ("low-a", "low-b"):  # grace 0: no kubelet here to confirm a graceful deletion
+            _pod(client, ns, name, cpu="1500m", terminationGracePeriodSeconds=0)
+        placed = wait_until(lambda: all(client.get(f"/api/v1/namespaces/{ns}/pods/{n}")["spec"].get("nodeName")
+                                        for n in ("low-a", "low-b")), 20)
+        assert placed
+        vip = _pod(client, ns, "vip", cpu="1", priorityClassName=high)
+        assert vip["spec"]["priority"] == 1000
+        preempted = wait_until(lambda: _events(client, ns, "Preempted"), 20)[0]
+        victim = preempted["involvedObject"]["name"]
+        pods = {p["metadata"]["name"]: p for p in client.list(f"/api/v1/namespaces/{ns}/pods")["items"]}
+        assert victim in ("low-a", "low-b") and victim not in pods
+        survivor = ({"low-a", "low-b"} - {victim}).pop()
+        node = ({"n1", "n2"} - {pods[survivor]["spec"]["nodeName"]}).pop()
+        assert preempted["message"] == f"Preempted by pod {vip['metadata']['uid']} on node {node}"
+        bound = wait_until(lambda: (p := client.get(f"/api/v1/namespaces/{ns}/pods/vip"))["spec"].get("nodeName")
+                           and p.get("status", {}).get("nominatedNodeName") and p, 20)
+        assert (bound["spec"]["nodeName"], bound["status"]["nominatedNodeName"]) == (node, node)
+    finally:
+        client.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{high}")
