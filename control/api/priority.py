@@ -86,8 +86,10 @@ def admit_pod(spec: dict[str, Any], classes: Iterable[Obj]) -> str | None:
     """Upstream admitPod on create, in place on the pod's `spec`: fill priorityClassName (from the default
     class), priority and preemptionPolicy; returns the Forbidden message for an unknown class or a
     priority/preemptionPolicy the client set differently from its class."""
-    by_name = {_name(pc): pc for pc in classes}
     class_name = spec.get("priorityClassName") or ""
+    if not isinstance(class_name, str):
+        return None  # not a pod upstream's decoder would build: validation reports the field
+    by_name = {_name(pc): pc for pc in classes}
     if not class_name:
         found = default_priority_class(by_name.values())
         if found is not None:

@@ -31,11 +31,12 @@ VICTIM = "victim"  # the namespace the fuzzing may write to, delete or mark Term
 EXAMPLES = int(os.environ.get("SLIMKUBE_FUZZ_EXAMPLES", "1500"))  # raise it for a longer hunt
 MAX_BODY = 3 * 1024 * 1024
 
-PREFIXES = ["/api/v1", "/apis/apps/v1", "/apis/batch/v1", "/apis/coordination.k8s.io/v1",
+PREFIXES = ["/api/v1", "/apis/apps/v1", "/apis/batch/v1", "/apis/coordination.k8s.io/v1", "/apis/scheduling.k8s.io/v1",
             "/apis/autoscaling/v1", "/apis/apps/v1beta1", "/apis/nope/v1", "/api/v2", "/apis/apps"]
 PLURALS = ["namespaces", "pods", "services", "endpoints", "nodes", "configmaps", "secrets", "events",
            "resourcequotas", "serviceaccounts", "replicationcontrollers", "bindings", "deployments",
-           "replicasets", "daemonsets", "statefulsets", "jobs", "cronjobs", "leases", "scale", "widgets"]
+           "replicasets", "daemonsets", "statefulsets", "jobs", "cronjobs", "leases", "priorityclasses", "scale",
+           "widgets"]
 NAMESPACES = [NAMESPACE, VICTIM, "default", "kube-system", "missing-ns"]
 NAMES = ["p", "d", "c", "s", "j", "n1", VICTIM, "default", "missing"]
 WEIRD = ["..", ".", "%2F", "a%2Fb", "%00", "%", "%zz", "ü", "名前", "a b", "UPPER", "-x-", "x" * 300,
@@ -94,6 +95,8 @@ OBJECTS = [
      "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": JOB_TEMPLATE}}}},
     {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
      "spec": {"holderIdentity": "h", "leaseDurationSeconds": 15, "renewTime": "2024-01-01T00:00:00.000000Z"}},
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "pc"}, "value": 10,
+     "globalDefault": False, "preemptionPolicy": "Never", "description": "d"},
     {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "d"}, "spec": {"replicas": 3}},
     {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "propagationPolicy": "Background",
      "preconditions": {"uid": "u", "resourceVersion": "1"}, "dryRun": ["All"]},
@@ -176,6 +179,7 @@ REAL = {  # plural -> (prefix, whether namespaced, a seeded object's name)
     "daemonsets": ("/apis/apps/v1", True, "ds"), "statefulsets": ("/apis/apps/v1", True, "st"),
     "jobs": ("/apis/batch/v1", True, "j"), "cronjobs": ("/apis/batch/v1", True, "cj"),
     "leases": ("/apis/coordination.k8s.io/v1", True, "l"),
+    "priorityclasses": ("/apis/scheduling.k8s.io/v1", False, "pc"),
 }
 
 
@@ -294,8 +298,10 @@ def _seed(api: Endpoint) -> None:
         if not isinstance(obj, dict) or obj["kind"] in ("Namespace", "Node", "Binding", "Scale", "DeleteOptions"):
             continue
         group = "/api/v1" if obj["apiVersion"] == "v1" else f"/apis/{obj['apiVersion']}"
-        plural = {"Endpoints": "endpoints"}.get(obj["kind"], obj["kind"].lower() + "s")
-        response = api.request("POST", f"{group}{base}/{plural}", json=obj)
+        plural = {"Endpoints": "endpoints", "PriorityClass": "priorityclasses"}.get(obj["kind"],
+                                                                                   obj["kind"].lower() + "s")
+        scope = "" if plural == "priorityclasses" else base
+        response = api.request("POST", f"{group}{scope}/{plural}", json=obj)
         assert response.status_code == 201, (obj["kind"], response.text)
     for name in ("d", "c", "s", "j"):
         api.request("POST", f"/api/v1{base}/configmaps", json={"metadata": {"name": name}})

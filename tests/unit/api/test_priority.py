@@ -57,6 +57,8 @@ SYSTEM = [dict(c, preemptionPolicy="PreemptLowerPriority") for c in priority.SYS
                  "the string value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission "
                  "controller computed PreemptLowerPriority from the given PriorityClass name",
                  id="a preemptionPolicy other than the class's"),
+    pytest.param({"priorityClassName": ["x"]}, [HIGH], {"priorityClassName": ["x"]}, None,
+                 id="a class name of the wrong type is left to validation"),
 ])
 def test_admit_pod(spec, classes, expected, error) -> None:
     assert priority.admit_pod(spec, classes) == error
