@@ -151,13 +151,12 @@ class Framework:
         return status
 
 
-def find_feasible(pod: Pod, snapshot: Snapshot, profile: Profile, state: CycleState, *,
-                  start_index: int = 0, framework: Framework | None = None,
-                  ) -> tuple[list[NodeInfo], dict[str, Status], int]:
+def find_feasible(pod: Pod, framework: Framework, state: CycleState, *,
+                  start_index: int = 0) -> tuple[list[NodeInfo], dict[str, Status], int]:
     """PreFilter, then the nominated node if the pod has one, then Filter from `start_index` round the node
     list until enough nodes fit: (feasible nodes, statuses of the rejected ones, how many nodes were
     evaluated)."""
-    framework = framework or Framework(profile, snapshot, random.Random())
+    profile, snapshot = framework.profile, framework.snapshot
     nodes = snapshot.node_list
     for pre_filter in profile.pre_filter:
         status = pre_filter.pre_filter(state, pod, snapshot)
@@ -249,8 +248,7 @@ def schedule_one(pod: Pod, snapshot: Snapshot, profile: Profile, rng: random.Ran
         return ScheduleResult(None, 0, 0, FitError(0))
     state = CycleState(snapshot)
     framework = Framework(profile, snapshot, rng, nominated=nominated)
-    feasible, rejected, evaluated = find_feasible(pod, snapshot, profile, state, start_index=start_index,
-                                                  framework=framework)
+    feasible, rejected, evaluated = find_feasible(pod, framework, state, start_index=start_index)
     if not feasible:
         result, status = (run_post_filters(framework, state, pod, rejected) if profile.post_filter
                           else (None, Status()))
