@@ -287,8 +287,10 @@ def _endpoints(obj: dict[str, Any]) -> None:
 
 
 def _priority_class(obj: dict[str, Any]) -> None:
-    """Upstream scheduling/v1 SetDefaults_PriorityClass."""
+    """Upstream scheduling/v1 SetDefaults_PriorityClass; `value` has no omitempty upstream, so its zero is
+    always written (a protobuf or JSON body may leave it out)."""
     _default(obj, "preemptionPolicy", PREEMPT_LOWER_PRIORITY)
+    _default(obj, "value", 0)
 
 
 _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {

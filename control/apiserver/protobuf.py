@@ -1,7 +1,8 @@
 """Reading `application/vnd.kubernetes.protobuf` request bodies for the few kinds kubectl writes that way
 (upstream: k8s.io/apimachinery/pkg/runtime/serializer/protobuf and the generated.proto of each API type).
 
-kubectl 1.33's typed clients (`kubectl create namespace`, `create configmap`, `create secret`) send
+kubectl 1.33's typed clients (`kubectl create namespace`, `create configmap`, `create secret`, `create
+priorityclass`) send
 protobuf, with no JSON fallback when the server answers 415, so a server that only reads JSON cannot
 serve those commands. Answers stay JSON: those clients accept `application/json` too.
 
@@ -49,6 +50,10 @@ KINDS: dict[tuple[str, str], Schema] = {
     ("v1", "Secret"): {1: ("metadata", "message", OBJECT_META), 2: ("data", "map_bytes", None),
                        3: ("type", "string", None), 4: ("stringData", "map_string", None),
                        5: ("immutable", "bool", None)},
+    ("scheduling.k8s.io/v1", "PriorityClass"): {1: ("metadata", "message", OBJECT_META), 2: ("value", "int", None),
+                                                3: ("globalDefault", "bool", None),
+                                                4: ("description", "string", None),
+                                                5: ("preemptionPolicy", "string", None)},
 }
 
 

@@ -86,9 +86,17 @@ def test_a_high_priority_pod_preempts_a_low_priority_one(workload_cluster: Runni
 
 
 @pytest.mark.parametrize("version", sorted(KUBECTLS))
-def test_kubectl_get_pc_lists_the_system_classes(workload_cluster: RunningCluster, version: str) -> None:
-    result = subprocess.run([KUBECTLS[version], f"--kubeconfig={workload_cluster.kubeconfig}", "get", "pc"],
-                            capture_output=True, text=True, timeout=60)
+def test_kubectl_get_pc_lists_the_system_classes(workload_cluster: RunningCluster, version: str, run_id: str,
+                                                 cleanup: Callable) -> None:
+    def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([KUBECTLS[version], f"--kubeconfig={workload_cluster.kubeconfig}", *args],
+                              capture_output=True, text=True, timeout=60)
+
+    mine = f"sktest-pc-{run_id}"
+    created = kubectl("create", "priorityclass", mine, "--value=42", "--preemption-policy=Never")
+    assert created.returncode == 0, created.stderr
+    cleanup(lambda: kubectl("delete", "pc", mine))
+    result = kubectl("get", "pc")
     assert result.returncode == 0, result.stderr
     lines = [line.split() for line in result.stdout.splitlines()]
     assert lines[0] == ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
@@ -96,3 +104,7 @@ def test_kubectl_get_pc_lists_the_system_classes(workload_cluster: RunningCluste
     assert rows["system-cluster-critical"][1:3] == ["2000000000", "false"]
     assert rows["system-node-critical"][1:3] == ["2000001000", "false"]
     assert rows["system-node-critical"][4] == "PreemptLowerPriority"
+    assert (rows[mine][1:3], rows[mine][4]) == (["42", "false"], "Never")
+    refused = kubectl("delete", "pc", "system-cluster-critical")
+    assert refused.returncode != 0
+    assert "this is a system priority class and cannot be deleted" in refused.stderr

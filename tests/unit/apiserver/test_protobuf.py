@@ -45,6 +45,15 @@ def test_configmap_and_secret_maps() -> None:
         "type": "Opaque"}
 
 
+def test_priority_class_as_kubectl_create_priorityclass_sends_it() -> None:
+    negative = encode_varint(2 << 3) + encode_varint((1 << 64) - 5)  # int32 -5 as protobuf writes it
+    raw = metadata("batch") + negative + encode_varint(3 << 3) + encode_varint(1) + length_delimited(4, b"") + \
+        length_delimited(5, b"PreemptLowerPriority")
+    assert protobuf.decode_object(envelope("scheduling.k8s.io/v1", "PriorityClass", raw)) == {
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "batch"}, "value": -5,
+        "globalDefault": True, "preemptionPolicy": "PreemptLowerPriority"}
+
+
 def test_unknown_kind_is_none_and_garbage_is_an_error() -> None:
     assert protobuf.decode_object(envelope("apps/v1", "Deployment", metadata("d"))) is None
     with pytest.raises(protobuf.ProtobufError):
