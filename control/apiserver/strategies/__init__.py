@@ -19,7 +19,9 @@ from control.apiserver.resources import RESOURCES, Resource
 from control.apiserver.strategies.base import (
     CreateOnUpdateStrategy,
     DaemonSetStrategy,
+    JobStrategy,
     ReplicasWorkloadStrategy,
+    ReplicationControllerStrategy,
     ResetStatusStrategy,
     StatefulSetStrategy,
     Strategy,
@@ -42,12 +44,12 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "leases": CreateOnUpdateStrategy,
     "resourcequotas": ResetStatusStrategy,
     "secrets": SecretStrategy,
-    "replicationcontrollers": ReplicasWorkloadStrategy,
+    "replicationcontrollers": ReplicationControllerStrategy,
     "deployments": WorkloadStrategy,
     "replicasets": ReplicasWorkloadStrategy,
     "daemonsets": DaemonSetStrategy,
     "statefulsets": StatefulSetStrategy,
-    "jobs": WorkloadStrategy,
+    "jobs": JobStrategy,
     "cronjobs": WorkloadStrategy,
 })
 
