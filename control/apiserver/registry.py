@@ -395,6 +395,7 @@ class Registry:
                options: DeleteOptions) -> tuple[dict[str, Any], bool]:
         """Returns (object, removed now). Not removed now means marked deleting: graceful pod, finalizers,
         or a namespace waiting for its controller."""
+        admission.check_delete(resource, name)
         for _ in range(_PATCH_ATTEMPTS):
             record = self._record(resource, namespace, name)
             if record is None:

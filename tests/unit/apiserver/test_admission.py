@@ -161,3 +161,16 @@ def test_create_in_missing_or_terminating_namespace_is_refused():
         admission.check_namespace(reader, PODS, "going", "p")
     assert terminating.value.code == 403
     assert terminating.value.details["causes"][0]["reason"] == "NamespaceTerminating"
+
+
+@pytest.mark.parametrize("name", ["default", "kube-system", "kube-public"])
+def test_immortal_namespaces_may_not_be_deleted(name):
+    with pytest.raises(APIError) as caught:
+        admission.check_delete(NAMESPACES, name)
+    assert caught.value.code == 403
+    assert caught.value.message == f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+
+
+def test_other_deletes_pass():
+    admission.check_delete(NAMESPACES, "kube-node-lease")
+    admission.check_delete(CONFIGMAPS, "default")
