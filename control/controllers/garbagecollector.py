@@ -165,6 +165,8 @@ class GarbageCollector(Controller):
         node = self.graph.node(uid)
         if node is None or (node.being_deleted and not node.deleting_dependents):
             return
+        if self.graph.owners_settled(uid):
+            return  # queued while its owners were not yet observed (the informers list in parallel)
         who = node.identity
         path = self.path_of(who.api_version, who.kind, who.namespace, who.name)
         try:

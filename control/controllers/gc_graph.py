@@ -97,6 +97,19 @@ class Graph:
         """Dependents whose reference to `uid` has blockOwnerDeletion=true (upstream blockingDependents)."""
         return [d for d in self.dependents(uid) if any(r.get("uid") == uid and _blocks(r) for r in d.owners)]
 
+    def owners_settled(self, uid: str) -> bool:
+        """Every owner of `uid` is an observed object not deleting its dependents: the object is held by
+        solid owners and needs no live check (upstream would not have queued it)."""
+        with self._lock:
+            node = self._nodes.get(uid)
+            if node is None or not node.owners or node.being_deleted:
+                return False
+            for reference in node.owners:
+                owner = self._nodes.get(str(reference.get("uid")))
+                if owner is None or owner.being_deleted:
+                    return False
+            return True
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._nodes)

@@ -80,6 +80,19 @@ def test_dependent_of_an_unseen_owner_is_checked_and_of_a_seen_one_not():
     assert [n.identity.uid for n in graph.dependents("o")] == ["d1", "d2"]
 
 
+def test_owners_settled_only_when_every_owner_is_observed_and_alive():
+    graph = Graph()
+    graph.observe(identity("d"), configmap("d", ref("o1"), ref("o2")))
+    assert not graph.owners_settled("d")
+    graph.observe(identity("o1"), configmap("o1"))
+    graph.observe(identity("o2"), configmap("o2"))
+    assert graph.owners_settled("d")
+    graph.observe(identity("o2"), configmap("o2", deleting=True, finalizers=["orphan"]))
+    assert not graph.owners_settled("d")
+    graph.observe(identity("lone"), configmap("lone"))
+    assert not graph.owners_settled("lone")  # no owners: nothing to hold it, nothing settled
+
+
 def test_owner_gone_queues_its_dependents_and_is_remembered_absent():
     graph = Graph()
     graph.observe(identity("o"), configmap("o"))
