@@ -19,6 +19,7 @@ handed down unchanged to the manager.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import signal
 from collections.abc import Callable, Collection
 
@@ -55,7 +56,10 @@ def parse_disable(text: str) -> frozenset[str]:
 
 def start_controller_manager(server: APIServer, *, disable: Collection[str] = (),
                              settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> ControllerManager:
-    """The controllers `slimkube server` runs (all but `disable`), against `server`, started."""
+    """The controllers `slimkube server` runs (all but `disable`), against `server`, started. The cluster
+    CA the root CA publisher hands out is the server's own (its data dir's ca.crt) unless `settings` name one."""
+    if not settings.root_ca_pem and server.certs is not None:
+        settings = dataclasses.replace(settings, root_ca_pem=server.certs.ca_pem().decode())
     manager = ControllerManager(server.client_config(), disabled=set(disable) - {SCHEDULER}, settings=settings)
     manager.start()
     return manager

@@ -9,6 +9,8 @@ tested with a dict-backed reader.
 - Namespace lifecycle: a namespaced object can only be created in a namespace that exists and is not
   Terminating (404 / 403 `NamespaceTerminating`), as upstream, so a namespace being deleted cannot gain
   content its controller would never remove.
+- Immortal namespaces: `default`, `kube-system` and `kube-public` may not be deleted (403, upstream's
+  NamespaceLifecycle message), since the namespace controller really empties a deleted namespace.
 - ResourceQuota: on create, usage of the namespace plus the new object must fit every matching quota's
   `spec.hard`, else 403 with upstream's `exceeded quota:` message. Usage is computed from the stored
   objects (the quota controller that keeps `status.used` current comes with the controller manager);
@@ -53,6 +55,15 @@ def forbidden(resource: Resource, name: str, why: str, *, reason_cause: str | No
     if reason_cause:
         details["causes"] = [{"reason": reason_cause, "message": why, "field": "metadata.namespace"}]
     return APIError(403, "Forbidden", f'{qualified} "{name}" is forbidden: {why}', details=details)
+
+
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})  # upstream NamespaceLifecycle
+
+
+def check_delete(resource: Resource, name: str) -> None:
+    """Upstream NamespaceLifecycle on DELETE: the immortal namespaces stay."""
+    if resource is NAMESPACES and name in IMMORTAL_NAMESPACES:
+        raise forbidden(resource, name, "this namespace may not be deleted")
 
 
 def check_namespace(reader: Reader, resource: Resource, namespace: str, name: str) -> None:

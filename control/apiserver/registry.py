@@ -14,7 +14,9 @@ Design notes
 - A write that changes nothing is not written (upstream skips no-op updates), so watchers see no event.
 - Deletion: an object gets deletionTimestamp + the grace its strategy gives (pods on a node: until the
   kubelet deletes them with grace 0) and stays while finalizers are left; `propagationPolicy` Orphan and
-  Foreground are recorded as the `orphan`/`foregroundDeletion` finalizers the garbage collector acts on.
+  Foreground (or, without one, the kind's default: orphan for v1 ReplicationControllers and batch/v1
+  Jobs) are recorded as the `orphan`/`foregroundDeletion` finalizers the garbage collector acts on, also
+  on an object already being deleted (strategies/base.py `gc_finalizers`, upstream store.go).
 - Quota admission serialises only the creates a ResourceQuota of their namespace counts, per namespace
   (admission.QuotaAdmission); every other write runs in parallel, down to storage's compare-and-swap.
 """
@@ -38,7 +40,7 @@ from control.apiserver import admission, patch, status, strategies
 from control.apiserver.resources import Resource, storage_key, storage_prefix
 from control.apiserver.selection import Filter
 from control.apiserver.status import APIError
-from control.apiserver.strategies.base import Rollback, Strategy, mark_deleting, nothing_to_undo
+from control.apiserver.strategies.base import Rollback, Strategy, gc_finalizers, mark_deleting, nothing_to_undo
 from control.storage.interface import Compacted, Conflict, KeyExists, KeyNotFound, Record, Storage
 
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # upstream's utilrand alphabet: no vowels, no 0/1/3
@@ -398,6 +400,7 @@ class Registry:
                options: DeleteOptions) -> tuple[dict[str, Any], bool]:
         """Returns (object, removed now). Not removed now means marked deleting: graceful pod, finalizers,
         or a namespace waiting for its controller."""
+        admission.check_delete(resource, name)
         for _ in range(_PATCH_ATTEMPTS):
             record = self._record(resource, namespace, name)
             if record is None:
@@ -424,13 +427,13 @@ class Registry:
         metadata = obj["metadata"]
         key = storage_key(resource, namespace, metadata["name"])
         new = deep_copy(obj)
-        finalizers = new["metadata"].setdefault("finalizers", [])
-        wanted = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}.get(options.propagation_policy or "")
-        if wanted and wanted not in finalizers and not metadata.get("deletionTimestamp"):
-            finalizers.append(wanted)
-        if not finalizers:
-            del new["metadata"]["finalizers"]
         strategy = self.strategy(resource)
+        finalizers = gc_finalizers(metadata.get("finalizers") or [], policy=options.propagation_policy,
+                                   default_orphan=strategy.orphans_by_default)
+        if finalizers:
+            new["metadata"]["finalizers"] = list(finalizers)
+        else:
+            new["metadata"].pop("finalizers", None)
         grace = strategy.delete_grace_seconds(obj, options.grace_period_seconds)
         strategy.prepare_for_delete(new)
         mark_deleting(new, now=self.clock(), grace_seconds=grace)

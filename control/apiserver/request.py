@@ -171,8 +171,15 @@ def delete_options(query: Mapping[str, str], body: Any) -> dict[str, Any]:
     if not isinstance(options.get("gracePeriodSeconds", 0), int) or isinstance(options.get("gracePeriodSeconds"), bool):
         raise status.bad_request("gracePeriodSeconds: must be an integer")
     policy = options.get("propagationPolicy")
-    if options.get("orphanDependents") is True and policy is None:
-        options["propagationPolicy"] = policy = "Orphan"
+    if options.get("orphanDependents") is not None and policy is not None:
+        raise APIError(422, "Invalid", 'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: '
+                       f'"{policy}": orphanDependents and deletionPropagation cannot be both set',
+                       details={"kind": "DeleteOptions", "group": "meta.k8s.io",
+                                "causes": [{"reason": "FieldValueInvalid", "field": "propagationPolicy",
+                                            "message": f'Invalid value: "{policy}": orphanDependents and '
+                                                       'deletionPropagation cannot be both set'}]})
+    if options.get("orphanDependents") is not None:  # the deprecated bool: true orphans, false does not
+        options["propagationPolicy"] = policy = "Orphan" if options["orphanDependents"] else "Background"
     if policy not in (None, "Orphan", "Background", "Foreground"):
         raise APIError(422, "Invalid", f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported '
                        f'value: "{policy}": supported values: "Foreground", "Background", "Orphan", "nil"',

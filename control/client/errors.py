@@ -55,3 +55,12 @@ def error_from_status(code: int, status: dict[str, Any]) -> ApiError:
     reason = str(status.get("reason") or "")
     message = str(status.get("message") or "") or f"the server answered {code}"
     return _BY_CODE.get(code, ApiError)(code, reason, message, status)
+
+
+NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"  # v1.NamespaceTerminatingCause
+
+
+def has_status_cause(exc: ApiError, cause: str) -> bool:
+    """Whether the Status names `cause` among its details.causes (upstream errors.HasStatusCause)."""
+    causes = ((exc.status.get("details") or {}).get("causes") or []) if isinstance(exc.status, dict) else []
+    return any(isinstance(c, dict) and c.get("reason") == cause for c in causes)

@@ -7,11 +7,12 @@ factory, so every informer a controller asked for shares one watch; `--controlle
 them by name) and k3s pkg/daemons/control (controllers started once the API server is ready, each
 switchable off with `--disable`).
 
-`CONTROLLERS` maps upstream's controller names ("endpoint", "nodelifecycle", "taint-eviction-controller",
-later "replicaset", "deployment", …) to an init function: it builds the controller against the context
-(registering its informer handlers) and returns the loop to run, `run(stop)`, which the manager runs on its
-own thread. A later controller is one module under control/controllers/ (a `Controller` of base.py) and one
-line in this table.
+`CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
+"endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
+"serviceaccount", "root-ca-cert-publisher", later "replicaset", "deployment", …) to an init function: it
+builds the controller against the context (registering its informer handlers) and returns the loop to run,
+`run(stop)`, which the manager runs on its own thread. A later controller is one module under
+control/controllers/ (a `Controller` of base.py) and one line in this table.
 
 Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
 --node-monitor-grace-period) travel in `ControllerManagerConfiguration`, in the context.
@@ -31,13 +32,20 @@ from dataclasses import dataclass
 from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
+from control.controllers.discovery import ServerDiscovery
 from control.controllers.endpoints import EndpointsController
+from control.controllers.garbagecollector import GarbageCollector
+from control.controllers.namespace import NamespaceController
 from control.controllers.nodelifecycle import (
     NODE_MONITOR_GRACE_PERIOD,
     NODE_MONITOR_PERIOD,
     NODE_STARTUP_GRACE_PERIOD,
     NodeLifecycleController,
 )
+from control.controllers.podgc import PodGCController
+from control.controllers.podgc_selection import TERMINATED_POD_GC_THRESHOLD
+from control.controllers.rootcacertpublisher import RootCACertPublisher
+from control.controllers.serviceaccounts import ServiceAccountsController
 from control.controllers.taint_eviction import TaintEvictionController
 
 log = logging.getLogger(__name__)
@@ -52,6 +60,10 @@ class ControllerManagerConfiguration:
     node_monitor_period: float = NODE_MONITOR_PERIOD
     node_monitor_grace_period: float = NODE_MONITOR_GRACE_PERIOD
     node_startup_grace_period: float = NODE_STARTUP_GRACE_PERIOD
+    terminated_pod_gc_threshold: int = TERMINATED_POD_GC_THRESHOLD  # 0: terminated pods are never collected
+    # The cluster CA (PEM) the root CA publisher puts in every namespace (upstream --root-ca-file); empty:
+    # the CA file the controller manager's own client trusts, as upstream falls back to its client's CAData.
+    root_ca_pem: str = ""
 
 
 DEFAULT_CONFIGURATION = ControllerManagerConfiguration()
@@ -64,6 +76,7 @@ class ControllerContext:
     client: RESTClient
     informers: InformerFactory
     config: ControllerManagerConfiguration = DEFAULT_CONFIGURATION
+    client_config: ClientConfig | None = None
 
 
 def _start_endpoint(ctx: ControllerContext) -> Run:
@@ -80,10 +93,44 @@ def _start_taint_eviction(ctx: ControllerContext) -> Run:
     return TaintEvictionController(ctx.client, ctx.informers).run
 
 
+def _start_garbage_collector(ctx: ControllerContext) -> Run:
+    return GarbageCollector(ctx.client, ctx.informers, ServerDiscovery(ctx.client)).run
+
+
+def _start_pod_gc(ctx: ControllerContext) -> Run:
+    return PodGCController(ctx.client, ctx.informers,
+                           terminated_pod_gc_threshold=ctx.config.terminated_pod_gc_threshold).run
+
+
+def _start_namespace(ctx: ControllerContext) -> Run:
+    return NamespaceController(ctx.client, ctx.informers, ServerDiscovery(ctx.client)).run
+
+
+def _start_service_account(ctx: ControllerContext) -> Run:
+    return ServiceAccountsController(ctx.client, ctx.informers).run
+
+
+def _start_root_ca_cert_publisher(ctx: ControllerContext) -> Run:
+    root_ca = ctx.config.root_ca_pem
+    ca_file = ctx.client_config.ca_file if ctx.client_config else None
+    if not root_ca and ca_file:
+        with open(ca_file, encoding="utf-8") as handle:
+            root_ca = handle.read()
+    if not root_ca:
+        log.warning("root-ca-cert-publisher: no cluster CA (a server without TLS): nothing to publish")
+        return lambda stop: None
+    return RootCACertPublisher(ctx.client, ctx.informers, root_ca=root_ca).run
+
+
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
     "nodelifecycle": _start_node_lifecycle,
     "taint-eviction-controller": _start_taint_eviction,
+    "garbagecollector": _start_garbage_collector,
+    "podgc": _start_pod_gc,
+    "namespace": _start_namespace,
+    "serviceaccount": _start_service_account,
+    "root-ca-cert-publisher": _start_root_ca_cert_publisher,
 }
 
 
@@ -97,6 +144,7 @@ class ControllerManager:
         if unknown:
             raise ValueError(f"unknown controllers {sorted(unknown)}; known: {sorted(controllers)}")
         self.enabled = [name for name in controllers if name not in disabled]
+        self._config = config
         self._controllers = controllers
         self._settings = settings
         self._client = RESTClient(config, user_agent="slimkube-controller-manager")
@@ -104,7 +152,8 @@ class ControllerManager:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
-        ctx = ControllerContext(client=self._client, informers=InformerFactory(self._client), config=self._settings)
+        ctx = ControllerContext(client=self._client, informers=InformerFactory(self._client), config=self._settings,
+                                client_config=self._config)
         runs = {name: self._controllers[name](ctx) for name in self.enabled}
         ctx.informers.start(self._stop)
         for name, run in runs.items():

@@ -22,9 +22,12 @@ What it keeps of the real API server (control/apiserver/registry.py, watch.py), 
   a precondition.
 - pods/{name}/binding (create): sets spec.nodeName and PodScheduled=True once, 409 Conflict when the pod is
   bound already or being deleted (the real server's `assign_node`).
-- Delete: preconditions (uid, resourceVersion) give 409; an object with finalizers, or a pod on a node
-  deleted with a grace period other than 0, is only marked (deletionTimestamp, MODIFIED) and goes when
-  the last finalizer is removed or it is deleted again with grace 0.
+- Delete: preconditions (uid, resourceVersion) give 409; the propagationPolicy (or the kind's default)
+  leaves the `orphan`/`foregroundDeletion` finalizers as the real server does (strategies.base
+  `gc_finalizers`); an object with finalizers, a namespace with spec.finalizers (phase Terminating), or a
+  pod on a node deleted with a grace period other than 0, is only marked (deletionTimestamp, MODIFIED)
+  and goes when the last finalizer is removed (`namespaces/{name}/finalize` writes spec.finalizers) or it
+  is deleted again with grace 0. A DELETE of a collection deletes each of its objects so.
 - List: label and field selectors (control/apimachinery/labels.py, fields.py), the List's
   resourceVersion is the current one; paging (`limit`) is not done: everything comes in one page.
 - Watch from "" or "0" starts with the current objects as ADDED; from a resourceVersion it replays every
@@ -53,6 +56,8 @@ from control.apimachinery.meta import format_timestamp
 from control.apiserver.patch import json_merge_patch, json_patch, strategic_merge_patch
 from control.apiserver.resources import Resource, by_kind, by_path
 from control.apiserver.status import APIError
+from control.apiserver.strategies import KINDS
+from control.apiserver.strategies.base import gc_finalizers
 from control.apiserver.strategies.pods import assign_node
 from control.client.errors import ApiError, error_from_status
 from control.client.rest import WatchEvent
@@ -284,7 +289,17 @@ class FakeAPIServer:
         return self._write(target, old, patched)
 
     def _delete(self, target: _Target, action: Action) -> dict[str, Any]:
-        old = self._must_get(target)
+        if not target.name:  # deletecollection: each object as its own delete
+            items = [obj for (namespace, _), obj in sorted(self._objects.get(target.collection, {}).items())
+                     if target.namespace is None or namespace == target.namespace]
+            deleted = [self._delete_one(target, obj, action) for obj in items]
+            return {"kind": f"{target.resource.kind}List", "apiVersion": target.resource.api_version,
+                    "metadata": {"resourceVersion": str(self._revision)}, "items": deleted}
+        return self._delete_one(target, self._must_get(target), action)
+
+    def _delete_one(self, target: _Target, old: dict[str, Any], action: Action) -> dict[str, Any]:
+        target = _Target(target.resource, old["metadata"].get("namespace") or target.namespace,
+                         old["metadata"]["name"], "")
         preconditions = action.params.get("preconditions") or {}
         for field_name, key in (("uid", "uid"), ("resourceVersion", "resourceVersion")):
             if preconditions.get(field_name) and preconditions[field_name] != old["metadata"].get(key):
@@ -293,10 +308,18 @@ class FakeAPIServer:
         grace = action.params.get("grace_period_seconds")
         graceful = (target.resource.plural == "pods" and (old.get("spec") or {}).get("nodeName")
                     and grace != 0)
-        if old["metadata"].get("finalizers") or graceful:
-            if old["metadata"].get("deletionTimestamp") and not graceful:
-                return old
+        finalizers = gc_finalizers(old["metadata"].get("finalizers") or [],
+                                   policy=action.params.get("propagation_policy"),
+                                   default_orphan=_orphans_by_default(target.resource))
+        held = target.resource.plural == "namespaces" and (old.get("spec") or {}).get("finalizers")
+        if finalizers or graceful or held:
             marked = copy.deepcopy(old)
+            if finalizers:
+                marked["metadata"]["finalizers"] = list(finalizers)
+            if held:
+                marked.setdefault("status", {})["phase"] = "Terminating"
+            if old["metadata"].get("deletionTimestamp") and not graceful:
+                return self._store(target, marked, old) if marked != old else old
             marked["metadata"].setdefault("deletionTimestamp", format_timestamp(self.clock.now()))
             if graceful:
                 seconds = grace if grace is not None else (old.get("spec") or {}).get(
@@ -316,7 +339,10 @@ class FakeAPIServer:
     def _write(self, target: _Target, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         """An update of `old` to `new`, with the status subresource's rules (module notes)."""
         has_status = "status" in target.resource.subresources
-        if target.subresource == "status":
+        if target.subresource == "finalize":
+            new = {**copy.deepcopy(old), "spec": {**(old.get("spec") or {}),
+                                                  "finalizers": (new.get("spec") or {}).get("finalizers") or []}}
+        elif target.subresource == "status":
             new = {**copy.deepcopy(old), "status": new.get("status")}
             if new["status"] is None:
                 del new["status"]
@@ -338,7 +364,8 @@ class FakeAPIServer:
         if new == old:
             return old  # nothing changed: not written, no event
         if metadata.get("deletionTimestamp") and not metadata.get("finalizers") and not (
-                target.resource.plural == "pods" and (new.get("spec") or {}).get("nodeName")):
+                target.resource.plural == "pods" and (new.get("spec") or {}).get("nodeName")) and not (
+                target.resource.plural == "namespaces" and (new.get("spec") or {}).get("finalizers")):
             return self._remove(target, new)
         return self._store(target, new, old)
 
@@ -427,6 +454,11 @@ def _matcher(params: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
                 and field_selector.matches(fields.fields_of(obj, paths)))
 
     return matches
+
+
+def _orphans_by_default(resource: Resource) -> bool:
+    """The kind's default GC policy, as the real server's strategy has it."""
+    return getattr(KINDS.get(resource.plural), "orphans_by_default", False)
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:

@@ -84,6 +84,27 @@ def ready_to_remove(obj: Mapping[str, Any]) -> bool:
             and not metadata.get("deletionGracePeriodSeconds"))
 
 
+ORPHAN_FINALIZER = "orphan"  # metav1.FinalizerOrphanDependents
+FOREGROUND_FINALIZER = "foregroundDeletion"  # metav1.FinalizerDeleteDependents
+
+
+def gc_finalizers(finalizers: list[str], *, policy: str | None, default_orphan: bool) -> list[str]:
+    """The finalizers a delete leaves on the object for the garbage collector (upstream store.go
+    `deletionFinalizersForGarbageCollection`, `shouldOrphanDependents`, `shouldDeleteDependents`): the
+    request's propagationPolicy decides; without one, an `orphan`/`foregroundDeletion` finalizer already
+    there (the first of them) keeps its word; without either, the kind's default (orphan for the legacy
+    v1 ReplicationController and batch/v1 Job). Returns `finalizers` itself when the set is unchanged."""
+    said = next((f for f in finalizers if f in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)), None)
+    if policy:
+        orphan, foreground = policy == "Orphan", policy == "Foreground"
+    else:
+        orphan = said == ORPHAN_FINALIZER if said else default_orphan
+        foreground = said == FOREGROUND_FINALIZER
+    wanted = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+    wanted += [ORPHAN_FINALIZER] * orphan + [FOREGROUND_FINALIZER] * foreground
+    return finalizers if set(wanted) == set(finalizers) else wanted
+
+
 def prepare_for_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
     """An update through `/status`: everything but status (and labels/annotations, which upstream lets a
     status writer change) comes from the stored object."""
@@ -107,6 +128,8 @@ class Strategy:
     resets_status_on_create = False  # upstream PrepareForCreate: `obj.Status = {}`
     allow_create_on_update = False  # upstream AllowCreateOnUpdate: a PUT of a missing object creates it
     binds_pods = False  # a create binds a pod to a node instead of storing an object (the `bindings` kind)
+    # Upstream DefaultGarbageCollectionPolicy: a delete without a propagationPolicy orphans the dependents.
+    orphans_by_default = False
 
     def __init__(self, resource: Resource) -> None:
         self.resource = resource
@@ -215,6 +238,20 @@ class ReplicasWorkloadStrategy(WorkloadStrategy):
     """ReplicaSets and ReplicationControllers: `status.replicas` has no omitempty upstream."""
 
     status_zero_values = MappingProxyType({"replicas": 0})
+
+
+class ReplicationControllerStrategy(ReplicasWorkloadStrategy):
+    """core/v1 ReplicationControllers: upstream's DefaultGarbageCollectionPolicy is OrphanDependents in v1
+    "for back compatibility" (kubectl sends propagationPolicy=Background itself)."""
+
+    orphans_by_default = True
+
+
+class JobStrategy(WorkloadStrategy):
+    """batch/v1 Jobs: upstream's DefaultGarbageCollectionPolicy is OrphanDependents in batch/v1, as for
+    ReplicationControllers (kubectl sends propagationPolicy=Background itself)."""
+
+    orphans_by_default = True
 
 
 class StatefulSetStrategy(WorkloadStrategy):

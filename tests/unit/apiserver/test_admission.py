@@ -204,3 +204,16 @@ def test_priority_admission_through_the_registry(tmp_path):
         assert updated["spec"]["priority"] == -5
     finally:
         storage.close()
+
+
+@pytest.mark.parametrize("name", ["default", "kube-system", "kube-public"])
+def test_immortal_namespaces_may_not_be_deleted(name):
+    with pytest.raises(APIError) as caught:
+        admission.check_delete(NAMESPACES, name)
+    assert caught.value.code == 403
+    assert caught.value.message == f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+
+
+def test_other_deletes_pass():
+    admission.check_delete(NAMESPACES, "kube-node-lease")
+    admission.check_delete(CONFIGMAPS, "default")

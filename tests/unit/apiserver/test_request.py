@@ -91,6 +91,10 @@ def test_delete_options_merge_body_and_query():
     options = req.delete_options({"gracePeriodSeconds": "5"}, {"propagationPolicy": "Foreground"})
     assert options["gracePeriodSeconds"] == 5 and options["propagationPolicy"] == "Foreground"
     assert req.delete_options({}, {"orphanDependents": True})["propagationPolicy"] == "Orphan"
+    assert req.delete_options({}, {"orphanDependents": False})["propagationPolicy"] == "Background"
+    with pytest.raises(APIError) as both:
+        req.delete_options({}, {"orphanDependents": True, "propagationPolicy": "Orphan"})
+    assert both.value.code == 422 and "cannot be both set" in both.value.message
     with pytest.raises(APIError) as caught:
         req.delete_options({"propagationPolicy": "Never"}, None)
     assert caught.value.code == 422

@@ -294,3 +294,26 @@ def test_pods_get_default_toleration_seconds_on_create_and_update(tolerations, e
     replaced = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}
     strategy_for(PODS).prepare_for_update(replaced, pod)
     assert replaced["spec"]["tolerations"] == DEFAULT_TOLERATIONS
+
+
+@pytest.mark.parametrize(("finalizers", "policy", "default_orphan", "expected"), [
+    pytest.param([], None, False, [], id="background-default"),
+    pytest.param([], "Background", True, [], id="explicit-background-beats-orphan-default"),
+    pytest.param([], None, True, ["orphan"], id="legacy-kind-orphans-by-default"),
+    pytest.param(["x"], "Orphan", False, ["x", "orphan"], id="orphan"),
+    pytest.param(["x"], "Foreground", False, ["x", "foregroundDeletion"], id="foreground"),
+    pytest.param(["orphan", "x"], "Foreground", False, ["x", "foregroundDeletion"], id="switch-to-foreground"),
+    pytest.param(["foregroundDeletion"], "Orphan", False, ["orphan"], id="switch-to-orphan"),
+    pytest.param(["foregroundDeletion"], None, True, ["foregroundDeletion"], id="finalizer-beats-default"),
+    pytest.param(["orphan", "foregroundDeletion"], None, False, ["orphan"], id="first-finalizer-wins"),
+    pytest.param(["foregroundDeletion"], "Background", False, [], id="background-drops-foreground"),
+])
+def test_gc_finalizers_follow_upstream_store(finalizers, policy, default_orphan, expected):
+    assert base.gc_finalizers(finalizers, policy=policy, default_orphan=default_orphan) == expected
+
+
+@pytest.mark.parametrize(("plural", "orphans"), [("replicationcontrollers", True), ("jobs", True),
+                                                ("replicasets", False), ("deployments", False),
+                                                ("cronjobs", False), ("pods", False), ("configmaps", False)])
+def test_default_gc_policy_per_kind(plural, orphans):
+    assert strategy_for(by_path_plural(plural)).orphans_by_default is orphans
