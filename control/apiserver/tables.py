@@ -211,6 +211,13 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         NAME, Column("Holder", "string", "holderIdentity contains the identity of the holder of a current lease."),
         AGE,
     ), printers.lease_cells),
+    ("policy", "poddisruptionbudgets"): Printer((
+        NAME,
+        Column("Min Available", "string", "The minimum number of pods that must be available."),
+        Column("Max Unavailable", "string", "The maximum number of pods that may be unavailable."),
+        Column("Allowed Disruptions", "integer", "Calculated number of pods that may be disrupted at this time."),
+        AGE,
+    ), printers.pod_disruption_budget_cells),
 }
 
 

@@ -19,6 +19,7 @@ from control.apiserver.resources import RESOURCES, Resource
 from control.apiserver.strategies.base import (
     CreateOnUpdateStrategy,
     DaemonSetStrategy,
+    PodDisruptionBudgetStrategy,
     ReplicasWorkloadStrategy,
     ResetStatusStrategy,
     StatefulSetStrategy,
@@ -49,6 +50,7 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "statefulsets": StatefulSetStrategy,
     "jobs": WorkloadStrategy,
     "cronjobs": WorkloadStrategy,
+    "poddisruptionbudgets": PodDisruptionBudgetStrategy,
 })
 
 
