@@ -4,7 +4,10 @@ for what an object counts, plugin/pkg/admission/resourcequota/controller.go for 
 The API server lists the namespace's quotas and objects, and asks here: does a quota constrain the new
 object at all (`counts`: only those creates are serialised), what does it add (`usage`), what do the
 existing ones use (`used_in`), does a quota apply (`matches_scope`), and would the sum exceed
-`spec.hard` (`check`). Keeping I/O out makes the counting rules testable as tables.
+`spec.hard` (`check`). The resource quota controller (control/controllers/resourcequota.py) asks which
+objects a hard limit counts (`counted_by`) and what the quota's `status.used` is (`status_used`), so
+admission and the status `kubectl describe quota` shows count one way. Keeping I/O out makes the
+counting rules testable as tables.
 
 Counting as upstream:
 - A pod's request of a resource is the larger of the sum over its app containers and the largest init
@@ -100,6 +103,39 @@ def usage(plural: str, obj: Mapping[str, Any], *, group: str = "") -> dict[str, 
 
 def used_in(plural: str, objects: Iterable[Mapping[str, Any]], *, group: str = "") -> dict[str, Quantity]:
     return add_resource_lists(*(usage(plural, obj, group=group) for obj in objects))
+
+
+def counted_by(resource_name: str) -> tuple[str, str] | None:
+    """(API group, plural) of the objects a `spec.hard` resource name counts; None for a name no object
+    counts (upstream: no evaluator matches it)."""
+    if resource_name == "pods" or resource_name in _COMPUTE:
+        return ("", "pods")
+    if resource_name in ("services.nodeports", "services.loadbalancers") or resource_name in _LEGACY_COUNTS:
+        return ("", resource_name.partition(".")[0])
+    if resource_name.startswith("count/"):
+        plural, _, group = resource_name[len("count/"):].partition(".")
+        return (group, plural) if plural else None
+    return None
+
+
+def status_used(quota: Mapping[str, Any], objects: Mapping[tuple[str, str], Iterable[Mapping[str, Any]]]
+                ) -> dict[str, str]:
+    """`status.used` of `quota`: for every hard resource whose objects are in `objects` (by
+    `counted_by`), the usage of those the quota's scopes select, "0" included (upstream masks the usage
+    with the hard resource names)."""
+    hard = _field(_field(quota, "spec"), "hard")
+    totals: dict[tuple[str, str], dict[str, Quantity]] = {}
+    used: dict[str, str] = {}
+    for name in hard:
+        source = counted_by(name)
+        if source is None or source not in objects:
+            continue
+        if source not in totals:
+            group, plural = source
+            totals[source] = used_in(plural, [o for o in objects[source] if matches_scope(quota, plural, o)],
+                                     group=group)
+        used[name] = str(totals[source].get(name, _ZERO))
+    return used
 
 
 def matches_scope(quota: Mapping[str, Any], plural: str, obj: Mapping[str, Any]) -> bool:

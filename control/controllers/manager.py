@@ -8,13 +8,13 @@ them by name) and k3s pkg/daemons/control (controllers started once the API serv
 switchable off with `--disable`).
 
 `CONTROLLERS` maps upstream's controller names ("endpoint", "nodelifecycle", "taint-eviction-controller",
-later "replicaset", "deployment", …) to an init function: it builds the controller against the context
+"resourcequota", "disruption", …) to an init function: it builds the controller against the context
 (registering its informer handlers) and returns the loop to run, `run(stop)`, which the manager runs on its
 own thread. A later controller is one module under control/controllers/ (a `Controller` of base.py) and one
 line in this table.
 
 Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
---node-monitor-grace-period) travel in `ControllerManagerConfiguration`, in the context.
+--node-monitor-grace-period, --resource-quota-sync-period) travel in `ControllerManagerConfiguration`, in the context.
 
 Lifecycle: `start()` inits every enabled controller, starts the informers, then one thread per controller;
 `stop()` sets the one stop Event (informers end their watches, `run_workers` shuts each queue down and
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
+from control.controllers.disruption import DisruptionController
 from control.controllers.endpoints import EndpointsController
 from control.controllers.nodelifecycle import (
     NODE_MONITOR_GRACE_PERIOD,
@@ -38,6 +39,7 @@ from control.controllers.nodelifecycle import (
     NODE_STARTUP_GRACE_PERIOD,
     NodeLifecycleController,
 )
+from control.controllers.resourcequota import RESYNC_PERIOD, ResourceQuotaController
 from control.controllers.taint_eviction import TaintEvictionController
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,7 @@ class ControllerManagerConfiguration:
     node_monitor_period: float = NODE_MONITOR_PERIOD
     node_monitor_grace_period: float = NODE_MONITOR_GRACE_PERIOD
     node_startup_grace_period: float = NODE_STARTUP_GRACE_PERIOD
+    resource_quota_sync_period: float = RESYNC_PERIOD
 
 
 DEFAULT_CONFIGURATION = ControllerManagerConfiguration()
@@ -80,10 +83,20 @@ def _start_taint_eviction(ctx: ControllerContext) -> Run:
     return TaintEvictionController(ctx.client, ctx.informers).run
 
 
+def _start_resource_quota(ctx: ControllerContext) -> Run:
+    return ResourceQuotaController(ctx.client, ctx.informers, resync_period=ctx.config.resource_quota_sync_period).run
+
+
+def _start_disruption(ctx: ControllerContext) -> Run:
+    return DisruptionController(ctx.client, ctx.informers).run
+
+
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
     "nodelifecycle": _start_node_lifecycle,
     "taint-eviction-controller": _start_taint_eviction,
+    "resourcequota": _start_resource_quota,
+    "disruption": _start_disruption,
 }
 
 
