@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from control.api import quota
 from control.apimachinery.meta import split_key
@@ -51,12 +51,20 @@ WATCHED: Mapping[tuple[str, str], str] = {
 UNSERVED = {("", "persistentvolumeclaims")}  # counted upstream, not served here: nothing to count
 
 
+class QuotaClient(APIClient, Protocol):
+    """The controller's verbs: the base's, and `list` for the kinds no informer watches."""
+
+    def list(self, path: str, *, params: Mapping[str, str] | None = None) -> dict: ...
+
+
 class ResourceQuotaController(Controller):
     """Registers its handlers on construction; `run(stop)` (the base's) syncs quotas until `stop` is set."""
 
     name = "resourcequota"
 
-    def __init__(self, client: APIClient, informers: InformerFactory, *, resync_period: float = RESYNC_PERIOD,
+    client: QuotaClient
+
+    def __init__(self, client: QuotaClient, informers: InformerFactory, *, resync_period: float = RESYNC_PERIOD,
                  workers: int = DEFAULT_WORKERS, queue: RateLimitingQueue[str] | None = None,
                  recorder: EventRecorder | None = None, clock: Clock | None = None) -> None:
         super().__init__(client, informers, workers=workers, queue=queue, recorder=recorder, clock=clock)
@@ -119,7 +127,7 @@ class ResourceQuotaController(Controller):
             return lister.list(namespace)
         group, plural = source
         try:
-            return self.client.get(resource_path(f"{group}/v1" if group else "v1", plural,
+            return self.client.list(resource_path(f"{group}/v1" if group else "v1", plural,
                                                  namespace=namespace)).get("items") or []
         except NotFound:
             return None
