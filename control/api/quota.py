@@ -11,7 +11,8 @@ counting rules testable as tables.
 
 Counting as upstream:
 - A pod's request of a resource is the larger of the sum over its app containers and the largest init
-  container (init containers run one at a time, before the app containers). A limit without a request
+  container (init containers run one at a time, before the app containers): control/api/podresources.py,
+  the rule the scheduler counts by too. A limit without a request
   counts as the request too (the API server's defaulting copies it).
 - Pods that finished (Succeeded/Failed) or are being deleted count nothing: they hold no node resources.
 - Bare `cpu`/`memory` in `spec.hard` mean requests.
@@ -21,9 +22,11 @@ Counting as upstream:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from control.api.podresources import containers, pod_total
 from control.apimachinery.quantity import Quantity, QuantityError, add_resource_lists
 
 _COMPUTE = ("requests.cpu", "requests.memory", "limits.cpu", "limits.memory", "cpu", "memory")
@@ -45,11 +48,6 @@ def _quantity(value: Any) -> Quantity | None:
         return None
 
 
-def _containers(spec: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    containers = spec.get(key)
-    return [c for c in containers if isinstance(c, Mapping)] if isinstance(containers, list) else []
-
-
 def _container_amount(container: Mapping[str, Any], kind: str, resource: str) -> Quantity | None:
     resources = _field(container, "resources")
     amount = _field(resources, kind).get(resource)
@@ -59,14 +57,8 @@ def _container_amount(container: Mapping[str, Any], kind: str, resource: str) ->
 
 
 def _pod_amount(spec: Mapping[str, Any], kind: str, resource: str) -> Quantity:
-    total = _ZERO
-    for container in _containers(spec, "containers"):
-        total = total + (_container_amount(container, kind, resource) or _ZERO)
-    for container in _containers(spec, "initContainers"):
-        amount = _container_amount(container, kind, resource)
-        if amount is not None and amount > total:
-            total = amount
-    return total
+    return pod_total(spec, lambda container: _container_amount(container, kind, resource) or _ZERO, zero=_ZERO,
+                     add=operator.add, larger=max)
 
 
 def _terminal(pod: Mapping[str, Any]) -> bool:
@@ -149,7 +141,7 @@ def matches_scope(quota: Mapping[str, Any], plural: str, obj: Mapping[str, Any])
     terminating = pod_spec.get("activeDeadlineSeconds") is not None
     best_effort = not any(
         _field(c, "resources").get(kind) for key in ("containers", "initContainers")
-        for c in _containers(pod_spec, key) for kind in ("requests", "limits"))
+        for c in containers(pod_spec, key) for kind in ("requests", "limits"))
     answers = {"Terminating": terminating, "NotTerminating": not terminating, "BestEffort": best_effort,
                "NotBestEffort": not best_effort}
     return all(answers.get(scope, True) for scope in scopes)
@@ -173,7 +165,7 @@ def _missing_compute(constrained: list[str], obj: Mapping[str, Any]) -> str | No
     for name in constrained:
         kind, _, resource = name.rpartition(".")
         kind = kind or "requests"
-        for container in _containers(spec, "containers") + _containers(spec, "initContainers"):
+        for container in containers(spec, "containers") + containers(spec, "initContainers"):
             if _container_amount(container, kind, resource) is None:
                 if name not in missing_resources:
                     missing_resources.append(name)
