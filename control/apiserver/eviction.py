@@ -8,8 +8,8 @@ Steps, as upstream:
 2. A pod that finished, is Pending or is already being deleted is deleted at once; no PDB is consulted
    (a live pod's deletion carries its resourceVersion as a precondition, so a pod that became Running
    meanwhile is judged again; conflicts are retried).
-3. The PDBs of the namespace whose (non-empty) selector matches the pod: more than one is a 500, none
-   means delete.
+3. The PDBs of the namespace whose (non-empty) selector matches the pod: more than one is a Failure
+   Status with code 500, none means delete.
 4. A pod that is not Ready while the budget holds is deleted under a resourceVersion precondition,
    without a decrement (a conflict answers 429 so the client retries).
 5. Else the PDB must allow a disruption: its status is written with `disruptionsAllowed` one less and the
@@ -71,7 +71,7 @@ def _with_resource_version(options: DeleteOptions, resource_version: str) -> Del
 
 
 def _delete_ignoring_pdb(registry: Registry, namespace: str, name: str, options: DeleteOptions) -> dict | None:
-    """Steps 2: the pod, when it is not one a PDB can protect (None once deleted)."""
+    """Step 2: the pod, when it is not one a PDB can protect (None once deleted)."""
     assert PODS is not None
     for _ in range(RETRIES):
         pod = registry.must_get(PODS, namespace, name)
@@ -115,14 +115,15 @@ def _decrement(registry: Registry, pdb: dict[str, Any], pod_name: str, *, now: d
 
 
 def evict(registry: Registry, namespace: str, name: str, options: DeleteOptions) -> dict[str, Any]:
-    """Evict pod `name`: the Status to answer with 201, or an APIError (module notes)."""
+    """Evict pod `name`: the Status to answer with (its `code`, else 201), or an APIError (module notes)."""
     assert PODS is not None and PDBS is not None
     pod = _delete_ignoring_pdb(registry, namespace, name, options)
     if pod is None:
         return status.success_status()
     pdbs = [p for p in registry.list_all(PDBS, namespace) if disruption.eviction_selects(p, pod)]
-    if len(pdbs) > 1:
-        raise APIError(500, "InternalError", disruption.MULTIPLE_PDBS_MESSAGE)
+    if len(pdbs) > 1:  # upstream answers with this Status as the result (no reason), not as an error
+        return {**status.success_status(), "status": "Failure", "message": disruption.MULTIPLE_PDBS_MESSAGE,
+                "code": 500}
     chosen = options
     unready = bool(pdbs) and disruption.unready_within_budget(pod, pdbs[0])
     if unready:

@@ -237,7 +237,7 @@ class ResourceHandlers:
             body = req.decode_object(await _read(request), _content_type(request))
             options = _delete_options(request.query, eviction.parse(body, target.name))
             result = await asyncio.to_thread(eviction.evict, self.registry, target.namespace, target.name, options)
-            return json_response(result, 201)
+            return json_response(result, result.get("code") or 201)
         raise status.bad_request(f"{target.resource.plural}/{sub} needs a streaming connection to the node's "
                                  "kubelet (SPDY or WebSocket), which this server does not offer yet")
 
