@@ -49,18 +49,32 @@ _node_monitor_grace_option = click.option(  # `server` and `up`; checked by _con
     "controller sets its conditions Unknown and taints it unreachable.")
 
 
-def _controller_settings(node_monitor_grace_period: str):  # -> ControllerManagerConfiguration
-    """The controller manager's flags (Go durations, as upstream's) as its configuration; bad ones exit 2."""
-    from control.controllers.manager import ControllerManagerConfiguration
+_resource_quota_sync_option = click.option(  # `server` and `up`; checked by _controller_settings
+    "--resource-quota-sync-period", default="5m", show_default=True, metavar="DURATION",
+    help="How often the resource quota controller recounts every quota's usage in full (it also recounts "
+    "when a counted object is created, changes or is deleted).")
+
+
+def _positive_duration(value: str, flag: str) -> float:
     from control.util.componentconfig import ConfigError, parse_duration
 
     try:
-        grace = parse_duration(node_monitor_grace_period, name="--node-monitor-grace-period")
+        seconds = parse_duration(value, name=flag)
     except ConfigError as exc:
-        raise click.BadParameter(str(exc), param_hint="--node-monitor-grace-period") from None
-    if grace <= 0:
-        raise click.BadParameter("must be more than 0", param_hint="--node-monitor-grace-period")
-    return ControllerManagerConfiguration(node_monitor_grace_period=grace)
+        raise click.BadParameter(str(exc), param_hint=flag) from None
+    if seconds <= 0:
+        raise click.BadParameter("must be more than 0", param_hint=flag)
+    return seconds
+
+
+def _controller_settings(node_monitor_grace_period: str, resource_quota_sync_period: str):
+    """The controller manager's flags (Go durations, as upstream's) as its configuration; bad ones exit 2.
+    Returns a ControllerManagerConfiguration."""
+    from control.controllers.manager import ControllerManagerConfiguration
+
+    return ControllerManagerConfiguration(
+        node_monitor_grace_period=_positive_duration(node_monitor_grace_period, "--node-monitor-grace-period"),
+        resource_quota_sync_period=_positive_duration(resource_quota_sync_period, "--resource-quota-sync-period"))
 
 
 def _parse_disable(text: str) -> frozenset[str]:
@@ -85,6 +99,7 @@ def _parse_disable(text: str) -> frozenset[str]:
               "specific IP, else this host's address on the default route].")
 @_disable_option
 @_node_monitor_grace_option
+@_resource_quota_sync_option
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True,
               help="Run the controllers only while holding the Lease kube-system/kube-controller-manager, so "
               "several servers on one etcd run them once.")
@@ -93,9 +108,9 @@ def _parse_disable(text: str) -> frozenset[str]:
 @click.option("--leader-elect-retry-period", default="2s", show_default=True, metavar="DURATION")
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
-           advertise_address: str | None, disable: str, node_monitor_grace_period: str, leader_elect: bool,
-           leader_elect_lease_duration: str, leader_elect_renew_deadline: str, leader_elect_retry_period: str,
-           verbose: bool) -> None:
+           advertise_address: str | None, disable: str, node_monitor_grace_period: str,
+           resource_quota_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
+           leader_elect_renew_deadline: str, leader_elect_retry_period: str, verbose: bool) -> None:
     """Run the control plane: the API server and the controller manager (the endpoints controller).
     Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
     import asyncio
@@ -117,7 +132,7 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--advertise-address") from None
     disabled = _parse_disable(disable)
-    settings = _controller_settings(node_monitor_grace_period)
+    settings = _controller_settings(node_monitor_grace_period, resource_quota_sync_period)
     election = _leader_election(leader_elect, leader_elect_lease_duration, leader_elect_renew_deadline,
                                 leader_elect_retry_period)
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
@@ -293,10 +308,11 @@ def _default_kubelet_config_file(data_dir: str, config_file: str | None) -> str 
               "first address, node i the i-th).")
 @_disable_option
 @_node_monitor_grace_option
+@_resource_quota_sync_option
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
        kubelet_port: int | None, node_count: int, nodes_cidr: str, disable: str, node_monitor_grace_period: str,
-       config_file: str | None,
+       resource_quota_sync_period: str, config_file: str | None,
        node_name: str | None, pod_cidr: str | None, node_ip: str | None, verbose: bool) -> None:
     """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
@@ -327,7 +343,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint=flag) from None
     disabled = _parse_disable(disable)
-    settings = _controller_settings(node_monitor_grace_period)
+    settings = _controller_settings(node_monitor_grace_period, resource_quota_sync_period)
     config_file = _default_kubelet_config_file(data_dir, config_file)
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, node_ip=node_ip,
                              port=kubelet_port, cluster_cidr=cluster_cidr, pod_cidr=pod_cidr)

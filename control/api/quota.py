@@ -4,11 +4,15 @@ for what an object counts, plugin/pkg/admission/resourcequota/controller.go for 
 The API server lists the namespace's quotas and objects, and asks here: does a quota constrain the new
 object at all (`counts`: only those creates are serialised), what does it add (`usage`), what do the
 existing ones use (`used_in`), does a quota apply (`matches_scope`), and would the sum exceed
-`spec.hard` (`check`). Keeping I/O out makes the counting rules testable as tables.
+`spec.hard` (`check`). The resource quota controller (control/controllers/resourcequota.py) asks which
+objects a hard limit counts (`counted_by`) and what the quota's `status.used` is (`status_used`), so
+admission and the status `kubectl describe quota` shows count one way. Keeping I/O out makes the
+counting rules testable as tables.
 
 Counting as upstream:
 - A pod's request of a resource is the larger of the sum over its app containers and the largest init
-  container (init containers run one at a time, before the app containers). A limit without a request
+  container (init containers run one at a time, before the app containers): control/api/podresources.py,
+  the rule the scheduler counts by too. A limit without a request
   counts as the request too (the API server's defaulting copies it).
 - Pods that finished (Succeeded/Failed) or are being deleted count nothing: they hold no node resources.
 - Bare `cpu`/`memory` in `spec.hard` mean requests.
@@ -18,9 +22,11 @@ Counting as upstream:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from control.api.podresources import containers, pod_total
 from control.apimachinery.quantity import Quantity, QuantityError, add_resource_lists
 
 _COMPUTE = ("requests.cpu", "requests.memory", "limits.cpu", "limits.memory", "cpu", "memory")
@@ -42,11 +48,6 @@ def _quantity(value: Any) -> Quantity | None:
         return None
 
 
-def _containers(spec: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    containers = spec.get(key)
-    return [c for c in containers if isinstance(c, Mapping)] if isinstance(containers, list) else []
-
-
 def _container_amount(container: Mapping[str, Any], kind: str, resource: str) -> Quantity | None:
     resources = _field(container, "resources")
     amount = _field(resources, kind).get(resource)
@@ -56,14 +57,8 @@ def _container_amount(container: Mapping[str, Any], kind: str, resource: str) ->
 
 
 def _pod_amount(spec: Mapping[str, Any], kind: str, resource: str) -> Quantity:
-    total = _ZERO
-    for container in _containers(spec, "containers"):
-        total = total + (_container_amount(container, kind, resource) or _ZERO)
-    for container in _containers(spec, "initContainers"):
-        amount = _container_amount(container, kind, resource)
-        if amount is not None and amount > total:
-            total = amount
-    return total
+    return pod_total(spec, lambda container: _container_amount(container, kind, resource) or _ZERO, zero=_ZERO,
+                     add=operator.add, larger=max)
 
 
 def _terminal(pod: Mapping[str, Any]) -> bool:
@@ -102,6 +97,39 @@ def used_in(plural: str, objects: Iterable[Mapping[str, Any]], *, group: str = "
     return add_resource_lists(*(usage(plural, obj, group=group) for obj in objects))
 
 
+def counted_by(resource_name: str) -> tuple[str, str] | None:
+    """(API group, plural) of the objects a `spec.hard` resource name counts; None for a name no object
+    counts (upstream: no evaluator matches it)."""
+    if resource_name == "pods" or resource_name in _COMPUTE:
+        return ("", "pods")
+    if resource_name in ("services.nodeports", "services.loadbalancers") or resource_name in _LEGACY_COUNTS:
+        return ("", resource_name.partition(".")[0])
+    if resource_name.startswith("count/"):
+        plural, _, group = resource_name[len("count/"):].partition(".")
+        return (group, plural) if plural else None
+    return None
+
+
+def status_used(quota: Mapping[str, Any], objects: Mapping[tuple[str, str], Iterable[Mapping[str, Any]]]
+                ) -> dict[str, str]:
+    """`status.used` of `quota`: for every hard resource whose objects are in `objects` (by
+    `counted_by`), the usage of those the quota's scopes select, "0" included (upstream masks the usage
+    with the hard resource names)."""
+    hard = _field(_field(quota, "spec"), "hard")
+    totals: dict[tuple[str, str], dict[str, Quantity]] = {}
+    used: dict[str, str] = {}
+    for name in hard:
+        source = counted_by(name)
+        if source is None or source not in objects:
+            continue
+        if source not in totals:
+            group, plural = source
+            totals[source] = used_in(plural, [o for o in objects[source] if matches_scope(quota, plural, o)],
+                                     group=group)
+        used[name] = str(totals[source].get(name, _ZERO))
+    return used
+
+
 def matches_scope(quota: Mapping[str, Any], plural: str, obj: Mapping[str, Any]) -> bool:
     """Whether `quota` (its spec.scopes) applies to `obj`; non-pods only match unscoped quotas."""
     scopes = _field(quota, "spec").get("scopes")
@@ -113,7 +141,7 @@ def matches_scope(quota: Mapping[str, Any], plural: str, obj: Mapping[str, Any])
     terminating = pod_spec.get("activeDeadlineSeconds") is not None
     best_effort = not any(
         _field(c, "resources").get(kind) for key in ("containers", "initContainers")
-        for c in _containers(pod_spec, key) for kind in ("requests", "limits"))
+        for c in containers(pod_spec, key) for kind in ("requests", "limits"))
     answers = {"Terminating": terminating, "NotTerminating": not terminating, "BestEffort": best_effort,
                "NotBestEffort": not best_effort}
     return all(answers.get(scope, True) for scope in scopes)
@@ -137,7 +165,7 @@ def _missing_compute(constrained: list[str], obj: Mapping[str, Any]) -> str | No
     for name in constrained:
         kind, _, resource = name.rpartition(".")
         kind = kind or "requests"
-        for container in _containers(spec, "containers") + _containers(spec, "initContainers"):
+        for container in containers(spec, "containers") + containers(spec, "initContainers"):
             if _container_amount(container, kind, resource) is None:
                 if name not in missing_resources:
                     missing_resources.append(name)

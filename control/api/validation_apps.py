@@ -1,9 +1,11 @@
-"""Validation of the workload kinds: apps/v1, batch/v1 and the core ReplicationController.
+"""Validation of the workload kinds: apps/v1, batch/v1 and the core ReplicationController, and the
+policy/v1 PodDisruptionBudget that guards them.
 
 Upstream: pkg/apis/apps/validation/validation.go (ValidateDeploymentSpec, ValidateReplicaSetSpec,
 ValidateDaemonSetSpec, ValidateStatefulSetSpec and their Update variants, ValidatePodTemplateSpecForReplicaSet),
 pkg/apis/core/validation (ValidateReplicationControllerSpec, ValidatePodTemplateSpecForRC) and
-pkg/apis/batch/validation/validation.go (ValidateJobSpec, ValidateCronJobSpec). The cron schedule parser
+pkg/apis/batch/validation/validation.go (ValidateJobSpec, ValidateCronJobSpec), pkg/apis/policy/validation
+(ValidatePodDisruptionBudget, which shares the int-or-percent and selector checks). The cron schedule parser
 mirrors github.com/robfig/cron/v3's standard parser, which upstream uses, with its error messages.
 
 Split from `validation.py` only for size: every kind here embeds a pod template, validated with that
@@ -52,11 +54,14 @@ def _template_labels(template: Mapping[str, Any]) -> dict[str, str]:
     return {k: v for k, v in labels.items() if isinstance(v, str)} if isinstance(labels, dict) else {}
 
 
-def _label_selector(c: Check, spec: Mapping[str, Any], path: str, *, kind: str) -> Selector | None:
-    """A metav1.LabelSelector that must be present, well formed and non-empty."""
+def _label_selector(c: Check, spec: Mapping[str, Any], path: str, *, kind: str,
+                    required: bool = True) -> Selector | None:
+    """A metav1.LabelSelector that must be well formed, and (`required`, a controller's) present and
+    non-empty."""
     raw = spec.get("selector")
     if raw is None:
-        c.add([FieldError.required(path)])
+        if required:
+            c.add([FieldError.required(path)])
         return None
     if (selector := c.obj(spec, "selector", path)) is None:
         return None
@@ -77,7 +82,7 @@ def _label_selector(c: Check, spec: Mapping[str, Any], path: str, *, kind: str) 
     except SelectorError as exc:
         c.add([FieldError.invalid(path, raw, str(exc))])
         return None
-    if parsed.empty:
+    if parsed.empty and required:
         c.add([FieldError.invalid(path, raw, f"empty selector is invalid for {kind}")])
         return None
     return parsed
@@ -98,8 +103,10 @@ def _controller_template(c: Check, template: Mapping[str, Any], path: str, *, se
                                     f"activeDeadlineSeconds in {kind} is not Supported")])
 
 
-def _int_or_percent(c: Check, parent: Mapping[str, Any], key: str, path: str) -> bool:
-    """A rolling update bound (`1` or `"25%"`); returns whether it is a valid zero."""
+def _int_or_percent(c: Check, parent: Mapping[str, Any], key: str, path: str,
+                    *, at_most_100: bool | None = None) -> bool:
+    """A rolling update or disruption budget bound (`1` or `"25%"`); returns whether it is a valid zero.
+    Percentages above 100% are refused for `maxUnavailable`, or where `at_most_100` says so."""
     value = parent.get(key)
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
@@ -109,7 +116,7 @@ def _int_or_percent(c: Check, parent: Mapping[str, Any], key: str, path: str) ->
         if not _PERCENT.fullmatch(value):
             c.add([FieldError.invalid(path, value, regex_error(_PERCENT_MSG, _PERCENT_FMT, "1%", "93%"))])
             return False
-        if key == "maxUnavailable" and int(value[:-1]) > 100:
+        if (key == "maxUnavailable" if at_most_100 is None else at_most_100) and int(value[:-1]) > 100:
             c.add([FieldError.invalid(path, value, "must not be greater than 100%")])
         return int(value[:-1]) == 0
     if value is not None:
@@ -349,6 +356,23 @@ def _cron_job(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -
         validate_job_spec(c, job_spec, "spec.jobTemplate.spec")
 
 
+def _pod_disruption_budget(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+    """Upstream pkg/apis/policy/validation ValidatePodDisruptionBudget (policy/v1): minAvailable xor
+    maxUnavailable, each a non-negative int or a percent up to 100%; an optional, well-formed selector
+    (in policy/v1 an empty one selects every pod of the namespace); the status counts not negative."""
+    if (spec := c.obj(obj, "spec", "spec")) is not None:
+        if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+            c.add([FieldError.invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set")])
+        for key in ("minAvailable", "maxUnavailable"):
+            _int_or_percent(c, spec, key, join("spec", key), at_most_100=True)
+        _label_selector(c, spec, "spec.selector", kind="poddisruptionbudget", required=False)
+        c.supported(spec, "unhealthyPodEvictionPolicy", "spec.unhealthyPodEvictionPolicy",
+                    ("AlwaysAllow", "IfHealthyBudget"))
+    if (status := c.obj(obj, "status", "status")) is not None:
+        for key in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"):
+            c.nonnegative(status, key, join("status", key))
+
+
 APPS_VALIDATORS: dict[str, Callable[[Check, Mapping[str, Any], Mapping[str, Any] | None], None]] = {
     "deployments": _deployment,
     "replicasets": _replica_set,
@@ -357,4 +381,5 @@ APPS_VALIDATORS: dict[str, Callable[[Check, Mapping[str, Any], Mapping[str, Any]
     "replicationcontrollers": _replication_controller,
     "jobs": _job,
     "cronjobs": _cron_job,
+    "poddisruptionbudgets": _pod_disruption_budget,
 }

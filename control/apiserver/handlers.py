@@ -1,5 +1,5 @@
 """HTTP handlers for resource URLs (upstream: k8s.io/apiserver/pkg/endpoints/handlers — get.go, create.go,
-update.go, patch.go, delete.go, watch.go — and the subresource REST storages: pods/binding, pods/log,
+update.go, patch.go, delete.go, watch.go — and the subresource REST storages: pods/binding, pods/eviction, pods/log,
 */scale, */status, namespaces/finalize).
 
 A handler reads the request (request.py), runs the blocking registry call in a worker thread and writes
@@ -23,7 +23,7 @@ from multidict import MultiMapping
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
-from control.apiserver import binding, status, tables
+from control.apiserver import binding, eviction, status, tables
 from control.apiserver import request as req
 from control.apiserver.registry import DeleteOptions, Registry
 from control.apiserver.resources import by_path
@@ -233,6 +233,11 @@ class ResourceHandlers:
             return await self._bind(target, body)
         if sub == "log":
             return await self._log(request, target)
+        if sub == "eviction":
+            body = req.decode_object(await _read(request), _content_type(request))
+            options = _delete_options(request.query, eviction.parse(body, target.name))
+            result = await asyncio.to_thread(eviction.evict, self.registry, target.namespace, target.name, options)
+            return json_response(result, result.get("code") or 201)
         raise status.bad_request(f"{target.resource.plural}/{sub} needs a streaming connection to the node's "
                                  "kubelet (SPDY or WebSocket), which this server does not offer yet")
 

@@ -416,6 +416,14 @@ def lease_cells(lease: Obj, now: datetime) -> list[Any]:
     return [_name(lease), _spec(lease).get("holderIdentity") or "", _age(lease, now)]
 
 
+def pod_disruption_budget_cells(pdb: Obj, now: datetime) -> list[Any]:
+    """printPodDisruptionBudget: the int-or-percent bounds as written, `N/A` for the one not set."""
+    spec = _spec(pdb)
+    bounds = [str(spec["minAvailable"]) if spec.get("minAvailable") is not None else "N/A",
+              str(spec["maxUnavailable"]) if spec.get("maxUnavailable") is not None else "N/A"]
+    return [_name(pdb), *bounds, _status(pdb).get("disruptionsAllowed", 0), _age(pdb, now)]
+
+
 def replication_controller_cells(rc: Obj, now: datetime) -> list[Any]:
     """Like replica sets, but the selector is a plain label map (`<none>` when empty)."""
     return [_name(rc), _replicas(rc), _status(rc).get("replicas", 0), _status(rc).get("readyReplicas", 0),

@@ -2,7 +2,7 @@
 (upstream: k8s.io/apimachinery/pkg/runtime/serializer/protobuf and the generated.proto of each API type).
 
 kubectl 1.33's typed clients (`kubectl create namespace`, `create configmap`, `create secret`, `create
-priorityclass`) send
+priorityclass`, `create poddisruptionbudget`, the evictions of `kubectl drain`) send
 protobuf, with no JSON fallback when the server answers 415, so a server that only reads JSON cannot
 serve those commands. Answers stay JSON: those clients accept `application/json` too.
 
@@ -41,6 +41,20 @@ OBJECT_META: Schema = {
     11: ("labels", "map_string", None), 12: ("annotations", "map_string", None),
     13: ("ownerReferences", "repeated_message", OWNER_REFERENCE), 14: ("finalizers", "repeated_string", None),
 }
+INT_OR_STRING: Schema = {1: ("type", "int", None), 2: ("intVal", "int", None), 3: ("strVal", "string", None)}
+LABEL_SELECTOR: Schema = {
+    1: ("matchLabels", "map_string", None),
+    2: ("matchExpressions", "repeated_message", {1: ("key", "string", None), 2: ("operator", "string", None),
+                                                 3: ("values", "repeated_string", None)}),
+}
+# metav1.DeleteOptions; a gracePeriodSeconds of 0 is meaningful (delete now), so it is kept.
+DELETE_OPTIONS: Schema = {
+    1: ("gracePeriodSeconds", "int_present", None),
+    2: ("preconditions", "message", {1: ("uid", "string", None), 2: ("resourceVersion", "string", None)}),
+    3: ("orphanDependents", "bool", None), 4: ("propagationPolicy", "string", None),
+    5: ("dryRun", "repeated_string", None),
+}
+EVICTION: Schema = {1: ("metadata", "message", OBJECT_META), 2: ("deleteOptions", "message", DELETE_OPTIONS)}
 KINDS: dict[tuple[str, str], Schema] = {
     ("v1", "Namespace"): {1: ("metadata", "message", OBJECT_META),
                           2: ("spec", "message", {1: ("finalizers", "repeated_string", None)}),
@@ -54,6 +68,14 @@ KINDS: dict[tuple[str, str], Schema] = {
                                                 3: ("globalDefault", "bool", None),
                                                 4: ("description", "string", None),
                                                 5: ("preemptionPolicy", "string", None)},
+    # `kubectl create poddisruptionbudget`, and the Eviction `kubectl drain` posts (policy/v1 since 1.22).
+    ("policy/v1", "PodDisruptionBudget"): {
+        1: ("metadata", "message", OBJECT_META),
+        2: ("spec", "message", {1: ("minAvailable", "int_or_string", None), 2: ("selector", "message", LABEL_SELECTOR),
+                                3: ("maxUnavailable", "int_or_string", None),
+                                4: ("unhealthyPodEvictionPolicy", "string", None)})},
+    ("policy/v1", "Eviction"): EVICTION,
+    ("policy/v1beta1", "Eviction"): EVICTION,
 }
 
 
@@ -128,11 +150,14 @@ def decode_message(data: bytes, schema: Schema) -> dict[str, Any]:
             obj[name] = value
         elif kind == "bool":
             obj[name] = bool(value) if wire == 0 else _fail(name)
-        elif kind == "int":
+        elif kind in ("int", "int_present"):
             number_value = value if wire == 0 else _fail(name)
             number_value = number_value - (1 << 64) if number_value >= 1 << 63 else number_value
-            if number_value:
+            if number_value or kind == "int_present":
                 obj[name] = number_value
+        elif kind == "int_or_string":  # intstr.IntOrString {type: 0 int / 1 string, intVal, strVal}
+            parts = decode_message(value if isinstance(value, bytes) else _fail(name), INT_OR_STRING)
+            obj[name] = parts.get("strVal", "") if parts.get("type") == 1 else parts.get("intVal", 0)
         elif kind == "message":
             nested = decode_message(value if isinstance(value, bytes) else _fail(name), sub)
             if nested:

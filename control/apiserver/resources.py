@@ -90,7 +90,8 @@ RESOURCES: tuple[Resource, ...] = (
     _core("pods", "pod", "Pod", short_names=("po",), categories=("all",),
           subresources=_subresources(status=_status("Pod"), binding=SubResource("Binding", ("create",)),
                                      log=SubResource("Pod", ("get",)),
-                                     exec=SubResource("PodExecOptions", ("create", "get")))),
+                                     exec=SubResource("PodExecOptions", ("create", "get")),
+                                     eviction=SubResource("Eviction", ("create",), group="policy", version="v1"))),
     _core("services", "service", "Service", short_names=("svc",), categories=("all",),
           subresources=_subresources(status=_status("Service"))),
     _core("endpoints", "endpoints", "Endpoints", short_names=("ep",)),
@@ -120,6 +121,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
     Resource("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", False,
              short_names=("pc",)),
+    Resource("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", True,
+             short_names=("pdb",), subresources=_subresources(status=_status("PodDisruptionBudget"))),
 )
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}

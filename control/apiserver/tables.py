@@ -227,6 +227,13 @@ PRINTERS: dict[tuple[str, str], Printer] = {
                                              "priority. One of Never, PreemptLowerPriority. Defaults to "
                                              "PreemptLowerPriority if unset."),
     ), printers.priority_class_cells),
+    ("policy", "poddisruptionbudgets"): Printer((
+        NAME,
+        Column("Min Available", "string", "The minimum number of pods that must be available."),
+        Column("Max Unavailable", "string", "The maximum number of pods that may be unavailable."),
+        Column("Allowed Disruptions", "integer", "Calculated number of pods that may be disrupted at this time."),
+        AGE,
+    ), printers.pod_disruption_budget_cells),
 }
 
 

@@ -9,13 +9,13 @@ switchable off with `--disable`).
 
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
 "endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
-"serviceaccount", "root-ca-cert-publisher", later "replicaset", "deployment", …) to an init function: it
-builds the controller against the context (registering its informer handlers) and returns the loop to run,
-`run(stop)`, which the manager runs on its own thread. A later controller is one module under
-control/controllers/ (a `Controller` of base.py) and one line in this table.
+"serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", later "replicaset", "deployment",
+…) to an init function: it builds the controller against the context (registering its informer handlers)
+and returns the loop to run, `run(stop)`, which the manager runs on its own thread. A later controller is
+one module under control/controllers/ (a `Controller` of base.py) and one line in this table.
 
 Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
---node-monitor-grace-period) travel in `ControllerManagerConfiguration`, in the context.
+--node-monitor-grace-period, --resource-quota-sync-period) travel in `ControllerManagerConfiguration`, in the context.
 
 Lifecycle: `start()` inits every enabled controller, starts the informers, then one thread per controller;
 `stop()` sets the one stop Event (informers end their watches, `run_workers` shuts each queue down and
@@ -33,6 +33,7 @@ from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
 from control.controllers.discovery import ServerDiscovery
+from control.controllers.disruption import DisruptionController
 from control.controllers.endpoints import EndpointsController
 from control.controllers.garbagecollector import GarbageCollector
 from control.controllers.namespace import NamespaceController
@@ -44,6 +45,7 @@ from control.controllers.nodelifecycle import (
 )
 from control.controllers.podgc import PodGCController
 from control.controllers.podgc_selection import TERMINATED_POD_GC_THRESHOLD
+from control.controllers.resourcequota import RESYNC_PERIOD, ResourceQuotaController
 from control.controllers.rootcacertpublisher import RootCACertPublisher
 from control.controllers.serviceaccounts import ServiceAccountsController
 from control.controllers.taint_eviction import TaintEvictionController
@@ -64,6 +66,7 @@ class ControllerManagerConfiguration:
     # The cluster CA (PEM) the root CA publisher puts in every namespace (upstream --root-ca-file); empty:
     # the CA file the controller manager's own client trusts, as upstream falls back to its client's CAData.
     root_ca_pem: str = ""
+    resource_quota_sync_period: float = RESYNC_PERIOD
 
 
 DEFAULT_CONFIGURATION = ControllerManagerConfiguration()
@@ -122,6 +125,14 @@ def _start_root_ca_cert_publisher(ctx: ControllerContext) -> Run:
     return RootCACertPublisher(ctx.client, ctx.informers, root_ca=root_ca).run
 
 
+def _start_resource_quota(ctx: ControllerContext) -> Run:
+    return ResourceQuotaController(ctx.client, ctx.informers, resync_period=ctx.config.resource_quota_sync_period).run
+
+
+def _start_disruption(ctx: ControllerContext) -> Run:
+    return DisruptionController(ctx.client, ctx.informers).run
+
+
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
     "nodelifecycle": _start_node_lifecycle,
@@ -131,6 +142,8 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "namespace": _start_namespace,
     "serviceaccount": _start_service_account,
     "root-ca-cert-publisher": _start_root_ca_cert_publisher,
+    "resourcequota": _start_resource_quota,
+    "disruption": _start_disruption,
 }
 
 

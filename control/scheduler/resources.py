@@ -3,9 +3,9 @@
 Upstream: pkg/scheduler/framework/types.go (`Resource`, `calculateResource`) and
 k8s.io/component-helpers/resource (`PodRequests`): per resource, the larger of the sum over the app
 containers and the largest init container (init containers run one at a time before the app
-containers), plus `spec.overhead`; `NonZero` requests (pkg/scheduler/util/pod_resources.go) count a
-container that requests no cpu as 100m and no memory as 200 MiB, so scoring spreads pods that request
-nothing instead of piling them on one node.
+containers; control/api/podresources.py, shared with ResourceQuota), plus `spec.overhead`; `NonZero`
+requests (pkg/scheduler/util/pod_resources.go) count a container that requests no cpu as 100m and no
+memory as 200 MiB, so scoring spreads pods that request nothing instead of piling them on one node.
 
 Departure: restartable init containers (sidecars) are counted as plain init containers.
 """
@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from control.api.podresources import containers, pod_total
 from control.apimachinery.quantity import cpu_to_millicores, to_bytes
 
 CPU = "cpu"
@@ -91,10 +92,6 @@ def is_scalar_resource(name: str) -> bool:
     return name.startswith("hugepages-") or ("/" in name and not name.startswith("kubernetes.io/"))
 
 
-def _containers(pod: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    return list((pod.get("spec") or {}).get(key) or [])
-
-
 def _container_requests(container: Mapping[str, Any], *, non_zero: bool) -> Resource:
     requests = (container.get("resources") or {}).get("requests") or {}
     result = resource_from_list(requests)
@@ -106,14 +103,22 @@ def _container_requests(container: Mapping[str, Any], *, non_zero: bool) -> Reso
     return result
 
 
+def _summed(total: Resource, more: Resource) -> Resource:
+    total.add(more)
+    return total
+
+
+def _larger(total: Resource, other: Resource) -> Resource:
+    total.set_max(other)
+    return total
+
+
 def pod_requests(pod: Mapping[str, Any], *, non_zero: bool = False) -> Resource:
-    """max(sum of the containers, each init container) + overhead (module notes)."""
-    total = Resource()
-    for container in _containers(pod, "containers"):
-        total.add(_container_requests(container, non_zero=non_zero))
-    for container in _containers(pod, "initContainers"):
-        total.set_max(_container_requests(container, non_zero=non_zero))
-    total.add(resource_from_list((pod.get("spec") or {}).get("overhead")))
+    """max(sum of the containers, each init container) (control/api/podresources.py) + overhead."""
+    spec = pod.get("spec") or {}
+    total = pod_total(spec, lambda container: _container_requests(container, non_zero=non_zero), zero=Resource(),
+                      add=_summed, larger=_larger)
+    total.add(resource_from_list(spec.get("overhead")))
     return total
 
 
@@ -121,7 +126,8 @@ def host_ports(pod: Mapping[str, Any]) -> list[tuple[str, str, int]]:
     """(hostIP, protocol, hostPort) of every container port that asks for a host port (upstream
     `NodeInfo.UsedPorts` keys; hostIP "" or absent is 0.0.0.0)."""
     ports = []
-    for container in _containers(pod, "containers") + _containers(pod, "initContainers"):
+    spec = pod.get("spec") or {}
+    for container in containers(spec, "containers") + containers(spec, "initContainers"):
         for port in container.get("ports") or []:
             if port.get("hostPort"):
                 ports.append((port.get("hostIP") or "0.0.0.0", port.get("protocol") or "TCP", int(port["hostPort"])))

@@ -20,6 +20,7 @@ from control.apiserver.strategies.base import (
     CreateOnUpdateStrategy,
     DaemonSetStrategy,
     JobStrategy,
+    PodDisruptionBudgetStrategy,
     ReplicasWorkloadStrategy,
     ReplicationControllerStrategy,
     ResetStatusStrategy,
@@ -53,6 +54,7 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "jobs": JobStrategy,
     "cronjobs": WorkloadStrategy,
     "priorityclasses": PriorityClassStrategy,
+    "poddisruptionbudgets": PodDisruptionBudgetStrategy,
 })
 
 

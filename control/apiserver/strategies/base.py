@@ -267,6 +267,15 @@ class DaemonSetStrategy(WorkloadStrategy):
                                            "desiredNumberScheduled": 0, "numberReady": 0})
 
 
+class PodDisruptionBudgetStrategy(WorkloadStrategy):
+    """policy/v1 PodDisruptionBudgets (upstream pkg/registry/policy/poddisruptionbudget/strategy.go): the
+    disruption controller reports observedGeneration, the status starts empty, and the four counts have
+    no omitempty in PodDisruptionBudgetStatus."""
+
+    status_zero_values = MappingProxyType({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+                                           "expectedPods": 0})
+
+
 class ResetStatusStrategy(Strategy):
     """ResourceQuotas (upstream pkg/registry/core/resourcequota/strategy.go): `status.used` is the quota
     controller's, so a client-sent status is dropped on create."""

@@ -118,3 +118,51 @@ def test_scoped_quota_does_not_apply_to_other_kinds():
 ])
 def test_counts(hard, scopes, plural, obj, group, expected):
     assert quota.counts(q(hard, scopes), plural, obj, group=group) is expected
+
+
+# -- status.used, as the resource quota controller computes it --------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "source"), [
+    pytest.param("pods", ("", "pods"), id="pods"),
+    pytest.param("requests.cpu", ("", "pods"), id="requests"),
+    pytest.param("limits.memory", ("", "pods"), id="limits"),
+    pytest.param("memory", ("", "pods"), id="bare-memory"),
+    pytest.param("services.nodeports", ("", "services"), id="nodeports"),
+    pytest.param("services.loadbalancers", ("", "services"), id="loadbalancers"),
+    pytest.param("configmaps", ("", "configmaps"), id="configmaps"),
+    pytest.param("persistentvolumeclaims", ("", "persistentvolumeclaims"), id="pvcs"),
+    pytest.param("count/pods", ("", "pods"), id="count-core"),
+    pytest.param("count/deployments.apps", ("apps", "deployments"), id="count-group"),
+    pytest.param("requests.storage", None, id="unknown"),
+    pytest.param("count/", None, id="count-empty"),
+])
+def test_counted_by(name, source):
+    assert quota.counted_by(name) == source
+
+
+def test_status_used_sums_every_hard_resource_zero_included():
+    pods = [
+        pod(container(requests={"cpu": "250m", "memory": "64Mi"}, limits={"cpu": "500m", "memory": "128Mi"}),
+            phase="Running"),
+        # The init container's 1 cpu is more than the app containers' sum: it counts instead.
+        pod(container(requests={"cpu": "100m", "memory": "64Mi"}), container("d", requests={"cpu": "100m"}),
+            init=[container("i", requests={"cpu": "1"})], phase="Running"),
+        pod(container(requests={"cpu": "4"}), phase="Succeeded"),  # finished: counts nothing
+    ]
+    services = [{"spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 443}]}},
+                {"spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}}, {"spec": {"type": "ClusterIP"}}]
+    hard = {"pods": "10", "requests.cpu": "4", "cpu": "4", "requests.memory": "1Gi", "limits.cpu": "2",
+            "limits.memory": "1Gi", "services": "5", "services.nodeports": "5", "services.loadbalancers": "1",
+            "secrets": "3", "count/pods": "10", "requests.storage": "1Gi"}
+    used = quota.status_used(q(hard), {("", "pods"): pods, ("", "services"): services, ("", "secrets"): []})
+    assert used == {"pods": "2", "requests.cpu": "1250m", "cpu": "1250m", "requests.memory": "128Mi",
+                    "limits.cpu": "500m", "limits.memory": "128Mi", "services": "3", "services.nodeports": "3",
+                    "services.loadbalancers": "1", "secrets": "0", "count/pods": "2"}
+
+
+def test_status_used_of_a_scoped_quota_counts_only_the_pods_in_scope():
+    pods = [pod(container(requests={"cpu": "1"}), phase="Running"), pod(container(), phase="Running")]
+    assert quota.status_used(q({"pods": "5"}, scopes=["BestEffort"]), {("", "pods"): pods}) == {"pods": "1"}
+    assert quota.status_used(q({"pods": "5"}, scopes=["NotBestEffort"]), {("", "pods"): pods}) == {"pods": "1"}
+    assert quota.status_used(q({"pods": "5"}), {("", "pods"): pods}) == {"pods": "2"}

@@ -28,14 +28,15 @@ def test_api_versions():
 
 def test_api_group_list_has_named_groups_with_preferred_version():
     groups = {g["name"]: g for g in discovery.api_group_list()["groups"]}
-    assert set(groups) == {"apps", "batch", "coordination.k8s.io", "scheduling.k8s.io"}
+    assert set(groups) == {"apps", "batch", "coordination.k8s.io", "scheduling.k8s.io", "policy"}
     assert groups["apps"]["preferredVersion"] == {"groupVersion": "apps/v1", "version": "v1"}
     assert groups["apps"]["versions"] == [{"groupVersion": "apps/v1", "version": "v1"}]
 
 
 @pytest.mark.parametrize(
     ("group", "found"),
-    [pytest.param("batch", True, id="served"), pytest.param("policy", False, id="unserved"),
+    [pytest.param("batch", True, id="served"), pytest.param("policy", True, id="policy"),
+     pytest.param("storage.k8s.io", False, id="unserved"),
      pytest.param("", False, id="core-is-not-a-named-group")],
 )
 def test_api_group(group, found):

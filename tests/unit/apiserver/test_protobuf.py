@@ -54,6 +54,34 @@ def test_priority_class_as_kubectl_create_priorityclass_sends_it() -> None:
         "globalDefault": True, "preemptionPolicy": "PreemptLowerPriority"}
 
 
+def varint_field(number: int, value: int) -> bytes:
+    return encode_varint(number << 3) + encode_varint(value)
+
+
+def test_pod_disruption_budget_int_or_string_and_selector() -> None:
+    selector = length_delimited(1, entry("app", b"web")) + length_delimited(2, length_delimited(
+        1, b"tier") + length_delimited(2, b"In") + length_delimited(3, b"a") + length_delimited(3, b"b"))
+    zero = varint_field(1, 0) + varint_field(2, 0) + length_delimited(3, b"")  # minAvailable: 0 is meaningful
+    spec = length_delimited(1, zero) + length_delimited(2, selector)
+    assert protobuf.decode_object(envelope("policy/v1", "PodDisruptionBudget", metadata("pdb") + length_delimited(
+        2, spec))) == {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "pdb"},
+                       "spec": {"minAvailable": 0, "selector": {
+                           "matchLabels": {"app": "web"},
+                           "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]}}}
+    percent = varint_field(1, 1) + varint_field(2, 0) + length_delimited(3, b"25%")
+    decoded = protobuf.decode_object(envelope("policy/v1", "PodDisruptionBudget", metadata("pdb") + length_delimited(
+        2, length_delimited(3, percent))))
+    assert decoded is not None and decoded["spec"] == {"maxUnavailable": "25%"}
+
+
+@pytest.mark.parametrize("api_version", ["policy/v1", "policy/v1beta1"])
+def test_eviction_keeps_a_zero_grace_period(api_version: str) -> None:
+    options = varint_field(1, 0) + length_delimited(2, length_delimited(2, b"42")) + length_delimited(5, b"All")
+    assert protobuf.decode_object(envelope(api_version, "Eviction", metadata("p") + length_delimited(2, options))) == {
+        "apiVersion": api_version, "kind": "Eviction", "metadata": {"name": "p"},
+        "deleteOptions": {"gracePeriodSeconds": 0, "preconditions": {"resourceVersion": "42"}, "dryRun": ["All"]}}
+
+
 def test_unknown_kind_is_none_and_garbage_is_an_error() -> None:
     assert protobuf.decode_object(envelope("apps/v1", "Deployment", metadata("d"))) is None
     with pytest.raises(protobuf.ProtobufError):

@@ -67,7 +67,8 @@ def test_verbs(plural, verbs):
 @pytest.mark.parametrize(
     ("group", "plural", "subresources"),
     [
-        pytest.param("", "pods", {"status", "binding", "log", "exec"}, id="pods"),
+        pytest.param("", "pods", {"status", "binding", "log", "exec", "eviction"}, id="pods"),
+        pytest.param("policy", "poddisruptionbudgets", {"status"}, id="pdb"),
         pytest.param("", "namespaces", {"status", "finalize"}, id="namespaces"),
         pytest.param("", "replicationcontrollers", {"status", "scale"}, id="rc"),
         pytest.param("apps", "deployments", {"status", "scale"}, id="deployments"),
@@ -121,6 +122,6 @@ def test_storage_key_refuses_incomplete_keys(namespace, name):
 
 def test_group_versions_core_first_and_plurals_unique():
     assert resources.group_versions() == [("", "v1"), ("apps", "v1"), ("batch", "v1"), ("coordination.k8s.io", "v1"),
-                                          ("scheduling.k8s.io", "v1")]
+                                          ("scheduling.k8s.io", "v1"), ("policy", "v1")]
     plurals = [r.plural for r in RESOURCES]
     assert len(plurals) == len(set(plurals))  # storage keys carry no group

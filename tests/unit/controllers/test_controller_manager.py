@@ -83,3 +83,17 @@ def test_server_and_up_refuse_a_bad_node_monitor_grace_period(tmp_path, value: s
                                            value])
         assert result.exit_code == 2, (command, result.output)
         assert "--node-monitor-grace-period" in result.output
+
+
+def test_quota_and_disruption_controllers_are_registered_with_upstream_names_and_defaults():
+    assert {"resourcequota", "disruption"} <= set(CONTROLLERS)
+    assert ControllerManagerConfiguration().resource_quota_sync_period == 300.0  # upstream's 5m
+
+
+@pytest.mark.parametrize("value", ["often", "-1m", "0s"])
+def test_server_and_up_refuse_a_bad_resource_quota_sync_period(tmp_path, value: str):
+    for command in ("server", "up"):
+        result = CliRunner().invoke(main, [command, "--data-dir", str(tmp_path), "--resource-quota-sync-period",
+                                           value])
+        assert result.exit_code == 2, (command, result.output)
+        assert "--resource-quota-sync-period" in result.output
