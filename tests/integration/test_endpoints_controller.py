@@ -7,37 +7,23 @@ server keeps `default/kubernetes` pointing at itself; `slimkube server` runs the
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from control.client.errors import Conflict, NotFound
-from control.client.kubeconfig import load_kubeconfig
 from control.client.rest import RESTClient
 from control.controllers.endpoints_subsets import TRIGGER_TIME_ANNOTATION
-from control.controllers.manager import ControllerManager
-from tests.support.apiserver import ProcessServer, running_server
+from tests.support.apiserver import ProcessServer
+from tests.support.controlplane import new_namespace, server_with_controllers
 from tests.support.polling import wait_until
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RESTClient, int]]:
-    with running_server(str(tmp_path_factory.mktemp("apiserver"))) as endpoint, \
-            RESTClient.from_kubeconfig(endpoint.kubeconfig) as rest:
-        manager = ControllerManager(load_kubeconfig(endpoint.kubeconfig))
-        manager.start()
-        try:
-            yield rest, int(endpoint.url.rsplit(":", 1)[1])
-        finally:
-            manager.stop()
-
-
-def namespace(client: RESTClient) -> str:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    return name
+    with server_with_controllers(str(tmp_path_factory.mktemp("apiserver"))) as (rest, endpoint):
+        yield rest, int(endpoint.url.rsplit(":", 1)[1])
 
 
 def make_service(client: RESTClient, ns: str, name: str = "web") -> dict[str, Any]:
@@ -95,7 +81,7 @@ def addresses(client: RESTClient, ns: str, name: str = "web") -> dict[str, list[
 
 def test_endpoints_follow_pods_readiness_and_the_service(server):
     client, _ = server
-    ns = namespace(client)
+    ns = new_namespace(client)
     make_service(client, ns)
     make_pod(client, ns, "a", "10.244.0.11", ready=True)
     make_pod(client, ns, "b", "10.244.0.12", ready=False)
@@ -126,7 +112,7 @@ def test_endpoints_follow_pods_readiness_and_the_service(server):
 
 def test_no_write_when_nothing_changed_and_selectorless_endpoints_untouched(server):
     client, _ = server
-    ns = namespace(client)
+    ns = new_namespace(client)
     make_service(client, ns)
     make_pod(client, ns, "a", "10.244.0.21", ready=True)
     assert wait_until(lambda: addresses(client, ns) == {"http:8080": ["10.244.0.21"], "metrics:9100": ["10.244.0.21"]},
@@ -161,7 +147,7 @@ def test_slimkube_server_runs_the_endpoints_controller_and_disable_stops_it(tmp_
             with RESTClient.from_kubeconfig(endpoint.kubeconfig) as client:
                 kubernetes = endpoints(client, "default", "kubernetes")
                 assert kubernetes is not None and kubernetes["subsets"][0]["ports"][0]["port"] == process.port
-                ns = namespace(client)
+                ns = new_namespace(client)
                 make_service(client, ns)
                 make_pod(client, ns, "a", "10.244.0.31", ready=True)
                 if expect_endpoints:

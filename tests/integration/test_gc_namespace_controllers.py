@@ -7,37 +7,23 @@ services, a deployment and pods (unbound: no kubelet) → the namespace is gone;
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from control.client.errors import NotFound
-from control.client.kubeconfig import load_kubeconfig
 from control.client.rest import RESTClient
-from control.controllers.manager import ControllerManager
 from control.controllers.rootcacertpublisher import DESCRIPTION
-from tests.support.apiserver import Endpoint, running_server
+from tests.support.apiserver import Endpoint
+from tests.support.controlplane import new_namespace, server_with_controllers
 from tests.support.polling import wait_until
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RESTClient, Endpoint]]:
-    with running_server(str(tmp_path_factory.mktemp("apiserver"))) as endpoint, \
-            RESTClient.from_kubeconfig(endpoint.kubeconfig) as rest:
-        manager = ControllerManager(load_kubeconfig(endpoint.kubeconfig))
-        manager.start()
-        try:
-            yield rest, endpoint
-        finally:
-            manager.stop()
-
-
-def namespace(client: RESTClient) -> str:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    return name
+    with server_with_controllers(str(tmp_path_factory.mktemp("apiserver"))) as served:
+        yield served
 
 
 def get(client: RESTClient, path: str) -> dict[str, Any] | None:
@@ -64,7 +50,7 @@ def settle() -> None:
 
 def test_background_deletes_dependents(server):
     client, _ = server
-    ns = namespace(client)
+    ns = new_namespace(client)
     owner = configmap(client, ns, "owner")
     configmap(client, ns, "dep", (owner, False))
     settle()
@@ -74,7 +60,7 @@ def test_background_deletes_dependents(server):
 
 def test_orphan_keeps_dependents_without_the_reference(server):
     client, _ = server
-    ns = namespace(client)
+    ns = new_namespace(client)
     owner = configmap(client, ns, "owner")
     configmap(client, ns, "dep", (owner, True))
     settle()
@@ -87,7 +73,7 @@ def test_orphan_keeps_dependents_without_the_reference(server):
 
 def test_foreground_waits_for_blocking_dependents(server):
     client, _ = server
-    ns = namespace(client)
+    ns = new_namespace(client)
     path = f"/api/v1/namespaces/{ns}/configmaps"
     owner = configmap(client, ns, "owner")
     configmap(client, ns, "blocking", (owner, True), finalizers=("example.com/hold",))
@@ -104,7 +90,7 @@ def test_foreground_waits_for_blocking_dependents(server):
 
 def test_deleting_a_namespace_deletes_its_content_then_the_namespace(server):
     client, _ = server
-    ns = namespace(client)
+    ns = new_namespace(client)
     base = f"/api/v1/namespaces/{ns}"
     client.create(f"{base}/configmaps", {"metadata": {"name": "c"}, "data": {"k": "v"}})
     client.create(f"{base}/secrets", {"metadata": {"name": "s"}, "stringData": {"k": "v"}})
@@ -132,7 +118,7 @@ def test_deleting_a_namespace_deletes_its_content_then_the_namespace(server):
 
 def test_namespace_conditions_while_content_remains(server):
     client, _ = server
-    ns = namespace(client)
+    ns = new_namespace(client)
     configmap(client, ns, "held", finalizers=("example.com/hold",))
     client.delete(f"/api/v1/namespaces/{ns}")
 
@@ -152,7 +138,7 @@ def test_namespace_conditions_while_content_remains(server):
 
 def test_new_namespace_gets_default_service_account_and_root_ca(server):
     client, endpoint = server
-    ns = namespace(client)
+    ns = new_namespace(client)
     assert wait_until(lambda: get(client, f"/api/v1/namespaces/{ns}/serviceaccounts/default"), 30)
     published = wait_until(lambda: get(client, f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"), 30)
     assert endpoint.ca is not None

@@ -7,36 +7,22 @@ also with kubectl 1.20's policy/v1beta1 body."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from control.client.errors import Conflict, NotFound
-from control.client.kubeconfig import load_kubeconfig
 from control.client.rest import RESTClient
-from control.controllers.manager import ControllerManager
-from tests.support.apiserver import Endpoint, running_server
+from tests.support.apiserver import Endpoint
+from tests.support.controlplane import new_namespace, server_with_controllers
 from tests.support.polling import wait_until
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RESTClient, Endpoint]]:
-    with running_server(str(tmp_path_factory.mktemp("apiserver"))) as endpoint, \
-            RESTClient.from_kubeconfig(endpoint.kubeconfig) as rest:
-        manager = ControllerManager(load_kubeconfig(endpoint.kubeconfig))
-        manager.start()
-        try:
-            yield rest, endpoint
-        finally:
-            manager.stop()
-
-
-def namespace(client: RESTClient) -> str:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    return name
+    with server_with_controllers(str(tmp_path_factory.mktemp("apiserver"))) as served:
+        yield served
 
 
 def make_pod(client: RESTClient, ns: str, name: str, *, running: bool = True) -> dict[str, Any]:
@@ -78,7 +64,7 @@ def gone(client: RESTClient, ns: str, name: str) -> bool:
 
 def test_quota_status_used_tracks_pods_and_admission_refuses_the_excess(server):
     client, endpoint = server
-    ns = namespace(client)
+    ns = new_namespace(client)
     client.create(f"/api/v1/namespaces/{ns}/resourcequotas", {
         "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
         "spec": {"hard": {"pods": "2", "configmaps": "5"}}})
@@ -105,7 +91,7 @@ def test_quota_status_used_tracks_pods_and_admission_refuses_the_excess(server):
 
 def test_eviction_honours_the_pod_disruption_budget(server):
     client, endpoint = server
-    ns = namespace(client)
+    ns = new_namespace(client)
     for name in ("a", "b", "c"):
         make_pod(client, ns, name)
     client.create(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", {
@@ -137,7 +123,7 @@ def test_eviction_honours_the_pod_disruption_budget(server):
 
 def test_eviction_shortcuts_and_two_budgets(server):
     client, endpoint = server
-    ns = namespace(client)
+    ns = new_namespace(client)
     make_pod(client, ns, "pending", running=False)
     make_pod(client, ns, "running")
     for name in ("one", "two"):
@@ -167,7 +153,7 @@ def test_discovery_and_tables(server):
     policy = endpoint.request("GET", "/apis/policy/v1").json()
     pdbs = next(r for r in policy["resources"] if r["name"] == "poddisruptionbudgets")
     assert pdbs["shortNames"] == ["pdb"] and pdbs["kind"] == "PodDisruptionBudget"
-    ns = namespace(client)
+    ns = new_namespace(client)
     created = client.create(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", {
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "pdb"},
         "spec": {"maxUnavailable": "50%", "selector": {"matchLabels": {"app": "web"}}},
