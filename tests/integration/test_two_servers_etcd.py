@@ -18,8 +18,9 @@ from control.apimachinery.meta import format_timestamp
 from control.client.errors import NotFound
 from control.client.rest import RESTClient
 from tests.conftest import unavailable
-from tests.integration.test_endpoints_controller import addresses, make_pod, make_service, namespace
+from tests.integration.test_endpoints_controller import addresses, make_pod, make_service
 from tests.support.apiserver import ProcessServer
+from tests.support.controlplane import new_namespace
 from tests.support.etcd import ETCD, etcd_binary, running_etcd
 from tests.support.polling import wait_until
 from tests.support.scheduler_objects import make_node
@@ -97,7 +98,7 @@ def test_two_servers_run_the_controllers_once_and_fail_over(tmp_path: Path, etcd
         assert not started(follower)
 
         # Written through the follower, acted on by the leader's endpoints controller.
-        ns = namespace(follower_client)
+        ns = new_namespace(follower_client)
         make_service(follower_client, ns)
         make_pod(follower_client, ns, "a", "10.244.0.41", ready=True)
         assert wait_until(lambda: (addresses(follower_client, ns) or {}).get("http:8080") == ["10.244.0.41"],
