@@ -36,7 +36,10 @@ TESTS = Path(__file__).parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark by directory, so `-m "not privileged and not e2e"` selects the fast, rootless unit tests."""
+    """Mark by directory, so `-m "not privileged and not e2e"` selects the fast, rootless unit tests; and
+    run the tests on the shared cluster (tests/e2e/shared_cluster.py) last. That cluster lives until the
+    session ends, and its host node's kube-proxy owns this host's KUBE-SERVICES chain: a test that starts
+    a proxy or an `up` of its own must not run while it is up."""
     for item in items:
         parts = Path(item.path).relative_to(TESTS).parts
         if parts[0] == "integration":
@@ -44,6 +47,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         elif parts[0] == "e2e":
             item.add_marker(pytest.mark.privileged)
             item.add_marker(pytest.mark.e2e)
+    items.sort(key=lambda item: "workload_cluster" in getattr(item, "fixturenames", ()))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
