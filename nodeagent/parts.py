@@ -15,6 +15,9 @@ depend on, in upstream's order:
 No thread starts here (the caller's event recorder aside): `Kubelet.start` starts the PLEG, the pod
 sources, the status loop, the HTTP server and housekeeping in its documented order.
 
+The prober manager (nodeagent/prober/) reads pod statuses from the status manager and wakes the pod
+workers when a probe result changes; the pod sync asks it for liveness/startup failures and ready/started.
+
 Two cycles are closed with late-bound closures over locals of `build_parts` (the PLEG wakes the pod
 workers, the workers ask the PLEG for a relist), which is construction, not patching: both objects are
 complete before either runs.
