@@ -9,7 +9,7 @@ switchable off with `--disable`).
 
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
 "endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
-"serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", later "replicaset", "deployment",
+"serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "deployment", later "replicaset",
 …) to an init function: it builds the controller against the context (registering its informer handlers)
 and returns the loop to run, `run(stop)`, which the manager runs on its own thread. A later controller is
 one module under control/controllers/ (a `Controller` of base.py) and one line in this table.
@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
+from control.controllers.deployment import DeploymentController
 from control.controllers.discovery import ServerDiscovery
 from control.controllers.disruption import DisruptionController
 from control.controllers.endpoints import EndpointsController
@@ -133,6 +134,10 @@ def _start_disruption(ctx: ControllerContext) -> Run:
     return DisruptionController(ctx.client, ctx.informers).run
 
 
+def _start_deployment(ctx: ControllerContext) -> Run:
+    return DeploymentController(ctx.client, ctx.informers).run
+
+
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
     "nodelifecycle": _start_node_lifecycle,
@@ -144,6 +149,7 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "root-ca-cert-publisher": _start_root_ca_cert_publisher,
     "resourcequota": _start_resource_quota,
     "disruption": _start_disruption,
+    "deployment": _start_deployment,
 }
 
 
