@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from control.apimachinery.labels import SelectorError, selector_from_label_selector
@@ -61,6 +61,12 @@ class _State:
     write must carry (its resourceVersion)."""
 
     d: dict[str, Any]
+    rss: list[dict[str, Any]] = field(default_factory=list)  # the claimed ReplicaSets, as last written
+
+    def remember(self, rs: dict[str, Any]) -> None:
+        """A ReplicaSet just written: later steps of this sync must carry its new resourceVersion."""
+        uid = util.uid_of(rs)
+        self.rss[:] = [rs if util.uid_of(known) == uid else known for known in self.rss]
 
     @property
     def namespace(self) -> str:
@@ -201,7 +207,7 @@ class DeploymentController(Controller):
                 self._write_status(state, {**(d.get("status") or {}),
                                            "observedGeneration": int(d["metadata"]["generation"])})
             return
-        rss = self._claim_replica_sets(state)
+        rss = state.rss = self._claim_replica_sets(state)
         if util.is_deleting(d):
             self._sync_status_only(state, rss)
             return
@@ -322,6 +328,7 @@ class DeploymentController(Controller):
         for step in steps:
             changed, by_name[step.name] = self._scale_replica_set(state, by_name[step.name], step.replicas,
                                                                   annotate=step.annotate)
+            state.remember(by_name[step.name])
             scaled = scaled or changed
         return scaled
 
@@ -347,7 +354,9 @@ class DeploymentController(Controller):
             min_ready = (d["spec"].get("minReadySeconds") or 0)
             if annotations_changed or (copy["spec"].get("minReadySeconds") or 0) != min_ready:
                 copy["spec"]["minReadySeconds"] = min_ready
-                return self.client.update(self._rs_path(state, util.name_of(copy)), copy)
+                updated = self.client.update(self._rs_path(state, util.name_of(copy)), copy)
+                state.remember(updated)
+                return updated
             needs_update = self._set_deployment_revision(state, util.annotations_of(copy).get(
                 util.REVISION_ANNOTATION, ""))
             status = deep_copy(dict(state.d.get("status") or {}))
