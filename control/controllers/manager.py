@@ -9,7 +9,8 @@ switchable off with `--disable`).
 
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
 "endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
-"serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", later "replicaset", "deployment",
+"serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "endpointslice",
+"endpointslicemirroring", "service-lb-controller", later "replicaset", "deployment",
 …) to an init function: it builds the controller against the context (registering its informer handlers)
 and returns the loop to run, `run(stop)`, which the manager runs on its own thread. A later controller is
 one module under control/controllers/ (a `Controller` of base.py) and one line in this table.
@@ -35,6 +36,8 @@ from control.client.rest import RESTClient
 from control.controllers.discovery import ServerDiscovery
 from control.controllers.disruption import DisruptionController
 from control.controllers.endpoints import EndpointsController
+from control.controllers.endpointslice import EndpointSliceController
+from control.controllers.endpointslice_reconciler import MAX_ENDPOINTS_PER_SLICE
 from control.controllers.garbagecollector import GarbageCollector
 from control.controllers.namespace import NamespaceController
 from control.controllers.nodelifecycle import (
@@ -48,6 +51,7 @@ from control.controllers.podgc_selection import TERMINATED_POD_GC_THRESHOLD
 from control.controllers.resourcequota import RESYNC_PERIOD, ResourceQuotaController
 from control.controllers.rootcacertpublisher import RootCACertPublisher
 from control.controllers.serviceaccounts import ServiceAccountsController
+from control.controllers.servicelb import ServiceLBController
 from control.controllers.taint_eviction import TaintEvictionController
 
 log = logging.getLogger(__name__)
@@ -67,6 +71,9 @@ class ControllerManagerConfiguration:
     # the CA file the controller manager's own client trusts, as upstream falls back to its client's CAData.
     root_ca_pem: str = ""
     resource_quota_sync_period: float = RESYNC_PERIOD
+    max_endpoints_per_slice: int = MAX_ENDPOINTS_PER_SLICE  # upstream --max-endpoints-per-slice
+    # The service-lb-controller's addresses, one per LoadBalancer Service; empty: the Ready nodes' addresses.
+    loadbalancer_address_pool: tuple[str, ...] = ()
 
 
 DEFAULT_CONFIGURATION = ControllerManagerConfiguration()
@@ -84,6 +91,15 @@ class ControllerContext:
 
 def _start_endpoint(ctx: ControllerContext) -> Run:
     return EndpointsController(ctx.client, ctx.informers).run
+
+
+def _start_endpointslice(ctx: ControllerContext) -> Run:
+    return EndpointSliceController(ctx.client, ctx.informers,
+                                   max_endpoints_per_slice=ctx.config.max_endpoints_per_slice).run
+
+
+def _start_service_lb(ctx: ControllerContext) -> Run:
+    return ServiceLBController(ctx.client, ctx.informers, pool=ctx.config.loadbalancer_address_pool).run
 
 
 def _start_node_lifecycle(ctx: ControllerContext) -> Run:
@@ -135,6 +151,7 @@ def _start_disruption(ctx: ControllerContext) -> Run:
 
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
+    "endpointslice": _start_endpointslice,
     "nodelifecycle": _start_node_lifecycle,
     "taint-eviction-controller": _start_taint_eviction,
     "garbagecollector": _start_garbage_collector,
@@ -144,6 +161,7 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "root-ca-cert-publisher": _start_root_ca_cert_publisher,
     "resourcequota": _start_resource_quota,
     "disruption": _start_disruption,
+    "service-lb-controller": _start_service_lb,
 }
 
 
