@@ -42,7 +42,7 @@ from control.client.errors import NotFound
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.client.workqueue import RateLimitingQueue
+from control.client.workqueue import RateLimitingQueue, RetryLater
 from control.controllers.base import APIClient, Controller
 from control.controllers.endpoints_subsets import selects
 from control.controllers.endpoints_trigger_time import TriggerTimeTracker, format_trigger_time
@@ -63,7 +63,7 @@ DEFAULT_WORKERS = 5  # upstream --concurrent-service-endpoint-syncs
 MAX_RETRIES = 15  # upstream endpointslice_controller.go maxRetries
 
 
-class StaleInformerCache(Exception):
+class StaleInformerCache(RetryLater):
     """The slice cache is behind this controller's own writes: retry the Service later."""
 
 
@@ -88,8 +88,11 @@ class SliceTracker:
             self._deleted.setdefault(service_key, set()).add(meta.get("uid", ""))
 
     def observed_deletion(self, service_key: str, slice_: Mapping[str, Any]) -> None:
+        """The cache saw the slice go (ours or someone else's delete): nothing is expected of it any more."""
+        meta = slice_.get("metadata") or {}
         with self._lock:
-            self._deleted.get(service_key, set()).discard((slice_.get("metadata") or {}).get("uid", ""))
+            self._deleted.get(service_key, set()).discard(meta.get("uid", ""))
+            self._generations.get(service_key, {}).pop(meta.get("name", ""), None)
 
     def stale(self, service_key: str, cached: Sequence[Mapping[str, Any]]) -> bool:
         by_name = {(s.get("metadata") or {}).get("name", ""): s for s in cached}
@@ -167,8 +170,8 @@ class EndpointSliceController(Controller):
     # -- the worker ---------------------------------------------------------------------------------------
 
     def _zones(self, pods: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-        zones = {}
-        for node_name in {(pod.get("spec") or {}).get("nodeName") for pod in pods} - {None, ""}:
+        zones: dict[str, str] = {}
+        for node_name in {str((pod.get("spec") or {}).get("nodeName") or "") for pod in pods} - {""}:
             node = self.nodes.get(None, node_name)
             zone = (((node or {}).get("metadata") or {}).get("labels") or {}).get(ZONE_LABEL)
             if zone:

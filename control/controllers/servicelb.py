@@ -17,7 +17,8 @@ Addresses (`ingress_for`, pure):
   node, whose kube-proxy forwards it to an endpoint anywhere in the cluster.
 - With `--loadbalancer-address-pool` (IPs and CIDRs): each Service gets one address of the pool, kept as
   long as the Service is a LoadBalancer; a new Service takes the first free one (`allocate`); an exhausted
-  pool leaves the Service `<pending>` with an `AllocationFailed` warning event. The pool's addresses
+  pool leaves the Service `<pending>` with an `AllocationFailed` warning event until an address is freed
+  (then every waiting Service is synced again). The pool's addresses
   must reach a node by the operator's routing (or ARP) — nothing here announces them.
 
 Name: upstream's controller is `service-lb-controller` (alias `service`) in the cloud controller manager
@@ -158,7 +159,7 @@ class ServiceLBController(Controller):
                           key=lambda s: ((s.get("metadata") or {}).get("creationTimestamp") or "", key_of(s)))
         with self._lock:
             for service in services:
-                held = [entry.get("ip") for entry in current_ingress(service) if entry.get("ip")]
+                held = [str(entry["ip"]) for entry in current_ingress(service) if entry.get("ip")]
                 address = allocate(key_of(service), held, self.pool, self._allocated)
                 if address is not None and address in held:
                     self._allocated[address] = key_of(service)
@@ -167,7 +168,7 @@ class ServiceLBController(Controller):
         """The Service's addresses; None when the pool has none left for it."""
         if not self.pool:
             return ready_node_addresses(self.nodes.list())
-        held = [entry.get("ip") for entry in current_ingress(service) if entry.get("ip")]
+        held = [str(entry["ip"]) for entry in current_ingress(service) if entry.get("ip")]
         with self._lock:
             address = allocate(key, held, self.pool, self._allocated)
             if address is None:
@@ -176,9 +177,15 @@ class ServiceLBController(Controller):
         return [address]
 
     def _release(self, key: str) -> None:
+        """Free the Service's pool address; the Services still waiting for one are synced again."""
         with self._lock:
-            for address in [a for a, holder in self._allocated.items() if holder == key]:
+            freed = [a for a, holder in self._allocated.items() if holder == key]
+            for address in freed:
                 del self._allocated[address]
+        if freed:
+            for service in self.services.list():
+                if is_load_balancer(service) and not current_ingress(service) and key_of(service) != key:
+                    self.enqueue(service)
 
     def sync(self, key: str) -> None:
         namespace, name = split_key(key)

@@ -99,8 +99,9 @@ def test_headless_label_and_no_ports():
 
 def test_pods_resolving_different_named_ports_get_slices_of_their_own():
     svc = service(ports=[{"name": "http", "port": 80, "targetPort": "web", "protocol": "TCP"}])
-    pods = [pod(1, ports=[{"name": "web", "containerPort": 8080}]), pod(2, ports=[{"name": "web", "containerPort": 9090}]),
-            pod(3)]  # pod 3 lacks the named port: in, with no port
+    # pod 3 lacks the named port: it is in, with no port
+    pods = [pod(1, ports=[{"name": "web", "containerPort": 8080}]),
+            pod(2, ports=[{"name": "web", "containerPort": 9090}]), pod(3)]
     plan = reconcile(svc, pods, [], zones={})
     by_ports = {tuple(p["port"] for p in s["ports"]): addresses(s) for s in plan.create}
     assert by_ports == {(8080,): ["10.244.0.2"], (9090,): ["10.244.0.3"], (): ["10.244.0.4"]}
