@@ -1,7 +1,7 @@
 """Services with real traffic on this host (issue 6 "Checked by"): a real API server (in a thread) with
 its controller manager (the endpoints and EndpointSlice controllers, as `slimkube server` runs them), a
-real kubelet on Docker with its own bridge and pod CIDR, and the proxy (proxy/app.py ProxyServer, as `slimkube proxy` runs it)
-writing the host's iptables with the backend in use.
+real kubelet on Docker with its own bridge and pod CIDR, and the proxy (proxy/app.py ProxyServer, as
+`slimkube proxy` runs it) writing the host's iptables with the backend in use.
 
 Before any packet goes to a service IP, the test's service CIDR (one no route on the host overlaps) is
 routed to an empty `sktest…` bridge (tests/support/safety_net.py, RECIPES.md): a virtual IP without a
