@@ -2,11 +2,12 @@
 
 Upstream: pkg/apis/discovery/validation/validation.go (`ValidateEndpointSlice`: addressType required and one
 of IPv4, IPv6, FQDN; at most 1,000 endpoints, each with 1 to 100 addresses valid for the address type —
-IPs also go through core's `ValidateEndpointIP`: not unspecified, loopback, link-local or link-local
-multicast —, a valid nodeName and hostname; at most 20,000 ports with unique DNS-1123 names, a protocol of
+IPs also go through core's `ValidateEndpointIP`: not unspecified, link-local or link-local multicast —, a valid nodeName and hostname; at most 20,000 ports with unique DNS-1123 names, a protocol of
 TCP/UDP/SCTP and a qualified-name appProtocol; `ValidateEndpointSliceUpdate`: addressType is immutable).
 Dispatched from `validation.validate`, like the apps and scheduling kinds. Not checked: deprecatedTopology
-and hints (no component here writes or reads them).
+and hints (no component here writes or reads them). Departure: loopback addresses are accepted (upstream
+refuses them), as this server's Endpoints validation does: an API server bound to 127.0.0.1 advertises
+that address in the `kubernetes` Service's Endpoints and EndpointSlice.
 """
 
 from __future__ import annotations
@@ -31,11 +32,10 @@ MAX_PORTS = 20000
 
 
 def _endpoint_ip_errors(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> list[str]:
-    """Upstream core ValidateEndpointIP: addresses an endpoint can never usefully have."""
+    """Upstream core ValidateEndpointIP: addresses an endpoint can never usefully have (loopback aside,
+    module notes)."""
     if ip.is_unspecified:
         return [f"may not be unspecified ({ip})"]
-    if ip.is_loopback:
-        return ["may not be in the loopback range (127.0.0.0/8, ::1/128)"]
     if ip.is_link_local:
         return ["may not be in the link-local range (169.254.0.0/16, fe80::/10)"]
     if ip in ipaddress.ip_network("224.0.0.0/24") or ip in ipaddress.ip_network("ff02::/16"):

@@ -183,30 +183,43 @@ def slice_labels(service: Obj, controller_name: str = CONTROLLER_NAME) -> dict[s
     return labels
 
 
-def owner_reference(service: Obj) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Service", "name": _meta(service).get("name", ""),
-            "uid": _meta(service).get("uid", ""), "controller": True, "blockOwnerDeletion": True}
+@dataclass(frozen=True)
+class SliceOwner:
+    """Whose slices are placed: the owner every slice references (a Service; for mirrored slices the
+    Endpoints), the labels every slice carries, and the name prefix of new ones."""
+
+    kind: str
+    name: str
+    namespace: str
+    uid: str
+    labels: Mapping[str, str]
+
+    @property
+    def generate_name(self) -> str:
+        """Upstream getEndpointSlicePrefix: `<name>-`, or `endpointslice-` when that is no valid prefix."""
+        return f"{self.name}-" if self.name and not is_dns1123_subdomain(self.name) else "endpointslice-"
+
+    def reference(self) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": self.kind, "name": self.name, "uid": self.uid, "controller": True,
+                "blockOwnerDeletion": True}
+
+    def owns(self, slice_: Obj) -> bool:
+        """Upstream ownedBy: the slice's controller reference names this owner's uid."""
+        return any(ref.get("uid") == self.uid and ref.get("kind") == self.kind and ref.get("controller")
+                   for ref in _meta(slice_).get("ownerReferences") or ())
 
 
-def owned_by(slice_: Obj, service: Obj) -> bool:
-    """Upstream ownedBy: the slice's controller reference names this Service's uid."""
-    uid = _meta(service).get("uid")
-    return any(ref.get("uid") == uid and ref.get("kind") == "Service" and ref.get("controller")
-               for ref in _meta(slice_).get("ownerReferences") or ())
+def service_owner(service: Obj, controller_name: str = CONTROLLER_NAME) -> SliceOwner:
+    meta = _meta(service)
+    return SliceOwner("Service", meta.get("name", ""), meta.get("namespace", ""), meta.get("uid", ""),
+                      slice_labels(service, controller_name))
 
 
-def generate_name(service: Obj) -> str:
-    """Upstream getEndpointSlicePrefix: `<service>-`, or `endpointslice-` when that is no valid prefix."""
-    name = _meta(service).get("name", "")
-    return f"{name}-" if name and not is_dns1123_subdomain(name) else "endpointslice-"
-
-
-def new_slice(service: Obj, address_type: str, ports: Sequence[Obj], controller_name: str) -> dict[str, Any]:
+def new_slice(owner: SliceOwner, address_type: str, ports: Sequence[Obj]) -> dict[str, Any]:
     """Upstream newEndpointSlice: no endpoints yet."""
     return {"apiVersion": API_VERSION, "kind": "EndpointSlice",
-            "metadata": {"generateName": generate_name(service), "namespace": _meta(service).get("namespace", ""),
-                         "labels": slice_labels(service, controller_name),
-                         "ownerReferences": [owner_reference(service)]},
+            "metadata": {"generateName": owner.generate_name, "namespace": owner.namespace,
+                         "labels": dict(owner.labels), "ownerReferences": [owner.reference()]},
             "addressType": address_type, "endpoints": [], "ports": [dict(p) for p in ports]}
 
 
@@ -228,11 +241,11 @@ def _room(slice_: Obj, max_endpoints: int) -> int:
     return max_endpoints - len(slice_.get("endpoints") or ())
 
 
-def _reconcile_ports(service: Obj, address_type: str, group: DesiredGroup, existing: Sequence[Obj], *,
-                     max_endpoints: int, controller_name: str, plan: SlicePlan) -> None:
+def _reconcile_ports(owner: SliceOwner, address_type: str, group: DesiredGroup, existing: Sequence[Obj], *,
+                     max_endpoints: int, plan: SlicePlan) -> None:
     """Upstream reconcileByPortMapping for one port list (module notes, steps 1-3)."""
     desired = dict(sorted(group.endpoints.items()))
-    labels = slice_labels(service, controller_name)
+    labels = dict(owner.labels)
     updating: list[dict[str, Any]] = []
     unchanged: list[Obj] = []
     for current in sorted(existing, key=lambda s: _meta(s).get("name", "")):
@@ -270,7 +283,7 @@ def _reconcile_ports(service: Obj, address_type: str, group: DesiredGroup, exist
                 target["metadata"]["labels"] = dict(labels)
                 updating.append(target)
         if target is None:
-            target = new_slice(service, address_type, group.ports, controller_name)
+            target = new_slice(owner, address_type, group.ports)
             plan.create.append(target)
         take = min(_room(target, max_endpoints), len(queue))
         target["endpoints"] = list(target.get("endpoints") or ()) + queue[:take]
@@ -282,21 +295,18 @@ def _is_placeholder(slice_: Obj) -> bool:
     return not slice_.get("endpoints") and not slice_.get("ports")
 
 
-def reconcile(service: Obj, pods: Sequence[Obj], existing: Sequence[Obj], *, zones: Mapping[str, str],
-              max_endpoints: int = MAX_ENDPOINTS_PER_SLICE, controller_name: str = CONTROLLER_NAME,
-              trigger_time: str | None = None) -> SlicePlan:
-    """The plan that brings the Service's `existing` slices (those labelled with its name and managed by
-    `controller_name`) in line with its selected `pods` (module notes)."""
+def place(owner: SliceOwner, desired: Mapping[str, Mapping[PortsKey, DesiredGroup]], existing: Sequence[Obj], *,
+          max_endpoints: int, trigger_time: str | None, placeholder: bool) -> SlicePlan:
+    """The plan for `owner`'s `existing` slices to hold the `desired` endpoints (by address type, then port
+    list), module notes steps 1-4; `placeholder`: keep one empty slice when there is nothing to hold."""
     plan = SlicePlan()
-    types = address_types(service)
-    by_type: dict[str, list[Obj]] = {t: [] for t in types}
+    by_type: dict[str, list[Obj]] = {t: [] for t in desired}
     for current in existing:
-        if owned_by(current, service) and current.get("addressType") in by_type:
+        if owner.owns(current) and current.get("addressType") in by_type:
             by_type[current["addressType"]].append(current)
         else:
             plan.delete.append(dict(current))
-    for address_type in types:
-        groups = desired_endpoints(service, pods, address_type, zones)
+    for address_type, groups in desired.items():
         by_ports: dict[PortsKey, list[Obj]] = {}
         for current in by_type[address_type]:
             by_ports.setdefault(ports_key(current.get("ports") or ()), []).append(current)
@@ -304,10 +314,11 @@ def reconcile(service: Obj, pods: Sequence[Obj], existing: Sequence[Obj], *, zon
             if key not in groups:
                 plan.delete += [dict(s) for s in slices]
         for key, group in groups.items():
-            _reconcile_ports(service, address_type, group, by_ports.get(key, []), max_endpoints=max_endpoints,
-                             controller_name=controller_name, plan=plan)
-    _keep_one_placeholder(service, types[0], existing, plan, controller_name)
-    _swap_create_delete(service, plan)
+            _reconcile_ports(owner, address_type, group, by_ports.get(key, []), max_endpoints=max_endpoints,
+                             plan=plan)
+    if placeholder and desired:
+        _keep_one_placeholder(owner, next(iter(desired)), existing, plan)
+    _swap_create_delete(owner, plan)
     for written in plan.create + plan.update:
         annotations = dict(_meta(written).get("annotations") or {})
         if trigger_time:
@@ -322,29 +333,37 @@ def reconcile(service: Obj, pods: Sequence[Obj], existing: Sequence[Obj], *, zon
     return plan
 
 
-def _keep_one_placeholder(service: Obj, address_type: str, existing: Sequence[Obj], plan: SlicePlan,
-                          controller_name: str) -> None:
+def reconcile(service: Obj, pods: Sequence[Obj], existing: Sequence[Obj], *, zones: Mapping[str, str],
+              max_endpoints: int = MAX_ENDPOINTS_PER_SLICE, controller_name: str = CONTROLLER_NAME,
+              trigger_time: str | None = None) -> SlicePlan:
+    """The plan that brings the Service's `existing` slices (those labelled with its name and managed by
+    `controller_name`) in line with its selected `pods` (module notes)."""
+    desired = {address_type: desired_endpoints(service, pods, address_type, zones)
+               for address_type in address_types(service)}
+    return place(service_owner(service, controller_name), desired, existing, max_endpoints=max_endpoints,
+                 trigger_time=trigger_time, placeholder=True)
+
+
+def _keep_one_placeholder(owner: SliceOwner, address_type: str, existing: Sequence[Obj], plan: SlicePlan) -> None:
     """Upstream reconcile's placeholder: a Service whose slices would all go keeps (or gets) one empty
     slice of its primary address type, so readers can tell "no endpoints" from "not synced yet"."""
     if plan.create or len(existing) != len(plan.delete):
         return
     for index, doomed in enumerate(plan.delete):
-        if (_is_placeholder(doomed) and owned_by(doomed, service) and doomed.get("addressType") == address_type
-                and dict(_meta(doomed).get("labels") or {}) == slice_labels(service, controller_name)):
+        if (_is_placeholder(doomed) and owner.owns(doomed) and doomed.get("addressType") == address_type
+                and dict(_meta(doomed).get("labels") or {}) == dict(owner.labels)):
             del plan.delete[index]  # the placeholder there is already the one wanted
             return
-    placeholder = new_slice(service, address_type, [], controller_name)
-    placeholder["ports"] = []
-    plan.create.append(placeholder)
+    plan.create.append({**new_slice(owner, address_type, []), "ports": []})
 
 
-def _swap_create_delete(service: Obj, plan: SlicePlan) -> None:
-    """Upstream finalize: rather than create one slice and delete another of this Service with the same
+def _swap_create_delete(owner: SliceOwner, plan: SlicePlan) -> None:
+    """Upstream finalize: rather than create one slice and delete another of this owner with the same
     address type (immutable), update the one to delete into the one to create."""
     index = 0
     while index < len(plan.delete) and plan.create:
         doomed, fresh = plan.delete[index], plan.create[-1]
-        if owned_by(doomed, service) and doomed.get("addressType") == fresh.get("addressType"):
+        if owner.owns(doomed) and doomed.get("addressType") == fresh.get("addressType"):
             plan.create.pop()
             reused = deep_copy(fresh)
             reused["metadata"] = {**deep_copy(dict(_meta(doomed))), "labels": fresh["metadata"]["labels"]}

@@ -38,6 +38,7 @@ from control.controllers.disruption import DisruptionController
 from control.controllers.endpoints import EndpointsController
 from control.controllers.endpointslice import EndpointSliceController
 from control.controllers.endpointslice_reconciler import MAX_ENDPOINTS_PER_SLICE
+from control.controllers.endpointslicemirroring import EndpointSliceMirroringController
 from control.controllers.garbagecollector import GarbageCollector
 from control.controllers.namespace import NamespaceController
 from control.controllers.nodelifecycle import (
@@ -98,6 +99,10 @@ def _start_endpointslice(ctx: ControllerContext) -> Run:
                                    max_endpoints_per_slice=ctx.config.max_endpoints_per_slice).run
 
 
+def _start_endpointslice_mirroring(ctx: ControllerContext) -> Run:
+    return EndpointSliceMirroringController(ctx.client, ctx.informers).run
+
+
 def _start_service_lb(ctx: ControllerContext) -> Run:
     return ServiceLBController(ctx.client, ctx.informers, pool=ctx.config.loadbalancer_address_pool).run
 
@@ -152,6 +157,7 @@ def _start_disruption(ctx: ControllerContext) -> Run:
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
     "endpointslice": _start_endpointslice,
+    "endpointslicemirroring": _start_endpointslice_mirroring,
     "nodelifecycle": _start_node_lifecycle,
     "taint-eviction-controller": _start_taint_eviction,
     "garbagecollector": _start_garbage_collector,

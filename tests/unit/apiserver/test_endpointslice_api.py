@@ -56,9 +56,9 @@ def test_a_valid_slice_has_no_errors():
                  "endpoints[0].addresses: Required value: must contain at least 1 address", id="no-address"),
     pytest.param({"endpoints": [{"addresses": ["fd00::1"]}]},
                  'endpoints[0].addresses[0]: Invalid value: "fd00::1": must be a valid IPv4 address', id="v6-in-v4"),
-    pytest.param({"endpoints": [{"addresses": ["127.0.0.1"]}]},
-                 'endpoints[0].addresses[0]: Invalid value: "127.0.0.1": may not be in the loopback range '
-                 "(127.0.0.0/8, ::1/128)", id="loopback"),
+    pytest.param({"endpoints": [{"addresses": ["169.254.1.1"]}]},
+                 'endpoints[0].addresses[0]: Invalid value: "169.254.1.1": may not be in the link-local range '
+                 "(169.254.0.0/16, fe80::/10)", id="link-local"),
     pytest.param({"endpoints": [{"addresses": ["10.0.0.1"]}] * 1001},
                  "endpoints: Too many: 1001: must have at most 1000 items", id="over-1000-endpoints"),
     pytest.param({"ports": [{"name": "a", "port": 1}, {"name": "a", "port": 2}]},

@@ -181,3 +181,37 @@ def test_pool_gives_each_service_its_own_address() -> None:
         wait_for(lambda: ingress(run, "c") == freed, WAIT, "the freed address reused")
     finally:
         run.close()
+
+
+def user_endpoints(name: str, ready: list[str], not_ready: list[str] = (), **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Endpoints",
+            "metadata": {"name": name, "namespace": "ns", "uid": f"uid-ep-{name}", "labels": dict(labels)},
+            "subsets": [{"addresses": [{"ip": ip, "nodeName": "n1"} for ip in ready],
+                         "notReadyAddresses": [{"ip": ip} for ip in not_ready],
+                         "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}]}
+
+
+def test_mirroring_copies_endpoints_of_selectorless_services_only() -> None:
+    from control.controllers.endpointslicemirroring import MIRRORING_CONTROLLER_NAME, EndpointSliceMirroringController
+
+    run = Running(lambda client, factory: EndpointSliceMirroringController(client, factory, workers=1),
+                  service("ext", selector=None), user_endpoints("ext", ["192.0.2.1"], ["192.0.2.2"]),
+                  service("web"), user_endpoints("web", ["10.244.0.9"]),  # a selector: not mirrored
+                  service("skip", selector=None),
+                  user_endpoints("skip", ["192.0.2.9"], **{"endpointslice.kubernetes.io/skip-mirror": "true"}))
+    try:
+        (mirrored,) = wait_for(lambda: run.slices(), WAIT, "a mirrored slice")
+        assert mirrored["metadata"]["labels"] == {SERVICE_NAME_LABEL: "ext", MANAGED_BY_LABEL: MIRRORING_CONTROLLER_NAME}
+        assert mirrored["metadata"]["ownerReferences"][0]["kind"] == "Endpoints"
+        assert mirrored["metadata"]["name"].startswith("ext-")
+        assert endpoints_by_ip([mirrored]) == {"192.0.2.1": {"ready": True}, "192.0.2.2": {"ready": False}}
+        assert mirrored["endpoints"][0]["nodeName"] == "n1"
+        assert mirrored["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
+        run.user.update("/api/v1/namespaces/ns/endpoints/ext", user_endpoints("ext", ["192.0.2.3"]))
+        wait_for(lambda: endpoints_by_ip(run.slices()) == {"192.0.2.3": {"ready": True}}, WAIT, "the new address")
+        svc = run.user.get("/api/v1/namespaces/ns/services/ext")
+        svc["spec"]["selector"] = {"app": "ext"}  # a selector now: the endpoints controller's, not mirrored
+        run.user.update("/api/v1/namespaces/ns/services/ext", svc)
+        wait_for(lambda: run.slices() == [], WAIT, "the mirrored slice deleted")
+    finally:
+        run.close()
