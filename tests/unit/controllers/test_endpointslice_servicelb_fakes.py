@@ -201,7 +201,8 @@ def test_mirroring_copies_endpoints_of_selectorless_services_only() -> None:
                   user_endpoints("skip", ["192.0.2.9"], **{"endpointslice.kubernetes.io/skip-mirror": "true"}))
     try:
         (mirrored,) = wait_for(lambda: run.slices(), WAIT, "a mirrored slice")
-        assert mirrored["metadata"]["labels"] == {SERVICE_NAME_LABEL: "ext", MANAGED_BY_LABEL: MIRRORING_CONTROLLER_NAME}
+        assert mirrored["metadata"]["labels"] == {SERVICE_NAME_LABEL: "ext",
+                                                  MANAGED_BY_LABEL: MIRRORING_CONTROLLER_NAME}
         assert mirrored["metadata"]["ownerReferences"][0]["kind"] == "Endpoints"
         assert mirrored["metadata"]["name"].startswith("ext-")
         assert endpoints_by_ip([mirrored]) == {"192.0.2.1": {"ready": True}, "192.0.2.2": {"ready": False}}
