@@ -3,7 +3,8 @@
 Upstream: pkg/apis/discovery/validation/validation.go (`ValidateEndpointSlice`: addressType required and one
 of IPv4, IPv6, FQDN; at most 1,000 endpoints, each with 1 to 100 addresses valid for the address type —
 IPs also go through core's `ValidateEndpointIP`: not unspecified, link-local or link-local multicast —,
-a valid nodeName and hostname; at most 20,000 ports with unique DNS-1123 names, a protocol of TCP/UDP/SCTP and a qualified-name appProtocol; `ValidateEndpointSliceUpdate`: addressType is immutable).
+a valid nodeName and hostname; at most 20,000 ports with unique DNS-1123 names, a protocol of TCP/UDP/SCTP
+and a qualified-name appProtocol; `ValidateEndpointSliceUpdate`: addressType is immutable).
 Dispatched from `validation.validate`, like the apps and scheduling kinds. Not checked: deprecatedTopology
 and hints (no component here writes or reads them). Departure: loopback addresses are accepted (upstream
 refuses them), as this server's Endpoints validation does: an API server bound to 127.0.0.1 advertises
