@@ -36,6 +36,7 @@ from control.scheduler.framework import (
     NO_NODES_AVAILABLE,
     Code,
     CycleState,
+    Listers,
     Pod,
     PostFilterResult,
     PreFilterExtensions,
@@ -241,12 +242,13 @@ def run_post_filters(framework: Framework, state: CycleState, pod: Pod,
 
 
 def schedule_one(pod: Pod, snapshot: Snapshot, profile: Profile, rng: random.Random, *,
-                 start_index: int = 0, nominated: Nominated | None = None) -> ScheduleResult:
-    """Where `pod` goes (module notes); `nominated`: the pods nominated to each node. Raises SchedulingError
-    when a plugin fails with an error."""
+                 start_index: int = 0, nominated: Nominated | None = None,
+                 listers: Listers | None = None) -> ScheduleResult:
+    """Where `pod` goes (module notes); `nominated`: the pods nominated to each node; `listers`: the
+    informer caches plugins read (none: empty). Raises SchedulingError when a plugin fails with an error."""
     if not snapshot.node_list:
         return ScheduleResult(None, 0, 0, FitError(0))
-    state = CycleState(snapshot)
+    state = CycleState(snapshot, listers)
     framework = Framework(profile, snapshot, rng, nominated=nominated)
     feasible, rejected, evaluated = find_feasible(pod, framework, state, start_index=start_index)
     if not feasible:

@@ -7,6 +7,10 @@ PostFilter uses), types.go (`FitError.Error()`'s message) and cycle_state.go (`C
 PreFilter/PreScore computes once per pod for its Filter/Score to read per node). Seed 003 shows the same
 shape; seed 000's predicates are Filters and its priorities Scores.
 
+What a plugin reads besides the snapshot — namespaces (InterPodAffinity's namespaceSelector), PodDisruption-
+Budgets (DefaultPreemption) — comes from the scheduler's informers through the narrow `Listers` bundle the
+cycle's CycleState carries (upstream's plugins take listers from handle.SharedInformerFactory()).
+
 A plugin is a plain object with a `name` and the methods of the extension points it implements; the
 framework asks `isinstance(plugin, FilterPlugin)` (runtime-checkable Protocols), as upstream's type
 assertions do. Filters and scores are pure: they read the pod (a dict), the CycleState and a NodeInfo of the
@@ -21,9 +25,10 @@ import enum
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from control.apimachinery.labels import Selector, parse_selector
 from control.scheduler.cache import Snapshot
 from control.scheduler.nodeinfo import NodeInfo, PodInfo
 
@@ -92,13 +97,55 @@ def fit_error_message(num_all_nodes: int, node_statuses: Mapping[str, Status], *
     return text
 
 
+class ObjectLister(Protocol):
+    """Read-only queries over an informer's cache (control/client/store.py `Lister` has them)."""
+
+    def list(self, namespace: str | None = None,
+             label_selector: str | Selector | None = None) -> list[dict[str, Any]]: ...
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+
+
+class StaticLister:
+    """An ObjectLister over a fixed list of objects (tests, benchmarks, and the empty default)."""
+
+    def __init__(self, objects: Sequence[Mapping[str, Any]] = ()) -> None:
+        self._objects = [dict(obj) for obj in objects]
+
+    def list(self, namespace: str | None = None,
+             label_selector: str | Selector | None = None) -> list[dict[str, Any]]:
+        selector = parse_selector(label_selector) if isinstance(label_selector, str) else label_selector
+        return [obj for obj in self._objects
+                if (namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace)
+                and (selector is None or selector.matches((obj.get("metadata") or {}).get("labels") or {}))]
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return next((obj for obj in self._objects if (obj.get("metadata") or {}).get("name") == name
+                     and ((obj.get("metadata") or {}).get("namespace") or None) == (namespace or None)), None)
+
+
+@dataclass(frozen=True)
+class Listers:
+    """The informer caches plugins may read (upstream: the listers of handle.SharedInformerFactory()):
+    `namespaces` (cluster-scoped) and `pod_disruption_budgets` (policy/v1). Empty by default."""
+
+    namespaces: ObjectLister = field(default_factory=StaticLister)
+    pod_disruption_budgets: ObjectLister = field(default_factory=StaticLister)
+
+    def namespace_labels(self, name: str) -> dict[str, str]:
+        """Upstream GetNamespaceLabelsSnapshot: the namespace's labels, none if it is not in the cache."""
+        namespace = self.namespaces.get(None, name) or {}
+        return dict((namespace.get("metadata") or {}).get("labels") or {})
+
+
 class CycleState:
     """Data one plugin computes for the cycle of one pod, by key (upstream CycleState). `skip_filter` and
     `skip_score` hold the plugins whose PreFilter/PreScore said Skip; `snapshot` is the cycle's picture of
-    the cluster (upstream's handle.SnapshotSharedLister())."""
+    the cluster (upstream's handle.SnapshotSharedLister()); `listers` the informer caches plugins read."""
 
-    def __init__(self, snapshot: Snapshot | None = None) -> None:
+    def __init__(self, snapshot: Snapshot | None = None, listers: Listers | None = None) -> None:
         self.snapshot = snapshot if snapshot is not None else Snapshot()
+        self.listers = listers if listers is not None else Listers()
         self._data: dict[str, Any] = {}
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
@@ -113,7 +160,7 @@ class CycleState:
     def clone(self) -> CycleState:
         """A copy preemption may change (upstream CycleState.Clone): a value with a `clone()` method — the
         state a PreFilterExtensions' add_pod/remove_pod changes in place — is cloned, others are shared."""
-        copy = CycleState(self.snapshot)
+        copy = CycleState(self.snapshot, self.listers)
         copy._data = {key: value.clone() if hasattr(value, "clone") else value for key, value in self._data.items()}
         copy.skip_filter = set(self.skip_filter)
         copy.skip_score = set(self.skip_score)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from control.apimachinery.meta import key_of
+from control.scheduler.affinityterms import PodAffinityTerms, pod_affinity_terms
 from control.scheduler.resources import Resource, host_ports, pod_requests, resource_from_list
 
 _generations = itertools.count(1)
@@ -35,16 +36,18 @@ class ImageState:
 
 @dataclass(frozen=True)
 class PodInfo:
-    """A pod with its requests computed once (upstream framework.PodInfo)."""
+    """A pod with its requests and inter-pod affinity terms computed once (upstream framework.PodInfo)."""
 
     pod: Mapping[str, Any]
     requests: Resource
     non_zero: Resource
     ports: tuple[tuple[str, str, int], ...]
+    affinity: PodAffinityTerms = PodAffinityTerms()
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> PodInfo:
-        return cls(pod, pod_requests(pod), pod_requests(pod, non_zero=True), tuple(host_ports(pod)))
+        return cls(pod, pod_requests(pod), pod_requests(pod, non_zero=True), tuple(host_ports(pod)),
+                   pod_affinity_terms(pod))
 
     @property
     def key(self) -> str:
@@ -65,6 +68,18 @@ class NodeInfo:
     @property
     def name(self) -> str:
         return (self.node or {}).get("metadata", {}).get("name", "")
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return (self.node or {}).get("metadata", {}).get("labels") or {}
+
+    def pods_with_affinity(self) -> list[PodInfo]:
+        """Upstream NodeInfo.PodsWithAffinity: pods with pod affinity or anti-affinity."""
+        return [info for info in self.pods.values() if info.affinity.has_affinity]
+
+    def pods_with_required_anti_affinity(self) -> list[PodInfo]:
+        """Upstream NodeInfo.PodsWithRequiredAntiAffinity."""
+        return [info for info in self.pods.values() if info.affinity.required_anti_affinity]
 
     def set_node(self, node: Mapping[str, Any]) -> None:
         self.node = node
