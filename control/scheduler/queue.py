@@ -10,7 +10,9 @@ podMaxInUnschedulablePodsDuration 5 min. Three structures, a pod in at most one 
 - backoffQ: pods that failed and wait out their backoff, 1 s doubled per attempt up to 10 s, counted from
   when they failed; `flush_backoff_completed` (upstream: every second) moves the ripe ones to activeQ.
 - unschedulable: pods that fit nowhere. Nothing retries them until a cluster event that could make them
-  fit (`move_all_to_active_or_backoff`: a node added or changed, an assigned pod deleted or finished), or
+  fit (`move_all_to_active_or_backoff`: a node added or changed, an assigned pod deleted or finished;
+  `move_matching`: an assigned pod added or relabelled, for the pods whose hint says it may help — upstream
+  AssignedPodAdded/AssignedPodUpdated with InterPodAffinity's queueing hint), or
   until they have waited 5 minutes (`flush_unschedulable_left_over`; upstream checks every 30 s). A move
   sends a pod to backoffQ if its backoff has not run out yet, else to activeQ.
 
@@ -31,7 +33,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,6 +152,17 @@ class SchedulingQueue:
             for info in list(self._unschedulable.values()):
                 self._requeue(info)
             self._unschedulable.clear()
+            self._move_request_cycle = self.scheduling_cycle
+
+    def move_matching(self, event: str, may_fit: Callable[[Mapping[str, Any]], bool]) -> None:
+        """A cluster event that could make some unschedulable pods fit: those for which `may_fit(pod)`
+        (upstream movePodsToActiveOrBackoffQueue with the pods a queueing hint chose; a pod failing in the
+        cycle under way goes to backoffQ, as with every move)."""
+        with self._cond:
+            for key, info in list(self._unschedulable.items()):
+                if may_fit(info.pod):
+                    del self._unschedulable[key]
+                    self._requeue(info)
             self._move_request_cycle = self.scheduling_cycle
 
     # -- scheduler side ------------------------------------------------------------------------------------

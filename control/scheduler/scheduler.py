@@ -8,7 +8,8 @@ a FailedScheduling event, the pod back to the queue — unschedulable, or backof
 PodScheduled condition False with reason Unschedulable (SchedulerError for errors) through pods/status;
 a failed binding forgets the assumed pod and requeues it with backoff), eventhandlers.go (which informer
 changes go where: a bound pod to the cache, a pending pod of this scheduler's names to the queue; node
-changes and deleted or finished bound pods move unschedulable pods back) and DefaultBinder (POST
+changes and deleted or finished bound pods move unschedulable pods back; a bound pod added or relabelled
+moves those InterPodAffinity's queueing hint picks) and DefaultBinder (POST
 pods/{name}/binding). Events: "Scheduled" ("Successfully assigned ns/pod to node") and
 "FailedScheduling" with FitError's message, from component "default-scheduler".
 
@@ -45,10 +46,11 @@ from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.scheduler.algorithm import SchedulingError, schedule_one
 from control.scheduler.cache import SchedulerCache, Snapshot
-from control.scheduler.framework import PostFilterResult
+from control.scheduler.framework import Listers, PostFilterResult
 from control.scheduler.metrics import ERROR, SCHEDULED, UNSCHEDULABLE_RESULT, SchedulerMetrics
 from control.scheduler.nominator import Nominator
 from control.scheduler.plugins.defaultpreemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
+from control.scheduler.plugins.interpodaffinity import pod_may_fit_after_pod_change
 from control.scheduler.profile import DEFAULT_SCHEDULER_NAME, Profile, build_profiles
 from control.scheduler.queue import QueuedPodInfo, SchedulingQueue
 from control.util.clock import Clock, RealClock
@@ -79,6 +81,10 @@ def scheduler_name(pod: Mapping[str, Any]) -> str:
 
 def _assigned(pod: Mapping[str, Any]) -> bool:
     return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
+    return (pod.get("metadata") or {}).get("labels") or {}
 
 
 def _terminal(pod: Mapping[str, Any]) -> bool:
@@ -116,6 +122,9 @@ class Scheduler:
             on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
         informers.informer("v1", "nodes").add_event_handler(
             on_add=self._node_added, on_update=self._node_updated, on_delete=self.cache.remove_node)
+        self.listers = Listers(namespaces=informers.informer("v1", "namespaces").lister(),
+                               pod_disruption_budgets=informers.informer("policy/v1",
+                                                                         "poddisruptionbudgets").lister())
 
     # -- informer handlers (upstream eventhandlers.go) ------------------------------------------------------
 
@@ -127,6 +136,7 @@ class Scheduler:
             return
         if _assigned(pod):
             self.cache.add_pod(pod)
+            self._assigned_pod_changed("AssignedPodAdd", None, pod)
         elif self._responsible(pod):
             self.queue.add(pod)
             self.nominator.add(pod)
@@ -141,6 +151,10 @@ class Scheduler:
                 self.queue.move_all_to_active_or_backoff("AssignedPodDelete")
             else:
                 self.cache.update_pod(new)
+                if not _assigned(old):
+                    self._assigned_pod_changed("AssignedPodAdd", None, new)
+                elif _labels(old) != _labels(new):
+                    self._assigned_pod_changed("AssignedPodUpdate", old, new)
         elif self._responsible(new) and not _terminal(new) and not self.cache.is_assumed(new):
             self.queue.update(old, new)
             self.nominator.update(old, new)
@@ -152,6 +166,11 @@ class Scheduler:
         else:
             self.queue.delete(pod)
             self.nominator.delete(pod)
+
+    def _assigned_pod_changed(self, event: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        """A bound pod came or changed its labels: retry the unschedulable pods it may let in (upstream
+        AssignedPodAdded/AssignedPodUpdated; InterPodAffinity's hint decides which)."""
+        self.queue.move_matching(event, lambda pending: pod_may_fit_after_pod_change(pending, old, new))
 
     def _node_added(self, node: dict[str, Any]) -> None:
         self.cache.add_node(node)
@@ -193,7 +212,7 @@ class Scheduler:
         self._snapshot = self.cache.snapshot(self._snapshot)
         try:
             result = schedule_one(pod, self._snapshot, profile, self.rng, start_index=self._next_start_index,
-                                  nominated=self.nominator.snapshot())
+                                  nominated=self.nominator.snapshot(), listers=self.listers)
         except SchedulingError as exc:
             self.metrics.attempt(ERROR, profile.scheduler_name, self.clock.monotonic() - started)
             self._failed(info, cycle, str(exc), unschedulable=False)

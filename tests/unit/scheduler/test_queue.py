@@ -70,6 +70,23 @@ def test_a_move_request_during_the_cycle_sends_the_failed_pod_to_backoff() -> No
     assert queue.where(pod) == BACKOFF
 
 
+def test_move_matching_moves_only_the_pods_the_hint_picks() -> None:
+    clock = FakeClock()
+    queue = SchedulingQueue(clock=clock)
+    wanted, other, running = make_pod("wanted"), make_pod("other"), make_pod("running")
+    for pod in (wanted, other):
+        queue.add(pod)
+        queue.add_unschedulable_if_not_present(_pop_now(queue), queue.scheduling_cycle, unschedulable=True)
+    queue.add(running)
+    info = _pop_now(queue)
+    cycle = queue.scheduling_cycle
+    clock.step(5)
+    queue.move_matching("AssignedPodAdd", lambda pod: pod["metadata"]["name"] == "wanted")
+    assert (queue.where(wanted), queue.where(other)) == (ACTIVE, UNSCHEDULABLE)
+    queue.add_unschedulable_if_not_present(info, cycle, unschedulable=True)
+    assert queue.where(running) == BACKOFF  # it failed while the event came: as with every move
+
+
 def test_errors_go_to_backoff_not_unschedulable() -> None:
     queue = SchedulingQueue(clock=FakeClock())
     pod = make_pod("p")
