@@ -369,3 +369,14 @@ def test_queueing_hint_on_assigned_pod_events(old, new, expected) -> None:
     pending = pod("p", aff=affinity(required=[term("app", "In", "db", topology=HOST)],
                                     anti=[term("app", "In", "web", topology=HOST)]))
     assert pod_may_fit_after_pod_change(pending, old, new) is expected
+
+
+def test_node_info_keeps_the_pods_with_affinity_as_they_come_and_go() -> None:
+    anti = pod("anti", node="n1", aff=affinity(anti=[term("app", "In", "web", topology=HOST)]))
+    pref = pod("pref", node="n1", aff=STAY_WITH_S1_IN_REGION)
+    info = node_info(make_node("n1"), pod("plain", node="n1"), anti, pref)
+    assert [i.pod["metadata"]["name"] for i in info.pods_with_affinity()] == ["anti", "pref"]
+    assert [i.pod["metadata"]["name"] for i in info.clone().pods_with_required_anti_affinity()] == ["anti"]
+    info.remove_pod("default/anti")
+    assert (info.num_with_affinity, info.num_with_required_anti_affinity) == (1, 0)
+    assert info.pods_with_required_anti_affinity() == []
