@@ -68,6 +68,12 @@ class FitError:
     def reasons(self) -> frozenset[str]:
         return frozenset(reason for status in self.node_statuses.values() for reason in status.reasons)
 
+    @property
+    def plugins(self) -> frozenset[str]:
+        """The plugins that rejected a node (upstream Diagnosis.UnschedulablePlugins): the queue moves the pod
+        back on the cluster events those plugins care about."""
+        return frozenset(status.plugin for status in self.node_statuses.values() if status.plugin)
+
 
 class SchedulingError(Exception):
     """A plugin returned Error (upstream: the cycle fails with an error, the pod is retried with backoff)."""
@@ -245,7 +251,8 @@ def schedule_one(pod: Pod, snapshot: Snapshot, profile: Profile, rng: random.Ran
                  start_index: int = 0, nominated: Nominated | None = None,
                  listers: Listers | None = None) -> ScheduleResult:
     """Where `pod` goes (module notes); `nominated`: the pods nominated to each node; `listers`: the
-    informer caches plugins read (none: empty). Raises SchedulingError when a plugin fails with an error."""
+    informer caches plugins read (none: an empty cluster's). Raises SchedulingError when a plugin fails with
+    an error."""
     if not snapshot.node_list:
         return ScheduleResult(None, 0, 0, FitError(0))
     state = CycleState(snapshot, listers)

@@ -7,9 +7,12 @@ PostFilter uses), types.go (`FitError.Error()`'s message) and cycle_state.go (`C
 PreFilter/PreScore computes once per pod for its Filter/Score to read per node). Seed 003 shows the same
 shape; seed 000's predicates are Filters and its priorities Scores.
 
-What a plugin reads besides the snapshot — namespaces (InterPodAffinity's namespaceSelector), PodDisruption-
-Budgets (DefaultPreemption) — comes from the scheduler's informers through the narrow `Listers` bundle the
-cycle's CycleState carries (upstream's plugins take listers from handle.SharedInformerFactory()).
+`Listers` is the narrow part of upstream's `Handle.SharedInformerFactory()` the plugins read: the
+workload objects that select a pod (Services, ReplicationControllers, ReplicaSets, StatefulSets, for
+PodTopologySpread's default constraints and SelectorSpread), namespaces (InterPodAffinity's
+namespaceSelector) and PodDisruptionBudgets (DefaultPreemption). The scheduler fills it from its informers'
+caches; the cycle reaches it through `CycleState.listers`, so a plugin stays a plain object built from its
+args alone.
 
 A plugin is a plain object with a `name` and the methods of the extension points it implements; the
 framework asks `isinstance(plugin, FilterPlugin)` (runtime-checkable Protocols), as upstream's type
@@ -25,7 +28,7 @@ import enum
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from control.apimachinery.labels import Selector, parse_selector
@@ -98,39 +101,58 @@ def fit_error_message(num_all_nodes: int, node_statuses: Mapping[str, Status], *
 
 
 class ObjectLister(Protocol):
-    """Read-only queries over an informer's cache (control/client/store.py `Lister` has them)."""
+    """Read access to one informer's cache (control.client.store.Lister has it). Returned objects are
+    shared: read them, never change them."""
 
     def list(self, namespace: str | None = None,
-             label_selector: str | Selector | None = None) -> list[dict[str, Any]]: ...
+             label_selector: str | Selector | None = None) -> Sequence[Mapping[str, Any]]: ...
 
-    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+    def get(self, namespace: str | None, name: str) -> Mapping[str, Any] | None: ...
+
+
+class _NoObjects:
+    """The lister of a cluster without such objects (the default, and what tests need most)."""
+
+    def list(self, namespace: str | None = None,
+             label_selector: str | Selector | None = None) -> Sequence[Mapping[str, Any]]:
+        return ()
+
+    def get(self, namespace: str | None, name: str) -> Mapping[str, Any] | None:
+        return None
+
+
+NO_OBJECTS = _NoObjects()
 
 
 class StaticLister:
-    """An ObjectLister over a fixed list of objects (tests, benchmarks, and the empty default)."""
+    """An ObjectLister over a fixed list of objects (tests and benchmarks)."""
 
     def __init__(self, objects: Sequence[Mapping[str, Any]] = ()) -> None:
         self._objects = [dict(obj) for obj in objects]
 
     def list(self, namespace: str | None = None,
-             label_selector: str | Selector | None = None) -> list[dict[str, Any]]:
+             label_selector: str | Selector | None = None) -> Sequence[Mapping[str, Any]]:
         selector = parse_selector(label_selector) if isinstance(label_selector, str) else label_selector
         return [obj for obj in self._objects
                 if (namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace)
                 and (selector is None or selector.matches((obj.get("metadata") or {}).get("labels") or {}))]
 
-    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+    def get(self, namespace: str | None, name: str) -> Mapping[str, Any] | None:
         return next((obj for obj in self._objects if (obj.get("metadata") or {}).get("name") == name
                      and ((obj.get("metadata") or {}).get("namespace") or None) == (namespace or None)), None)
 
 
 @dataclass(frozen=True)
 class Listers:
-    """The informer caches plugins may read (upstream: the listers of handle.SharedInformerFactory()):
-    `namespaces` (cluster-scoped) and `pod_disruption_budgets` (policy/v1). Empty by default."""
+    """The informer caches plugins may read (module notes); `namespaces` is cluster-scoped,
+    `pod_disruption_budgets` policy/v1."""
 
-    namespaces: ObjectLister = field(default_factory=StaticLister)
-    pod_disruption_budgets: ObjectLister = field(default_factory=StaticLister)
+    services: ObjectLister = NO_OBJECTS
+    replication_controllers: ObjectLister = NO_OBJECTS
+    replica_sets: ObjectLister = NO_OBJECTS
+    stateful_sets: ObjectLister = NO_OBJECTS
+    namespaces: ObjectLister = NO_OBJECTS
+    pod_disruption_budgets: ObjectLister = NO_OBJECTS
 
     def namespace_labels(self, name: str) -> dict[str, str]:
         """Upstream GetNamespaceLabelsSnapshot: the namespace's labels, none if it is not in the cache."""
@@ -141,7 +163,7 @@ class Listers:
 class CycleState:
     """Data one plugin computes for the cycle of one pod, by key (upstream CycleState). `skip_filter` and
     `skip_score` hold the plugins whose PreFilter/PreScore said Skip; `snapshot` is the cycle's picture of
-    the cluster (upstream's handle.SnapshotSharedLister()); `listers` the informer caches plugins read."""
+    the cluster (upstream's handle.SnapshotSharedLister()); `listers` the informer caches (module notes)."""
 
     def __init__(self, snapshot: Snapshot | None = None, listers: Listers | None = None) -> None:
         self.snapshot = snapshot if snapshot is not None else Snapshot()

@@ -1,6 +1,8 @@
 """Upstream's plugin names → constructors (pkg/scheduler/framework/plugins/registry.go), and the default
 plugin set with its score weights (pkg/scheduler/apis/config/v1/default_plugins.go `getDefaultPlugins`:
-multiPoint, in its order; TaintToleration 3, NodeAffinity 2, InterPodAffinity 2, the others 1).
+multiPoint, in its order; TaintToleration 3, NodeAffinity 2, PodTopologySpread 2, InterPodAffinity 2, the
+others 1). SelectorSpread is registered but not a default (upstream dropped it from the defaults in 1.23, the
+PodTopologySpread system defaults do its work); a profile can enable it.
 
 Not here yet (the profile builder names them as unknown): PrioritySort (the queue's order is built in),
 DefaultBinder (the loop binds), NodeVolumeLimits, VolumeBinding, VolumeZone (no PersistentVolumes).
@@ -17,6 +19,8 @@ from control.scheduler.plugins.imagelocality import ImageLocality
 from control.scheduler.plugins.interpodaffinity import InterPodAffinity
 from control.scheduler.plugins.nodeaffinity import NodeAffinity
 from control.scheduler.plugins.noderesources import BalancedAllocation, Fit
+from control.scheduler.plugins.podtopologyspread import PodTopologySpread
+from control.scheduler.plugins.selectorspread import SelectorSpread
 from control.scheduler.plugins.tainttoleration import TaintToleration
 from control.scheduler.plugins.volumerestrictions import VolumeRestrictions
 
@@ -33,6 +37,8 @@ REGISTRY: Mapping[str, Factory] = {
     "ImageLocality": lambda args: ImageLocality(),
     "VolumeRestrictions": lambda args: VolumeRestrictions(),
     "InterPodAffinity": InterPodAffinity,
+    "PodTopologySpread": PodTopologySpread,
+    "SelectorSpread": lambda args: SelectorSpread(),
     "DefaultPreemption": DefaultPreemption,
 }
 
@@ -44,6 +50,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("NodePorts", 0),
     ("NodeResourcesFit", 1),
     ("VolumeRestrictions", 0),
+    ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
