@@ -9,10 +9,11 @@ resources, default cpu 1 and memory 1; counted with NonZero requests, so pods th
 spread), most_allocated.go (`min(requested, allocatable) · 100 / allocatable`, same mean),
 requested_to_capacity_ratio.go (utilization `requested · 100 / allocatable` through the broken-line
 `shape` of (utilization, score 0-10) points, scores scaled ×10; the weighted mean counts only resources
-scoring above 0 and is rounded; validation as upstream's validateFunctionShape), balanced_allocation.go (`(1 - std) · 100` of the requested fractions, with real requests; for
-two resources std is |f1 - f2| / 2) and resource_allocation.go (an extended resource the pod does not
-request is left out of the score). Seed 000: PodFitsResources, LeastRequestedPriority (its
-`(capacity - requested) · 10 / capacity` on upstream's 0-100 scale) and BalancedResourceAllocation.
+scoring above 0 and is rounded; validation as upstream's validateFunctionShape), balanced_allocation.go
+(`(1 - std) · 100` of the requested fractions, with real requests; for two resources std is |f1 - f2| / 2)
+and resource_allocation.go (an extended resource the pod does not request is left out of the score).
+Seed 000: PodFitsResources, LeastRequestedPriority (its `(capacity - requested) · 10 / capacity` on
+upstream's 0-100 scale) and BalancedResourceAllocation.
 """
 
 from __future__ import annotations
