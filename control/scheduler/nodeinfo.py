@@ -61,13 +61,11 @@ class NodeInfo:
     used_ports: set[tuple[str, str, int]] = field(default_factory=set)
     image_states: dict[str, ImageState] = field(default_factory=dict)  # by image name, set by the snapshot
     generation: int = field(default_factory=next_generation)
-
-    @property
-    def name(self) -> str:
-        return (self.node or {}).get("metadata", {}).get("name", "")
+    name: str = ""  # the Node's name, kept from set_node (read per node per plugin: not parsed each time)
 
     def set_node(self, node: Mapping[str, Any]) -> None:
         self.node = node
+        self.name = (node.get("metadata") or {}).get("name", "")
         self.allocatable = resource_from_list((node.get("status") or {}).get("allocatable"))
         self.generation = next_generation()
 
@@ -92,7 +90,8 @@ class NodeInfo:
 
     def clone(self) -> NodeInfo:
         return NodeInfo(self.node, dict(self.pods), self.requested.copy(), self.non_zero_requested.copy(),
-                        self.allocatable.copy(), set(self.used_ports), dict(self.image_states), self.generation)
+                        self.allocatable.copy(), set(self.used_ports), dict(self.image_states), self.generation,
+                        self.name)
 
 
 def node_images(node: Mapping[str, Any]) -> dict[str, int]:
