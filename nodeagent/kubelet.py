@@ -93,6 +93,7 @@ class Kubelet:
         if parts is not None:
             parts.sources.stop()
             parts.workers.stop()
+            parts.probes.stop()
             parts.pleg.stop()
             parts.server.stop()
         for thread in self._threads:
@@ -123,6 +124,7 @@ class Kubelet:
         while not self._stop.wait(HOUSEKEEPING_PERIOD):
             try:
                 self._kill_orphans(parts)
+                parts.probes.cleanup_pods(parts.workers.uids())  # upstream HandlePodCleanups
                 parts.syncer.gc_backoff()
                 if time.monotonic() - last_resync >= self.config.sync_frequency:
                     last_resync = time.monotonic()

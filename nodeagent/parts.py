@@ -15,6 +15,9 @@ depend on, in upstream's order:
 No thread starts here (the caller's event recorder aside): `Kubelet.start` starts the PLEG, the pod
 sources, the status loop, the HTTP server and housekeeping in its documented order.
 
+The prober manager (nodeagent/prober/) reads pod statuses from the status manager and wakes the pod
+workers when a probe result changes; the pod sync asks it for liveness/startup failures and ready/started.
+
 Two cycles are closed with late-bound closures over locals of `build_parts` (the PLEG wakes the pod
 workers, the workers ask the PLEG for a relist), which is construction, not patching: both objects are
 complete before either runs.
@@ -47,6 +50,8 @@ from nodeagent.node_status import default_ip
 from nodeagent.pleg import GenericPLEG, PodLifecycleEvent
 from nodeagent.pod_sync import PodSync
 from nodeagent.pod_workers import PodWorkers
+from nodeagent.prober.manager import ProbeManager
+from nodeagent.prober.prober import Prober
 from nodeagent.runtime.backoff import Backoff
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.downward import NodeFacts
@@ -219,6 +224,7 @@ class KubeletParts:
     network: TrackedNetwork
     syncer: PodSyncer
     status: StatusManager
+    probes: ProbeManager
     pleg: GenericPLEG
     workers: PodWorkers
     sources: PodSources
@@ -277,7 +283,10 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                        period=config.pleg_relist_period, threshold=config.pleg_relist_threshold)
     sources: PodSources  # bound below, before anything reads a status
     status = StatusManager(client, host_ip=node_ip, mirror_of=lambda pod: sources.mirror_of(pod))
-    pod_sync = PodSync(pleg.cache, syncer, status, relist_period=config.pleg_relist_period)
+    # A probe result that changes wakes its pod's worker (upstream syncLoop on the results' updates).
+    probes = ProbeManager(Prober(runtime, recorder=recorder), status_of=status.get,
+                          on_update=lambda uid: workers.wake(uid))
+    pod_sync = PodSync(pleg.cache, syncer, status, relist_period=config.pleg_relist_period, probes=probes)
     workers = PodWorkers(pod_sync.sync, resync_period=config.sync_frequency, request_relist=pleg.request_relist)
     sources = PodSources(config, client, workers)
 
@@ -293,4 +302,4 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                            runtime=runtime, health=health, find_container=find_container,
                            node_name=config.node_name, fs_path=config.data_dir)
     return KubeletParts(runtime=runtime, reporter=reporter, network=network, syncer=syncer, status=status,
-                        pleg=pleg, workers=workers, sources=sources, server=server, pod_cidr=pod_cidr)
+                        probes=probes, pleg=pleg, workers=workers, sources=sources, server=server, pod_cidr=pod_cidr)

@@ -8,6 +8,11 @@ syncTerminatingPod and syncTerminatedPod (through pod_workers.go's states), simp
 - otherwise PodSyncer.sync_pod and a status update with the waiting reasons kept per container until it
   starts (upstream's reasonCache).
 
+Probes (upstream syncPod → probeManager.AddPod / UpdatePodStatus, syncTerminatingPod →
+StopLivenessAndStartup, syncTerminatedPod → RemovePod): a running pod's probe workers are ensured on every
+sync; the liveness/startup failures go into computePodActions (kill, then restart per restartPolicy) and
+the readiness/startup verdicts into the status (`ready`, `started`, ContainersReady, Ready).
+
 Every sync first waits for a pod cache newer than the worker's last sync (upstream GetNewerThan); a cache
 that does not get there within a few relist periods means "try again", never a decision on a stale view.
 """
@@ -33,17 +38,34 @@ class PodCache(Protocol):
 
 
 class Syncer(Protocol):
-    def sync_pod(self, pod: Mapping[str, Any], status: PodStatus) -> SyncResult: ...
+    def sync_pod(self, pod: Mapping[str, Any], status: PodStatus, *, liveness_failed: frozenset[str] = frozenset(),
+                 startup_failed: frozenset[str] = frozenset()) -> SyncResult: ...
 
     def kill_pod(self, pod: Mapping[str, Any], status: PodStatus, *, grace: float | None = None,
                  remove: bool = False) -> list[StepResult]: ...
+
+
+class Probes(Protocol):
+    """The prober manager as a pod sync uses it (nodeagent.prober.manager.ProbeManager)."""
+
+    def add_pod(self, pod: Mapping[str, Any]) -> None: ...
+
+    def stop_liveness_and_startup(self, uid: str) -> None: ...
+
+    def remove_pod(self, uid: str) -> None: ...
+
+    def failed(self, status: PodStatus) -> tuple[frozenset[str], frozenset[str]]: ...
+
+    def probe_flags(self, status: PodStatus) -> tuple[dict[str, bool], dict[str, bool]]: ...
 
 
 class StatusWriter(Protocol):
     def get(self, uid: str) -> dict[str, Any] | None: ...
 
     def set_pod_status(self, pod: Mapping[str, Any], runtime: PodStatus, *,
-                       waiting_reasons: Mapping[str, tuple[str, str]] | None = None) -> dict[str, Any]: ...
+                       waiting_reasons: Mapping[str, tuple[str, str]] | None = None,
+                       ready: Mapping[str, bool] | None = None,
+                       started: Mapping[str, bool] | None = None) -> dict[str, Any]: ...
 
     def can_be_deleted(self, pod: Mapping[str, Any], runtime: PodStatus) -> bool: ...
 
@@ -59,10 +81,12 @@ def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
 class PodSync:
     """The pod workers' sync function (`sync`) over the pod cache, the syncer and the status manager."""
 
-    def __init__(self, cache: PodCache, syncer: Syncer, status: StatusWriter, *, relist_period: float) -> None:
+    def __init__(self, cache: PodCache, syncer: Syncer, status: StatusWriter, *, relist_period: float,
+                 probes: Probes | None = None) -> None:
         self.cache = cache
         self.syncer = syncer
         self.status = status
+        self.probes = probes
         self.relist_period = relist_period
         self._reasons: dict[str, dict[str, tuple[str, str]]] = {}  # uid → container → waiting reason
 
@@ -78,7 +102,12 @@ class PodSync:
         pod = {**item.pod, "status": last} if last is not None else dict(item.pod)
         if _meta(pod).get("deletionTimestamp"):
             return self._sync_terminating(pod, status)
-        result = self.syncer.sync_pod(pod, status)
+        liveness_failed: frozenset[str] = frozenset()
+        startup_failed: frozenset[str] = frozenset()
+        if self.probes is not None and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            self.probes.add_pod(pod)
+            liveness_failed, startup_failed = self.probes.failed(status)
+        result = self.syncer.sync_pod(pod, status, liveness_failed=liveness_failed, startup_failed=startup_failed)
         for step in result.errors:
             log.info("pod %s/%s: %s %s: %s: %s", _meta(pod).get("namespace"), _meta(pod).get("name"),
                      step.action, step.target, step.reason, step.message)
@@ -87,10 +116,13 @@ class PodSync:
         for name in (*result.started, *running):
             reasons.pop(name, None)
         reasons.update(result.waiting)
-        self.status.set_pod_status(pod, status, waiting_reasons=reasons)
+        ready, started = self.probes.probe_flags(status) if self.probes is not None else ({}, {})
+        self.status.set_pod_status(pod, status, waiting_reasons=reasons, ready=ready, started=started)
         return WorkResult(retry_after=result.retry_after, relist=result.started_any)
 
     def _sync_terminating(self, pod: dict[str, Any], status: PodStatus) -> WorkResult:
+        if self.probes is not None:
+            self.probes.stop_liveness_and_startup(_meta(pod).get("uid", ""))
         if not pod_finished(status):
             self.syncer.kill_pod(pod, status)  # blocks up to the grace period; PLEG then wakes us
             return WorkResult(retry_after=self.relist_period)
@@ -106,6 +138,8 @@ class PodSync:
         errors = [s for s in self.syncer.kill_pod(pod, status, remove=True) if not s.ok]
         if errors:
             return WorkResult(retry_after=max(1.0, self.relist_period))
+        if self.probes is not None:
+            self.probes.remove_pod(item.uid)
         self.status.forget(item.uid)
         self._reasons.pop(item.uid, None)
         return WorkResult(done=True)

@@ -79,14 +79,18 @@ class StatusManager:
             self._statuses.pop(uid, None)
 
     def set_pod_status(self, pod: Mapping[str, Any], runtime: PodStatus, *,
-                       waiting_reasons: Mapping[str, tuple[str, str]] | None = None) -> dict[str, Any]:
-        """Generate the pod's status and write it if it changed; returns the status."""
+                       waiting_reasons: Mapping[str, tuple[str, str]] | None = None,
+                       ready: Mapping[str, bool] | None = None,
+                       started: Mapping[str, bool] | None = None) -> dict[str, Any]:
+        """Generate the pod's status and write it if it changed; returns the status. `ready`/`started` are
+        the prober's verdicts by container name (nodeagent.prober.manager.probe_flags)."""
         uid = (pod.get("metadata") or {}).get("uid", "")
         previous = self.get(uid)
         if previous is None:
             previous = dict(pod.get("status") or {})
         new = generate_pod_status({**pod, "status": previous}, runtime, now=self.clock(),
-                                  waiting_reasons=waiting_reasons, host_ip=self.host_ip, host_ips=self.host_ips)
+                                  waiting_reasons=waiting_reasons, ready=ready, started=started,
+                                  host_ip=self.host_ip, host_ips=self.host_ips)
         if status_changed(previous, new) or self.get(uid) is None:
             if self._write(pod, previous, new):
                 with self._lock:

@@ -45,7 +45,7 @@ from nodeagent.hooks import DEFAULT_POST_START_TIMEOUT, HookRunner
 from nodeagent.network.manager import NETWORK_ERRORS
 from nodeagent.network.podnet import PodInterface
 from nodeagent.runtime import pod_files
-from nodeagent.runtime.actions import PodActions, compute_pod_actions
+from nodeagent.runtime.actions import KillReason, PodActions, compute_pod_actions
 from nodeagent.runtime.backoff import Backoff, backoff_key
 from nodeagent.runtime.container_config import build_container_config
 from nodeagent.runtime.downward import NodeFacts
@@ -146,6 +146,18 @@ def kill_grace(pod: Mapping[str, Any], override: float | None = None) -> float:
     return float(grace_period(pod))
 
 
+def probe_kill_grace(pod: Mapping[str, Any], spec: Mapping[str, Any] | None, reason: KillReason) -> float:
+    """upstream setTerminationGracePeriod: deletionGracePeriodSeconds first; a container killed for its
+    liveness or startup probe gets that probe's terminationGracePeriodSeconds when set; else the pod's."""
+    meta = pod.get("metadata") or {}
+    if meta.get("deletionGracePeriodSeconds") is None:
+        probe_field = {KillReason.LIVENESS: "livenessProbe", KillReason.STARTUP: "startupProbe"}.get(reason)
+        probe = (spec or {}).get(probe_field) if probe_field else None
+        if isinstance(probe, Mapping) and probe.get("terminationGracePeriodSeconds") is not None:
+            return float(probe["terminationGracePeriodSeconds"])
+    return kill_grace(pod)
+
+
 class PodSyncer:
     """Carries out one pod's sync or kill. Safe to use from many pod workers at once: per-pod state lives
     in the runtime; the shared back-off tables are guarded by one lock."""
@@ -193,8 +205,10 @@ class PodSyncer:
 
     # ---- syncPod ----
 
-    def sync_pod(self, pod: Mapping[str, Any], status: PodStatus) -> SyncResult:
-        actions = compute_pod_actions(pod, status)
+    def sync_pod(self, pod: Mapping[str, Any], status: PodStatus, *, liveness_failed: frozenset[str] = frozenset(),
+                 startup_failed: frozenset[str] = frozenset()) -> SyncResult:
+        """One sync; `liveness_failed`/`startup_failed` are the container ids the prober says failed."""
+        actions = compute_pod_actions(pod, status, liveness_failed=liveness_failed, startup_failed=startup_failed)
         if actions != PodActions(sandbox_id=actions.sandbox_id, attempt=actions.attempt):
             log.debug("pod %s: %s", pod_desc(pod), actions)
         steps: list[StepResult] = []
@@ -268,7 +282,9 @@ class PodSyncer:
     def _kill_containers(self, pod: Mapping[str, Any], status: PodStatus, actions: PodActions) -> list[StepResult]:
         by_id = {c.id: c for c in status.containers}
         jobs = [(by_id[cid], kill.message) for cid, kill in actions.containers_to_kill.items() if cid in by_id]
-        return self._parallel_kill(pod, jobs, grace=None)
+        graces = {cid: probe_kill_grace(pod, _find_spec(pod, kill.name), kill.reason)
+                  for cid, kill in actions.containers_to_kill.items()}
+        return self._parallel_kill(pod, jobs, grace=None, graces=graces)
 
     def _create_sandbox(self, pod: Mapping[str, Any], attempt: int,
                         steps: list[StepResult]) -> tuple[str, list[str]] | None:
@@ -497,13 +513,16 @@ class PodSyncer:
         return steps
 
     def _parallel_kill(self, pod: Mapping[str, Any], jobs: Sequence[tuple[ContainerStatus, str]],
-                       *, grace: float | None) -> list[StepResult]:
-        """upstream killContainersWithSyncResult: one thread per container, all waited for."""
+                       *, grace: float | None, graces: Mapping[str, float] | None = None) -> list[StepResult]:
+        """upstream killContainersWithSyncResult: one thread per container, all waited for; `graces` by
+        container id overrides the pod's grace period (a probe's terminationGracePeriodSeconds)."""
         results: list[StepResult] = []
         seconds = kill_grace(pod, grace)
+        per_container = dict(graces or {})
 
         def kill(container: ContainerStatus, message: str) -> None:
-            results.append(self.kill_container(pod, container, grace=seconds, message=message))
+            results.append(self.kill_container(pod, container, grace=per_container.get(container.id, seconds),
+                                               message=message))
 
         threads = [threading.Thread(target=kill, args=job, name=f"kill-{job[0].id[:12]}", daemon=True)
                    for job in jobs]

@@ -9,10 +9,11 @@ switchable off with `--disable`).
 
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
 "endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
-"serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", later "replicaset", "deployment",
-…) to an init function: it builds the controller against the context (registering its informer handlers)
-and returns the loop to run, `run(stop)`, which the manager runs on its own thread. A later controller is
-one module under control/controllers/ (a `Controller` of base.py) and one line in this table.
+"serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
+"replicationcontroller", later "deployment", …) to an init function: it builds the controller against the
+context (registering its informer handlers) and returns the loop to run, `run(stop)`, which the manager
+runs on its own thread. A later controller is one module under control/controllers/ (a `Controller` of
+base.py) and one line in this table.
 
 Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
 --node-monitor-grace-period, --resource-quota-sync-period) travel in `ControllerManagerConfiguration`, in the context.
@@ -45,6 +46,7 @@ from control.controllers.nodelifecycle import (
 )
 from control.controllers.podgc import PodGCController
 from control.controllers.podgc_selection import TERMINATED_POD_GC_THRESHOLD
+from control.controllers.replicaset import REPLICATION_CONTROLLER, ReplicaSetController
 from control.controllers.resourcequota import RESYNC_PERIOD, ResourceQuotaController
 from control.controllers.rootcacertpublisher import RootCACertPublisher
 from control.controllers.serviceaccounts import ServiceAccountsController
@@ -133,6 +135,14 @@ def _start_disruption(ctx: ControllerContext) -> Run:
     return DisruptionController(ctx.client, ctx.informers).run
 
 
+def _start_replica_set(ctx: ControllerContext) -> Run:
+    return ReplicaSetController(ctx.client, ctx.informers).run
+
+
+def _start_replication_controller(ctx: ControllerContext) -> Run:
+    return ReplicaSetController(ctx.client, ctx.informers, kind=REPLICATION_CONTROLLER).run
+
+
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
     "nodelifecycle": _start_node_lifecycle,
@@ -144,6 +154,8 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "root-ca-cert-publisher": _start_root_ca_cert_publisher,
     "resourcequota": _start_resource_quota,
     "disruption": _start_disruption,
+    "replicaset": _start_replica_set,
+    "replicationcontroller": _start_replication_controller,
 }
 
 

@@ -87,6 +87,10 @@ def test_server_and_up_refuse_a_bad_node_monitor_grace_period(tmp_path, value: s
 
 def test_quota_and_disruption_controllers_are_registered_with_upstream_names_and_defaults():
     assert {"resourcequota", "disruption"} <= set(CONTROLLERS)
+
+
+def test_replica_controllers_are_registered_with_upstream_names():
+    assert {"replicaset", "replicationcontroller"} <= set(CONTROLLERS)
     assert ControllerManagerConfiguration().resource_quota_sync_period == 300.0  # upstream's 5m
 
 

@@ -31,9 +31,12 @@ class Syncer:
     def __init__(self, result: SyncResult | None = None) -> None:
         self.result = result
         self.kills: list[bool] = []
+        self.failed: list[tuple[frozenset[str], frozenset[str]]] = []
 
-    def sync_pod(self, pod: Any, status: PodStatus) -> SyncResult:
+    def sync_pod(self, pod: Any, status: PodStatus, *, liveness_failed: frozenset[str] = frozenset(),
+                 startup_failed: frozenset[str] = frozenset()) -> SyncResult:
         assert self.result is not None
+        self.failed.append((liveness_failed, startup_failed))
         return self.result
 
     def kill_pod(self, pod: Any, status: PodStatus, *, grace: float | None = None, remove: bool = False):
@@ -46,12 +49,14 @@ class Status:
         self.reasons: list[dict[str, tuple[str, str]]] = []
         self.deleted: list[str] = []
         self.forgotten: list[str] = []
+        self.flags: list[tuple[dict, dict]] = []
 
     def get(self, uid: str) -> None:
         return None
 
-    def set_pod_status(self, pod: Any, status: PodStatus, *, waiting_reasons=None) -> dict:
+    def set_pod_status(self, pod: Any, status: PodStatus, *, waiting_reasons=None, ready=None, started=None) -> dict:
         self.reasons.append(dict(waiting_reasons or {}))
+        self.flags.append((dict(ready or {}), dict(started or {})))
         return {}
 
     def can_be_deleted(self, pod: Any, status: PodStatus) -> bool:

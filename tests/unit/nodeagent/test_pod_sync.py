@@ -281,3 +281,17 @@ def test_new_sandbox_purges_only_init_containers(parts) -> None:
     removed = [c[1] for c in runtime.calls if c[0] in ("remove", "remove_sandbox")]
     assert removed == ["i1", "sb1"]  # the app's dead instance keeps its restart count for the next attempt
     assert ("run_sandbox", "1") in runtime.calls
+
+
+def test_liveness_failure_kills_with_the_probes_grace_and_restarts(parts) -> None:
+    syncer, runtime, _, events, _ = parts
+    app = container("app", livenessProbe={"exec": {"command": ["true"]}, "terminationGracePeriodSeconds": 3})
+    other = container("other")
+    status = pod_status(cstatus("a1", app, ContainerState.RUNNING), cstatus("o1", other, ContainerState.RUNNING))
+    result = syncer.sync_pod(make_pod(app, other), status, liveness_failed=frozenset({"a1"}))
+    assert runtime.stops == {"a1": pytest.approx(3.0, abs=0.5)}  # the probe's grace, not the pod's 30 s
+    assert ("create", "app", "1", "sb1") in runtime.calls and result.started == ("app",)
+    assert events.reasons[:1] == ["Killing"]
+    status = pod_status(cstatus("a1", app, ContainerState.RUNNING))
+    syncer.sync_pod(make_pod(app), status, startup_failed=frozenset({"a1"}))
+    assert runtime.stops["a1"] == pytest.approx(30.0, abs=0.5)  # no startup probe grace here: the pod's
