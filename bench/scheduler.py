@@ -43,6 +43,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # `tests.support` is not installed; the bench reuses its server
 
+from control.client.informer import InformerFactory  # noqa: E402
 from control.client.rest import RESTClient  # noqa: E402
 from control.scheduler.scheduler import Scheduler  # noqa: E402
 from slimkube.controlplane import known_components  # noqa: E402
@@ -159,18 +160,6 @@ def api_round(workdir: Path, nodes: int, pods: int, clients: int) -> Result:
 
 # -- in this process -------------------------------------------------------------------------------------------
 
-class _Informer:
-    def add_event_handler(self, **handlers: Any) -> None:
-        pass
-
-
-class _Informers:
-    """Nothing to watch: the bench feeds the cache and the queue itself."""
-
-    def informer(self, api_version: str, plural: str, **kw: Any) -> _Informer:
-        return _Informer()
-
-
 class _InstantClient:
     """Answers the binding (and events) at once and notes when each binding came."""
 
@@ -191,7 +180,7 @@ class _InstantClient:
 
 def in_process_round(nodes: int, pods: int) -> Result:
     client = _InstantClient()
-    scheduler = Scheduler(client, _Informers())  # type: ignore[arg-type]
+    scheduler = Scheduler(client, InformerFactory(client))  # type: ignore[arg-type]  # never started: fed below
     for i in range(nodes):
         scheduler.cache.add_node(node_object(f"node-{i:05d}"))
     names = [f"p-{i:05d}" for i in range(pods)]

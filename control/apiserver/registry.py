@@ -154,7 +154,11 @@ class Registry:
 
     def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
         record = self._record(resource, namespace, name)
-        return decode(record.value, record.mod_revision) if record else None
+        if record is None:
+            return None
+        obj = decode(record.value, record.mod_revision)
+        self.strategy(resource).decorate(obj)
+        return obj
 
     def must_get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
         obj = self.get(resource, namespace, name)
@@ -186,6 +190,7 @@ class Registry:
                                details={"causes": [{"reason": "ResourceVersionTooLarge",
                                                     "message": "Too large resource version"}], "retryAfterSeconds": 1})
         items: list[dict[str, Any]] = []
+        decorate = self.strategy(resource).decorate
         while True:
             try:
                 page = self.storage.list(prefix, start_after=start_after, limit=min(limit, _MAX_PAGE),
@@ -196,6 +201,7 @@ class Registry:
             revision = page.revision
             for index, record in enumerate(page.records):
                 obj = decode(record.value, record.mod_revision)
+                decorate(obj)
                 start_after = record.key
                 if flt is None or flt.matches(obj):
                     items.append(obj)

@@ -172,6 +172,7 @@ class WatchStream:
                 if visible is None:
                     continue
                 kind, obj = visible
+                self.registry.strategy(resource).decorate(obj)
                 await response.write(self._encode(kind, obj, revision=event.revision, key=event.key))
                 last_sent = event.revision
         except ConnectionResetError:  # aiohttp's ClientConnectionResetError: the client went away, a routine end

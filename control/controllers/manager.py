@@ -10,7 +10,7 @@ switchable off with `--disable`).
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
 "endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
 "serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
-"replicationcontroller", later "deployment", …) to an init function: it builds the controller against the
+"replicationcontroller", "deployment", …) to an init function: it builds the controller against the
 context (registering its informer handlers) and returns the loop to run, `run(stop)`, which the manager
 runs on its own thread. A later controller is one module under control/controllers/ (a `Controller` of
 base.py) and one line in this table.
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
+from control.controllers.deployment import DeploymentController
 from control.controllers.discovery import ServerDiscovery
 from control.controllers.disruption import DisruptionController
 from control.controllers.endpoints import EndpointsController
@@ -143,6 +144,10 @@ def _start_replication_controller(ctx: ControllerContext) -> Run:
     return ReplicaSetController(ctx.client, ctx.informers, kind=REPLICATION_CONTROLLER).run
 
 
+def _start_deployment(ctx: ControllerContext) -> Run:
+    return DeploymentController(ctx.client, ctx.informers).run
+
+
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
     "nodelifecycle": _start_node_lifecycle,
@@ -156,6 +161,7 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "disruption": _start_disruption,
     "replicaset": _start_replica_set,
     "replicationcontroller": _start_replication_controller,
+    "deployment": _start_deployment,
 }
 
 

@@ -93,13 +93,16 @@ class ReplicaKind:
     api_version: str
     plural: str
     kind: str
-    controller_name: str  # upstream's controller name: the manager's key, the queue's, events' component
+    controller_name: str  # upstream's controller name: the manager's key and the queue's name
+    event_component: str  # the `source.component` of its events, as upstream's recorder names it
     selector: Callable[[Mapping[str, Any]], Selector]
 
 
-REPLICA_SET = ReplicaKind("apps/v1", "replicasets", "ReplicaSet", "replicaset", _replica_set_selector)
+REPLICA_SET = ReplicaKind("apps/v1", "replicasets", "ReplicaSet", "replicaset", "replicaset-controller",
+                          _replica_set_selector)
 REPLICATION_CONTROLLER = ReplicaKind("v1", "replicationcontrollers", "ReplicationController",
-                                     "replicationcontroller", _replication_controller_selector)
+                                     "replicationcontroller", "replication-controller",
+                                     _replication_controller_selector)
 
 
 class ReplicaSetController(Controller):
@@ -110,6 +113,7 @@ class ReplicaSetController(Controller):
                  queue: RateLimitingQueue[str] | None = None, recorder: EventRecorder | None = None,
                  clock: Clock | None = None) -> None:
         self.name = kind.controller_name
+        recorder = recorder or EventRecorder(client, component=kind.event_component, clock=clock)
         super().__init__(client, informers, workers=workers, queue=queue, recorder=recorder, clock=clock)
         self.kind = kind
         self.burst_replicas = burst_replicas

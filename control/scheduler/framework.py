@@ -7,6 +7,12 @@ PostFilter uses), types.go (`FitError.Error()`'s message) and cycle_state.go (`C
 PreFilter/PreScore computes once per pod for its Filter/Score to read per node). Seed 003 shows the same
 shape; seed 000's predicates are Filters and its priorities Scores.
 
+`Listers` is the narrow part of upstream's `Handle.SharedInformerFactory()` the plugins read: the
+workload objects that select a pod (Services, ReplicationControllers, ReplicaSets, StatefulSets, for
+PodTopologySpread's default constraints and SelectorSpread). The scheduler fills it from its informers'
+caches; the cycle reaches it through `CycleState.listers`, so a plugin stays a plain object built from its
+args alone.
+
 A plugin is a plain object with a `name` and the methods of the extension points it implements; the
 framework asks `isinstance(plugin, FilterPlugin)` (runtime-checkable Protocols), as upstream's type
 assertions do. Filters and scores are pure: they read the pod (a dict), the CycleState and a NodeInfo of the
@@ -92,13 +98,46 @@ def fit_error_message(num_all_nodes: int, node_statuses: Mapping[str, Status], *
     return text
 
 
+class ObjectLister(Protocol):
+    """Read access to one informer's cache (control.client.store.Lister has it). Returned objects are
+    shared: read them, never change them."""
+
+    def list(self, namespace: str | None = None) -> Sequence[Mapping[str, Any]]: ...
+
+    def get(self, namespace: str | None, name: str) -> Mapping[str, Any] | None: ...
+
+
+class _NoObjects:
+    """The lister of a cluster without such objects (the default, and what tests need most)."""
+
+    def list(self, namespace: str | None = None) -> Sequence[Mapping[str, Any]]:
+        return ()
+
+    def get(self, namespace: str | None, name: str) -> Mapping[str, Any] | None:
+        return None
+
+
+NO_OBJECTS = _NoObjects()
+
+
+@dataclass(frozen=True)
+class Listers:
+    """The informer caches plugins may read (module notes)."""
+
+    services: ObjectLister = NO_OBJECTS
+    replication_controllers: ObjectLister = NO_OBJECTS
+    replica_sets: ObjectLister = NO_OBJECTS
+    stateful_sets: ObjectLister = NO_OBJECTS
+
+
 class CycleState:
     """Data one plugin computes for the cycle of one pod, by key (upstream CycleState). `skip_filter` and
     `skip_score` hold the plugins whose PreFilter/PreScore said Skip; `snapshot` is the cycle's picture of
-    the cluster (upstream's handle.SnapshotSharedLister())."""
+    the cluster (upstream's handle.SnapshotSharedLister()); `listers` the informer caches (module notes)."""
 
-    def __init__(self, snapshot: Snapshot | None = None) -> None:
+    def __init__(self, snapshot: Snapshot | None = None, listers: Listers | None = None) -> None:
         self.snapshot = snapshot if snapshot is not None else Snapshot()
+        self.listers = listers if listers is not None else Listers()
         self._data: dict[str, Any] = {}
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
@@ -113,7 +152,7 @@ class CycleState:
     def clone(self) -> CycleState:
         """A copy preemption may change (upstream CycleState.Clone): a value with a `clone()` method — the
         state a PreFilterExtensions' add_pod/remove_pod changes in place — is cloned, others are shared."""
-        copy = CycleState(self.snapshot)
+        copy = CycleState(self.snapshot, self.listers)
         copy._data = {key: value.clone() if hasattr(value, "clone") else value for key, value in self._data.items()}
         copy.skip_filter = set(self.skip_filter)
         copy.skip_score = set(self.skip_score)

@@ -18,9 +18,13 @@ A pod that failed while a move request came in during its cycle goes to backoffQ
 unschedulable (upstream's moveRequestCycle), so the event that could have made it fit is not lost. A pod
 that failed for an error (not "fits nowhere") also goes to backoffQ.
 
-Departures: upstream moves a pod only on the events its failing plugins registered for (QueueingHints);
-here every listed event moves every unschedulable pod — the listed events are few, and a pod that still
-does not fit returns to unschedulable after one cheap cycle. No gated pods (schedulingGates).
+Which pods an event moves: the node events and an assigned pod's deletion move every unschedulable pod;
+events only some plugins registered for (upstream EventsToRegister: an assigned pod added or changed, a
+node deleted — PodTopologySpread, InterPodAffinity) pass `plugins` and move only the pods one of those
+plugins rejected (`unschedulable_plugins`, upstream's UnschedulablePlugins), or that no plugin rejected.
+Departures: upstream also asks each plugin's QueueingHint whether the event helps; here a listed event
+moves the pod — the events are few, and a pod that still does not fit returns to unschedulable after one
+cheap cycle. No gated pods (schedulingGates).
 
 Time is the injected clock's monotonic seconds; `pop` waits on the clock, so tests drive it with
 tests/support/fake_clock.py. Thread-safe.
@@ -58,6 +62,7 @@ class QueuedPodInfo:
     initial_attempt_timestamp: float | None = None
     attempts: int = 0
     unschedulable_reasons: frozenset[str] = field(default_factory=frozenset)
+    unschedulable_plugins: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def key(self) -> str:
@@ -144,12 +149,15 @@ class SchedulingQueue:
             self._backoff.pop(key, None)
             self._unschedulable.pop(key, None)
 
-    def move_all_to_active_or_backoff(self, event: str) -> None:
-        """A cluster event that could make unschedulable pods fit (`event` names it, for logs and tests)."""
+    def move_all_to_active_or_backoff(self, event: str, *, plugins: frozenset[str] | None = None) -> None:
+        """A cluster event that could make unschedulable pods fit (`event` names it, for logs and tests):
+        every unschedulable pod moves, or with `plugins` only those one of these plugins rejected (and
+        those no plugin rejected)."""
         with self._cond:
-            for info in list(self._unschedulable.values()):
-                self._requeue(info)
-            self._unschedulable.clear()
+            for key, info in list(self._unschedulable.items()):
+                if plugins is None or not info.unschedulable_plugins or info.unschedulable_plugins & plugins:
+                    del self._unschedulable[key]
+                    self._requeue(info)
             self._move_request_cycle = self.scheduling_cycle
 
     # -- scheduler side ------------------------------------------------------------------------------------
@@ -187,8 +195,10 @@ class SchedulingQueue:
             self._in_flight.discard(key)
 
     def add_unschedulable_if_not_present(self, info: QueuedPodInfo, cycle: int, *, unschedulable: bool,
-                                         reasons: frozenset[str] = frozenset()) -> None:
-        """Give back a pod whose cycle `cycle` failed: unschedulable (it fit nowhere) or an error."""
+                                         reasons: frozenset[str] = frozenset(),
+                                         plugins: frozenset[str] = frozenset()) -> None:
+        """Give back a pod whose cycle `cycle` failed: unschedulable (it fit nowhere; `plugins` rejected it)
+        or an error."""
         with self._cond:
             key = info.key
             self._in_flight.discard(key)
@@ -196,6 +206,7 @@ class SchedulingQueue:
                 return
             info.timestamp = self._clock.monotonic()
             info.unschedulable_reasons = reasons
+            info.unschedulable_plugins = plugins
             if unschedulable and self._move_request_cycle < cycle:
                 self._unschedulable[key] = info
             else:

@@ -307,3 +307,27 @@ def test_missing_object_is_404(v1, ns):
     with pytest.raises(ApiException) as caught:
         v1.read_namespaced_pod("nope", ns)
     assert caught.value.status == 404
+
+
+def test_replica_sets_and_replication_controllers_are_created_and_read_as_typed_objects(apps, v1, ns):
+    """The client deserialises every answer into its models, which require status.replicas (a Go field
+    without omitempty): create, read, list and a watch of each kind must not raise."""
+    labels = {"app": "typed"}
+    template = client.V1PodTemplateSpec(metadata=client.V1ObjectMeta(labels=labels),
+                                        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="i")]))
+    created_rs = apps.create_namespaced_replica_set(ns, client.V1ReplicaSet(
+        metadata=client.V1ObjectMeta(name="rs"),
+        spec=client.V1ReplicaSetSpec(replicas=2, selector=client.V1LabelSelector(match_labels=labels),
+                                     template=template)))
+    created_rc = v1.create_namespaced_replication_controller(ns, client.V1ReplicationController(
+        metadata=client.V1ObjectMeta(name="rc"),
+        spec=client.V1ReplicationControllerSpec(replicas=2, selector=labels, template=template)))
+    assert created_rs.status.replicas == 0 and created_rc.status.replicas == 0
+    assert apps.read_namespaced_replica_set("rs", ns).spec.replicas == 2
+    assert v1.read_namespaced_replication_controller("rc", ns).status.replicas == 0
+    assert apps.read_namespaced_replica_set_status("rs", ns).status.replicas == 0
+    assert names(apps.list_namespaced_replica_set(ns).items) == ["rs"]
+    assert names(v1.list_namespaced_replication_controller(ns).items) == ["rc"]
+    for lister in (apps.list_namespaced_replica_set, v1.list_namespaced_replication_controller):
+        events = list(watch.Watch().stream(lister, ns, timeout_seconds=1))
+        assert [(e["type"], e["object"].status.replicas) for e in events] == [("ADDED", 0)]

@@ -15,9 +15,12 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client, config, watch
 
-from tests.support.apiserver import Endpoint, running_server
+from control.apimachinery.meta import group_version
+from control.apiserver.registry import encode
+from control.apiserver.resources import by_path, storage_key
+from tests.support.apiserver import Endpoint, ThreadServer, running_server
 
 ZERO_STATUS = {
     ("apps/v1", "replicasets"): {"replicas": 0},
@@ -185,3 +188,40 @@ def test_a_watch_client_going_away_is_not_an_error(api, ns, caplog):
         api.request("POST", path, json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}})
     time.sleep(1)
     assert [(r.name, r.getMessage()) for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_objects_stored_without_the_zero_values_read_with_them(tmp_path):
+    """An object in storage that lacks them (stored before the rule, or written past the strategies) gets
+    them on every way out — get, list, and a watch event — so the official client's typed models, which
+    require status.replicas, read it (the strategies' `decorate`, upstream's Store.Decorator)."""
+    server = ThreadServer(str(tmp_path))
+    endpoint = server.start()
+    api_client = config.new_client_from_config(config_file=endpoint.kubeconfig)
+    try:
+        registry = server.server.registry
+        assert registry is not None
+        ns = f"t-{uuid.uuid4().hex[:8]}"
+        assert endpoint.request("POST", "/api/v1/namespaces", json={"metadata": {"name": ns}}).status_code == 201
+        apps, core = client.AppsV1Api(api_client), client.CoreV1Api(api_client)
+        for api_version, plural, reader, lister in (
+                ("apps/v1", "replicasets", apps.read_namespaced_replica_set, apps.list_namespaced_replica_set),
+                ("v1", "replicationcontrollers", core.read_namespaced_replication_controller,
+                 core.list_namespaced_replication_controller)):
+            legacy = workload(api_version, plural, "legacy")
+            legacy["metadata"].update(namespace=ns, uid=str(uuid.uuid4()), creationTimestamp="2024-01-01T00:00:00Z")
+            legacy["status"] = {}
+            resource = by_path(*group_version(api_version), plural)
+            assert resource is not None
+            key = storage_key(resource, ns, "legacy")
+            record = registry.storage.create(key, encode(legacy))
+            assert reader("legacy", ns).status.replicas == 0
+            listed = lister(ns)
+            assert [item.status.replicas for item in listed.items] == [0]
+            legacy["metadata"]["labels"] = {"changed": "yes"}
+            registry.storage.update(key, encode(legacy), expected_revision=record.mod_revision)
+            events = list(watch.Watch().stream(lister, ns, resource_version=listed.metadata.resource_version,
+                                               timeout_seconds=2))
+            assert [(e["type"], e["object"].status.replicas) for e in events] == [("MODIFIED", 0)]
+    finally:
+        api_client.close()
+        server.stop()

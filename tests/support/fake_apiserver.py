@@ -16,8 +16,9 @@ What it keeps of the real API server (control/apiserver/registry.py, watch.py), 
   object 404 NotFound; update with a stale resourceVersion is 409 Conflict, without one it is
   unconditional; a write that changes nothing is not written (no new resourceVersion, no event).
 - Status subresource: an update or patch of the object keeps the stored status, one of `/status` changes
-  only the status; a spec change raises metadata.generation. endpoints, events and leases may be created
-  by an update (upstream AllowCreateOnUpdate).
+  only the status, labels and annotations (the real server's `prepare_for_status_update`); a spec change
+  raises metadata.generation. endpoints, events and leases may be created by an update (upstream
+  AllowCreateOnUpdate).
 - Patches: merge, strategic (control/apiserver/patch.py) and JSON patch; a resourceVersion in the patch is
   a precondition.
 - pods/{name}/binding (create): sets spec.nodeName and PodScheduled=True once, 409 Conflict when the pod is
@@ -57,7 +58,7 @@ from control.apiserver.patch import json_merge_patch, json_patch, strategic_merg
 from control.apiserver.resources import Resource, by_kind, by_path
 from control.apiserver.status import APIError
 from control.apiserver.strategies import KINDS
-from control.apiserver.strategies.base import gc_finalizers
+from control.apiserver.strategies.base import gc_finalizers, prepare_for_status_update
 from control.apiserver.strategies.pods import assign_node
 from control.client.errors import ApiError, error_from_status
 from control.client.rest import WatchEvent
@@ -343,8 +344,9 @@ class FakeAPIServer:
             new = {**copy.deepcopy(old), "spec": {**(old.get("spec") or {}),
                                                   "finalizers": (new.get("spec") or {}).get("finalizers") or []}}
         elif target.subresource == "status":
-            new = {**copy.deepcopy(old), "status": new.get("status")}
-            if new["status"] is None:
+            status = new.get("status")
+            new = prepare_for_status_update(new, old)  # status, labels and annotations, as the real server
+            if status is None:
                 del new["status"]
         elif has_status:
             new.pop("status", None)

@@ -16,6 +16,8 @@ The store calls the hooks in this order:
 - delete: `delete_grace_seconds` → `prepare_for_delete` → `mark_deleting` → storage (an update while not
   `ready_to_remove`, else a delete) → `after_write(old, None)` once removed.
 
+- read: every object a get, list or watch returns goes through `decorate` on its way out.
+
 Everything but `begin_write`/`after_write` is pure: the store passes `now` and a fresh uid, so the rules
 are tested without a server.
 
@@ -190,6 +192,12 @@ class Strategy:
         if isinstance(current, dict):
             for key, zero in self.status_zero_values.items():
                 current.setdefault(key, deep_copy(zero))
+
+    def decorate(self, obj: dict[str, Any]) -> None:
+        """Called on every object the store hands out — get, list, watch events (upstream
+        genericregistry.Store.Decorator). Fills the status zero values, so an object stored before a rule
+        existed, or written past the strategies, still reads as upstream serialises it."""
+        self.fill_status(obj)
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         """Upstream Validate / ValidateUpdate (control.api.validation, shared with the kubelet)."""

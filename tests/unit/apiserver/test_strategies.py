@@ -257,6 +257,20 @@ def test_status_zero_values_on_create_and_status_writes(group_version, plural, z
     assert strategy.prepare_for_subresource_update("status", kept, obj)["status"] == {**zero, **kept["status"]}
 
 
+@pytest.mark.parametrize("group_version,plural,stored,expected", [
+    pytest.param("apps/v1", "replicasets", {"readyReplicas": 2}, {"replicas": 0, "readyReplicas": 2}, id="rs"),
+    pytest.param("v1", "replicationcontrollers", None, {"replicas": 0}, id="rc-without-status"),
+    pytest.param("apps/v1", "replicasets", {"replicas": 4}, {"replicas": 4}, id="rs-value-kept"),
+    pytest.param("apps/v1", "deployments", None, None, id="deployment-untouched"),
+])
+def test_decorate_gives_every_read_object_the_zero_values(group_version, plural, stored, expected):
+    obj: dict = {"metadata": {"name": "w"}, "spec": {}}
+    if stored is not None:
+        obj["status"] = stored
+    strategy_for(_resource(group_version, plural)).decorate(obj)
+    assert obj.get("status") == expected
+
+
 def test_secret_string_data_wins_over_data_and_is_not_stored():
     secrets = strategy_for(_resource("v1", "secrets"))
     obj = {"metadata": {"name": "s"}, "data": {"a": "eA==", "b": "eQ=="}, "stringData": {"b": "two", "c": "3"}}

@@ -110,6 +110,8 @@ def test_creates_the_missing_pods_with_owner_references_and_events(harness):
     creates = [a for a in harness.api.actions_of("rs", "create") if "/pods" in a.path]
     assert len(creates) == 3
     assert harness.events() == sorted(("SuccessfulCreate", f"Created pod: {p['metadata']['name']}") for p in pods)
+    sources = {e["source"]["component"] for e in harness.client.list(resource_path("v1", "events"))["items"]}
+    assert sources == {"replicaset-controller" if harness.kind is REPLICA_SET else "replication-controller"}
     # As upstream, the status counts the pods the sync started from; the pods' add events sync again.
     assert status == {"replicas": 0, "observedGeneration": 1}
     assert harness.sync()["status"] == {"replicas": 3, "fullyLabeledReplicas": 3, "observedGeneration": 1}

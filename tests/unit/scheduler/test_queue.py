@@ -128,3 +128,22 @@ def test_pop_waits_for_an_add_and_close_ends_the_wait() -> None:
     queue.close()
     thread.join(5)
     assert got[1] is None
+
+
+def test_an_event_for_some_plugins_moves_only_the_pods_they_rejected() -> None:
+    """Upstream EventsToRegister: an assigned pod's add moves what PodTopologySpread rejected, not what
+    only NodeResourcesFit rejected; a pod no plugin rejected moves on any event."""
+    clock = FakeClock()
+    queue = SchedulingQueue(clock=clock)
+    spread, cpu, unknown = make_pod("spread"), make_pod("cpu"), make_pod("unknown")
+    for pod, plugins in ((spread, {"NodeAffinity", "PodTopologySpread"}), (cpu, {"NodeResourcesFit"}),
+                         (unknown, set())):
+        queue.add(pod)
+        info = _pop_now(queue)
+        queue.add_unschedulable_if_not_present(info, queue.scheduling_cycle, unschedulable=True,
+                                               plugins=frozenset(plugins))
+    clock.step(30)
+    queue.move_all_to_active_or_backoff("AssignedPodAdd", plugins=frozenset({"PodTopologySpread", "InterPodAffinity"}))
+    assert (queue.where(spread), queue.where(cpu), queue.where(unknown)) == (ACTIVE, UNSCHEDULABLE, ACTIVE)
+    queue.move_all_to_active_or_backoff("NodeAdd")
+    assert queue.where(cpu) == ACTIVE

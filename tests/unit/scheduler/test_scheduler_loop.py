@@ -184,3 +184,37 @@ def test_each_profile_schedules_its_own_pods_and_reports_as_its_scheduler_name()
         assert 'scheduler_schedule_attempts_total{profile="bin-packing",result="scheduled"} 3.0' in text
     finally:
         harness.close()
+
+
+def _spread_pod(name: str, *, node: str = "", node_selector: dict | None = None) -> dict:
+    pod = make_pod(name, node_name=node, node_selector=node_selector)
+    pod["metadata"]["labels"] = {"app": "spread"}
+    pod["spec"]["topologySpreadConstraints"] = [{
+        "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "spread"}}, "nodeAffinityPolicy": "Ignore"}]
+    return pod
+
+
+def test_a_pod_rejected_by_topology_spread_is_retried_when_an_assigned_pod_comes_or_goes() -> None:
+    """n1 holds 2 pods of the group, n2 one, n3 none, and the pod may only go to n1 or n2: skews 3-0 and
+    2-0 break maxSkew 1 (nodeAffinityPolicy Ignore: n3 counts). When a group pod lands on n3 (an assigned
+    pod added, the event PodTopologySpread registered for) the pod is retried and n2 fits."""
+    nodes = [make_node(n, labels={"kubernetes.io/hostname": n, "pool": "a" if n != "n3" else "b"})
+             for n in ("n1", "n2", "n3")]
+    server = FakeAPIServer(*nodes)
+    h = Harness(server)
+    try:
+        for name, node in (("g1", "n1"), ("g2", "n1"), ("g3", "n2")):
+            server.add(_spread_pod(name, node=node))
+        server.add(_spread_pod("new", node_selector={"pool": "a"}))
+        h.start()
+        failed = wait_until(lambda: h.events("FailedScheduling"))
+        assert failed[0]["message"] == (
+            "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) didn't "
+            "match pod topology spread constraints. preemption: 0/3 nodes are available: 1 Preemption is not "
+            "helpful for scheduling, 2 No preemption victims found for incoming pod.")
+        wait_until(lambda: h.scheduler.queue.pending()["unschedulable"] == 1)
+        server.add(_spread_pod("g4", node="n3"))
+        assert wait_until(lambda: h.node_of("new"), timeout=10) == "n2"
+    finally:
+        h.close()
