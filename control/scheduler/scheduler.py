@@ -10,7 +10,8 @@ a failed binding forgets the assumed pod and requeues it with backoff), eventhan
 changes go where: a bound pod to the cache, a pending pod of this scheduler's names to the queue; node
 changes and deleted or finished bound pods move unschedulable pods back; an assigned pod added or
 changed and a node deleted move back the pods PodTopologySpread or InterPodAffinity rejected, the plugins
-upstream registers for those events) and DefaultBinder (POST
+upstream registers for those events, InterPodAffinity's only when its queueing hint says the pod may fit
+now) and DefaultBinder (POST
 pods/{name}/binding). Events: "Scheduled" ("Successfully assigned ns/pod to node") and
 "FailedScheduling" with FitError's message, reported by the pod's profile (component = its schedulerName,
 as upstream gives each profile its own recorder). The queue's backoff is the configuration's
@@ -56,6 +57,8 @@ from control.scheduler.framework import Listers, PostFilterResult
 from control.scheduler.metrics import ERROR, SCHEDULED, UNSCHEDULABLE_RESULT, SchedulerMetrics
 from control.scheduler.nominator import Nominator
 from control.scheduler.plugins.defaultpreemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
+from control.scheduler.plugins.interpodaffinity import NAME as INTER_POD_AFFINITY
+from control.scheduler.plugins.interpodaffinity import pod_may_fit_after_pod_change
 from control.scheduler.profile import DEFAULT_SCHEDULER_NAME, Profile, build_profiles
 from control.scheduler.queue import INITIAL_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS, QueuedPodInfo, SchedulingQueue
 from control.util.clock import Clock, RealClock
@@ -140,7 +143,9 @@ class Scheduler:
             services=informers.informer("v1", "services").lister(),
             replication_controllers=informers.informer("v1", "replicationcontrollers").lister(),
             replica_sets=informers.informer("apps/v1", "replicasets").lister(),
-            stateful_sets=informers.informer("apps/v1", "statefulsets").lister())
+            stateful_sets=informers.informer("apps/v1", "statefulsets").lister(),
+            namespaces=informers.informer("v1", "namespaces").lister(),
+            pod_disruption_budgets=informers.informer("policy/v1", "poddisruptionbudgets").lister())
 
     # -- informer handlers (upstream eventhandlers.go) ------------------------------------------------------
 
@@ -152,7 +157,7 @@ class Scheduler:
             return
         if _assigned(pod):
             self.cache.add_pod(pod)
-            self.queue.move_all_to_active_or_backoff("AssignedPodAdd", plugins=POD_TOPOLOGY_PLUGINS)
+            self._assigned_pod_changed("AssignedPodAdd", None, pod)
         elif self._responsible(pod):
             self.queue.add(pod)
             self.nominator.add(pod)
@@ -168,9 +173,9 @@ class Scheduler:
             else:
                 self.cache.update_pod(new)
                 if not _assigned(old):
-                    self.queue.move_all_to_active_or_backoff("AssignedPodAdd", plugins=POD_TOPOLOGY_PLUGINS)
+                    self._assigned_pod_changed("AssignedPodAdd", None, new)
                 elif _pod_labels(old) != _pod_labels(new):
-                    self.queue.move_all_to_active_or_backoff("AssignedPodUpdate", plugins=POD_TOPOLOGY_PLUGINS)
+                    self._assigned_pod_changed("AssignedPodUpdate", old, new)
         elif self._responsible(new) and not _terminal(new) and not self.cache.is_assumed(new):
             self.queue.update(old, new)
             self.nominator.update(old, new)
@@ -182,6 +187,13 @@ class Scheduler:
         else:
             self.queue.delete(pod)
             self.nominator.delete(pod)
+
+    def _assigned_pod_changed(self, event: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        """A bound pod came or changed its labels: retry the pods PodTopologySpread rejected, and those
+        InterPodAffinity rejected if its hint says this pod may let them in (upstream AssignedPodAdd /
+        AssignedPodUpdate)."""
+        self.queue.move_all_to_active_or_backoff(event, plugins=POD_TOPOLOGY_PLUGINS, hints={
+            INTER_POD_AFFINITY: lambda pending: pod_may_fit_after_pod_change(pending, old, new)})
 
     def _node_added(self, node: dict[str, Any]) -> None:
         self.cache.add_node(node)
