@@ -11,23 +11,37 @@ runtime's with one restriction: its list holds only this test's images and the p
 must free "everything eligible" can never reach an image the suite needs (slimkube/busybox:1, which on a
 real node is just an unused image) nor anything else on this host. The pause image is in that list on
 purpose: it is unused here and would be the first to go if pinning failed (the cleanup rebuilds it then).
+
+The kubelet: a real one runs both collectors on their periods: its container GC removes the older dead
+instance of a live pod's container, and its image GC, told to act at 1% usage but to touch no image
+younger than 1000 hours, reads the real disk and reports FreeDiskSpaceFailed on the Node.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import tarfile
+import time
+import uuid
 
 import docker.errors
 import pytest
 
+from control.client.rest import RESTClient
+from nodeagent.config import KubeletConfig
 from nodeagent.gc.containers import ContainerGCPolicy
 from nodeagent.gc.images import ImageGCPolicy
 from nodeagent.gc.manager import ContainerGC, ImageGCError, ImageGCManager
-from nodeagent.images import BUSYBOX_IMAGE, PAUSE, PAUSE_IMAGE, ensure_image
+from nodeagent.images import BUSYBOX, BUSYBOX_IMAGE, PAUSE, PAUSE_IMAGE, ensure_image
+from nodeagent.kubelet import Kubelet
+from nodeagent.network.bridge import delete_bridge
 from nodeagent.runtime import labels as L
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.interface import ContainerConfig, ImageRecord
+from tests.support.apiserver import ThreadServer
+from tests.support.hostnet import free_pod_cidr
+from tests.support.polling import wait_for
 from tests.support.substrate import TEST_LABEL
 
 
@@ -200,3 +214,83 @@ def test_image_gc_frees_the_least_recently_used_unused_image_and_never_the_pause
     assert recorder.events == [("FreeDiskSpaceFailed",
                                 f"Failed to garbage collect required amount of images. Attempted to free {need} "
                                 f"bytes, but only found {size_new} bytes eligible to free.")]
+
+
+@pytest.fixture
+def kubelet(tmp_path_factory, docker_api, images, iptables, cleanup):
+    """A real kubelet (API server in a thread) whose container GC runs every half second and whose image
+    GC must act (high threshold 1%) but may remove nothing (a minimum age of 1000 hours): the real disk,
+    `docker info` and the Node's events, with no image of this host at risk."""
+    rid = uuid.uuid4().hex[:6]
+    server = ThreadServer(str(tmp_path_factory.mktemp("apiserver")))
+    client = RESTClient.from_kubeconfig(server.start().kubeconfig)
+    config = KubeletConfig(
+        node_name=f"sktest-{rid}", node_ip="127.0.0.1", address="127.0.0.1", port=0,
+        data_dir=str(tmp_path_factory.mktemp("kubelet")), pod_cidr=free_pod_cidr(), pod_bridge=f"sktest{rid}"[:15],
+        veth_prefix="sktest", pod_forward_chain=f"KUBE-SKTEST-{rid}-FWD",
+        pod_masquerade_chain=f"KUBE-SKTEST-{rid}-MASQ",
+        pleg_relist_period=0.25, container_gc_period=0.5, image_gc_period=0.5,
+        image_gc_high_threshold_percent=1, image_gc_low_threshold_percent=0, image_minimum_gc_age=3_600_000.0)
+    labels = {TEST_LABEL: rid}
+    node = Kubelet(config, client, extra_labels=labels, oom_score_adj=None)
+
+    def stop() -> None:
+        try:
+            for pod in client.list("/api/v1/namespaces/default/pods").get("items") or []:
+                client.delete(f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}", grace_period_seconds=0)
+        finally:
+            node.stop()
+            for entry in docker_api.containers(all=True, filters={"label": f"{TEST_LABEL}={rid}"}):
+                docker_api.remove_container(entry["Id"], force=True)
+            if node.parts is not None:
+                node.parts.network.manager.remove_host_rules()
+            delete_bridge(config.pod_bridge)
+            client.close()
+            server.stop()
+            for spec in (PAUSE, BUSYBOX):
+                ensure_image(docker_api, spec)  # only does something if the image GC wrongly removed one
+
+    cleanup(stop)
+    node.start()
+    return node, client, labels
+
+
+def test_the_kubelet_runs_both_collectors(kubelet, docker_api):
+    node, client, labels = kubelet
+    name = node.config.node_name
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gc-live", "namespace": "default"},
+            "spec": {"nodeName": name, "terminationGracePeriodSeconds": 1, "containers": [
+                {"name": "app", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never", "command": ["sleep", "3600"]}]}}
+    pod = client.create("/api/v1/namespaces/default/pods", body)
+    uid = pod["metadata"]["uid"]
+    sandbox = wait_for(lambda: docker_api.containers(filters={"label": [f"{L.POD_UID}={uid}",
+                                                                        f"{L.CONTAINER_TYPE}=podsandbox"]}),
+                       30, "the pod's sandbox running")[0]["Id"]
+    # Two dead instances of a container the spec no longer has: only the container GC removes the older.
+    runtime = DockerRuntime(docker_api, node_name=name)
+    dead = []
+    for attempt in range(2):
+        cid = runtime.create_container(pod, {"name": "retired", "image": BUSYBOX_IMAGE}, sandbox_id=sandbox,
+                                       attempt=attempt, config=ContainerConfig(image=BUSYBOX_IMAGE, args=("true",)),
+                                       extra_labels=labels)
+        runtime.start_container(cid)
+        docker_api.wait(cid, timeout=30)
+        dead.append(cid)
+
+    def present() -> set[str]:
+        return {c["Id"] for c in docker_api.containers(all=True, filters={"label": f"{L.POD_UID}={uid}"})}
+
+    wait_for(lambda: dead[0] not in present(), 15, "the container GC removing the older dead instance")
+    time.sleep(1.5)  # a few more rounds
+    assert dead[1] in present() and sandbox in present()
+
+    def failed_events() -> list[dict]:
+        return [e for e in client.list("/api/v1/events").get("items") or []
+                if e.get("reason") == "FreeDiskSpaceFailed" and e["involvedObject"].get("name") == name]
+
+    event = wait_for(failed_events, 15, "a FreeDiskSpaceFailed event on the Node")[0]
+    assert event["type"] == "Warning"
+    assert re.fullmatch(r"Failed to garbage collect required amount of images\. Attempted to free \d+ bytes, "
+                        r"but only found 0 bytes eligible to free\.", event["message"])
+    for ref in (PAUSE_IMAGE, BUSYBOX_IMAGE):
+        docker_api.inspect_image(ref)  # still there

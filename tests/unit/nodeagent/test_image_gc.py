@@ -209,5 +209,5 @@ def test_image_gc_failed_event_only_for_repeated_failures() -> None:
                 stop.set()
             raise ImageGCError(f"round {len(calls)}")
 
-    run_image_gc(Failing(), period=0, stop=stop, recorder=recorder, node_ref={})  # type: ignore[arg-type]
+    run_image_gc(Failing(), period=0, stop=stop, recorder=recorder, node_ref={})
     assert recorder.events == [("Warning", "ImageGCFailed", "round 2"), ("Warning", "ImageGCFailed", "round 3")]
