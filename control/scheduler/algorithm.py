@@ -36,6 +36,7 @@ from control.scheduler.framework import (
     NO_NODES_AVAILABLE,
     Code,
     CycleState,
+    Listers,
     Pod,
     PostFilterResult,
     PreFilterExtensions,
@@ -66,6 +67,12 @@ class FitError:
     @property
     def reasons(self) -> frozenset[str]:
         return frozenset(reason for status in self.node_statuses.values() for reason in status.reasons)
+
+    @property
+    def plugins(self) -> frozenset[str]:
+        """The plugins that rejected a node (upstream Diagnosis.UnschedulablePlugins): the queue moves the pod
+        back on the cluster events those plugins care about."""
+        return frozenset(status.plugin for status in self.node_statuses.values() if status.plugin)
 
 
 class SchedulingError(Exception):
@@ -241,12 +248,14 @@ def run_post_filters(framework: Framework, state: CycleState, pod: Pod,
 
 
 def schedule_one(pod: Pod, snapshot: Snapshot, profile: Profile, rng: random.Random, *,
-                 start_index: int = 0, nominated: Nominated | None = None) -> ScheduleResult:
-    """Where `pod` goes (module notes); `nominated`: the pods nominated to each node. Raises SchedulingError
-    when a plugin fails with an error."""
+                 start_index: int = 0, nominated: Nominated | None = None,
+                 listers: Listers | None = None) -> ScheduleResult:
+    """Where `pod` goes (module notes); `nominated`: the pods nominated to each node; `listers`: the
+    informer caches plugins read (none: an empty cluster's). Raises SchedulingError when a plugin fails with
+    an error."""
     if not snapshot.node_list:
         return ScheduleResult(None, 0, 0, FitError(0))
-    state = CycleState(snapshot)
+    state = CycleState(snapshot, listers)
     framework = Framework(profile, snapshot, rng, nominated=nominated)
     feasible, rejected, evaluated = find_feasible(pod, framework, state, start_index=start_index)
     if not feasible:
