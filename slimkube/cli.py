@@ -352,6 +352,12 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     plan = _nodes_plan(node_count, nodes_cidr, config, data_dir=data_dir, bind_address=bind_address)
     if plan is not None and not config.node_ip:  # every node's address on the one node network
         config = dataclasses.replace(config, node_ip=plan.host_ip)
+    if plan is not None and config.address not in ("0.0.0.0", "::", config.node_ip):
+        # the API server dials each kubelet at its InternalIP (logs, exec): a kubelet.yaml `address` of
+        # 127.0.0.1 would hide node 1's from it, so it listens on the node network address it advertises
+        _say(f"[up] kubelet address {config.address} is not the node's InternalIP {config.node_ip}: "
+             f"listening on {config.node_ip}")
+        config = dataclasses.replace(config, address=config.node_ip)
     server_config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
                                  service_cidr=service_cidr, cluster_cidr=config.cluster_cidr,
                                  advertise_address=plan.host_ip if plan is not None else None)
