@@ -118,12 +118,14 @@ def test_a_wrong_token_gets_401_and_nothing_runs(kubelet: dict[str, Any]) -> Non
 
 
 def test_a_certificate_from_another_ca_is_refused_in_the_handshake(kubelet: dict[str, Any], tmp_path: Path) -> None:
+    """With TLS 1.3 the client learns of the refusal after its side of the handshake: an SSL alert or the
+    connection closed without an answer, depending on timing; either way no HTTP answer and nothing runs."""
     cert = other_ca_client_cert(tmp_path)
     for path in PROTECTED:
-        with pytest.raises(requests.exceptions.SSLError, match="(?i)unknown ca|alert|certificate"):
+        with pytest.raises(requests.exceptions.ConnectionError):
             requests.get(kubelet["base"] + path, cert=cert, verify=kubelet["ca"], timeout=5)
     # the kubelet's own certificate, from the right CA but for serving only, is no client certificate either
-    with pytest.raises(requests.exceptions.SSLError):
+    with pytest.raises(requests.exceptions.ConnectionError):
         requests.get(kubelet["base"] + "/pods", cert=(kubelet["tls"].cert_file, kubelet["tls"].key_file),
                      verify=kubelet["ca"], timeout=5)
     assert kubelet["calls"] == [] and kubelet["reviews"] == []

@@ -141,7 +141,7 @@ def test_kubelet_server_and_the_api_servers_log_proxy(client, server_dir, setup,
     session = requests.Session()  # what the API server presents; tests/integration/test_kubelet_authn_api.py
     session.cert = (os.path.join(server_dir, "tls", "apiserver-kubelet-client.crt"),  # has the refusals
                     os.path.join(server_dir, "tls", "apiserver-kubelet-client.key"))
-    session.verify = client.config.ca_file
+    session.verify, session.trust_env = client.config.ca_file, False  # REQUESTS_CA_BUNDLE would override verify
     cleanup(session.close)
     assert session.get(f"{base}/healthz", timeout=5).text == "ok"
     failed.append("pleg")
