@@ -36,6 +36,7 @@ from control.scheduler.framework import (
     NO_NODES_AVAILABLE,
     Code,
     CycleState,
+    Listers,
     Pod,
     PostFilterResult,
     PreFilterExtensions,
@@ -66,6 +67,12 @@ class FitError:
     @property
     def reasons(self) -> frozenset[str]:
         return frozenset(reason for status in self.node_statuses.values() for reason in status.reasons)
+
+    @property
+    def plugins(self) -> frozenset[str]:
+        """The plugins that rejected a node (upstream Diagnosis.UnschedulablePlugins): the queue moves the pod
+        back on the cluster events those plugins care about."""
+        return frozenset(status.plugin for status in self.node_statuses.values() if status.plugin)
 
 
 class SchedulingError(Exception):
@@ -144,6 +151,8 @@ class Framework:
         return True, state_out, node_out
 
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        if not self._nominated:  # the common case: nothing nominated anywhere
+            return self.run_filters(state, pod, node)
         added, state_with, node_with = self._with_nominated_pods(state, pod, node)
         status = self.run_filters(state_with, pod, node_with)
         if added and status.is_success:
@@ -241,12 +250,14 @@ def run_post_filters(framework: Framework, state: CycleState, pod: Pod,
 
 
 def schedule_one(pod: Pod, snapshot: Snapshot, profile: Profile, rng: random.Random, *,
-                 start_index: int = 0, nominated: Nominated | None = None) -> ScheduleResult:
-    """Where `pod` goes (module notes); `nominated`: the pods nominated to each node. Raises SchedulingError
-    when a plugin fails with an error."""
+                 start_index: int = 0, nominated: Nominated | None = None,
+                 listers: Listers | None = None) -> ScheduleResult:
+    """Where `pod` goes (module notes); `nominated`: the pods nominated to each node; `listers`: the
+    informer caches plugins read (none: an empty cluster's). Raises SchedulingError when a plugin fails with
+    an error."""
     if not snapshot.node_list:
         return ScheduleResult(None, 0, 0, FitError(0))
-    state = CycleState(snapshot)
+    state = CycleState(snapshot, listers)
     framework = Framework(profile, snapshot, rng, nominated=nominated)
     feasible, rejected, evaluated = find_feasible(pod, framework, state, start_index=start_index)
     if not feasible:

@@ -7,6 +7,13 @@ PostFilter uses), types.go (`FitError.Error()`'s message) and cycle_state.go (`C
 PreFilter/PreScore computes once per pod for its Filter/Score to read per node). Seed 003 shows the same
 shape; seed 000's predicates are Filters and its priorities Scores.
 
+`Listers` is the narrow part of upstream's `Handle.SharedInformerFactory()` the plugins read: the
+workload objects that select a pod (Services, ReplicationControllers, ReplicaSets, StatefulSets, for
+PodTopologySpread's default constraints and SelectorSpread), namespaces (InterPodAffinity's
+namespaceSelector) and PodDisruptionBudgets (DefaultPreemption). The scheduler fills it from its informers'
+caches; the cycle reaches it through `CycleState.listers`, so a plugin stays a plain object built from its
+args alone.
+
 A plugin is a plain object with a `name` and the methods of the extension points it implements; the
 framework asks `isinstance(plugin, FilterPlugin)` (runtime-checkable Protocols), as upstream's type
 assertions do. Filters and scores are pure: they read the pod (a dict), the CycleState and a NodeInfo of the
@@ -24,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from control.apimachinery.labels import Selector, parse_selector
 from control.scheduler.cache import Snapshot
 from control.scheduler.nodeinfo import NodeInfo, PodInfo
 
@@ -92,13 +100,74 @@ def fit_error_message(num_all_nodes: int, node_statuses: Mapping[str, Status], *
     return text
 
 
+class ObjectLister(Protocol):
+    """Read access to one informer's cache (control.client.store.Lister has it). Returned objects are
+    shared: read them, never change them."""
+
+    def list(self, namespace: str | None = None,
+             label_selector: str | Selector | None = None) -> Sequence[Mapping[str, Any]]: ...
+
+    def get(self, namespace: str | None, name: str) -> Mapping[str, Any] | None: ...
+
+
+class _NoObjects:
+    """The lister of a cluster without such objects (the default, and what tests need most)."""
+
+    def list(self, namespace: str | None = None,
+             label_selector: str | Selector | None = None) -> Sequence[Mapping[str, Any]]:
+        return ()
+
+    def get(self, namespace: str | None, name: str) -> Mapping[str, Any] | None:
+        return None
+
+
+NO_OBJECTS = _NoObjects()
+
+
+class StaticLister:
+    """An ObjectLister over a fixed list of objects (tests and benchmarks)."""
+
+    def __init__(self, objects: Sequence[Mapping[str, Any]] = ()) -> None:
+        self._objects = [dict(obj) for obj in objects]
+
+    def list(self, namespace: str | None = None,
+             label_selector: str | Selector | None = None) -> Sequence[Mapping[str, Any]]:
+        selector = parse_selector(label_selector) if isinstance(label_selector, str) else label_selector
+        return [obj for obj in self._objects
+                if (namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace)
+                and (selector is None or selector.matches((obj.get("metadata") or {}).get("labels") or {}))]
+
+    def get(self, namespace: str | None, name: str) -> Mapping[str, Any] | None:
+        return next((obj for obj in self._objects if (obj.get("metadata") or {}).get("name") == name
+                     and ((obj.get("metadata") or {}).get("namespace") or None) == (namespace or None)), None)
+
+
+@dataclass(frozen=True)
+class Listers:
+    """The informer caches plugins may read (module notes); `namespaces` is cluster-scoped,
+    `pod_disruption_budgets` policy/v1."""
+
+    services: ObjectLister = NO_OBJECTS
+    replication_controllers: ObjectLister = NO_OBJECTS
+    replica_sets: ObjectLister = NO_OBJECTS
+    stateful_sets: ObjectLister = NO_OBJECTS
+    namespaces: ObjectLister = NO_OBJECTS
+    pod_disruption_budgets: ObjectLister = NO_OBJECTS
+
+    def namespace_labels(self, name: str) -> dict[str, str]:
+        """Upstream GetNamespaceLabelsSnapshot: the namespace's labels, none if it is not in the cache."""
+        namespace = self.namespaces.get(None, name) or {}
+        return dict((namespace.get("metadata") or {}).get("labels") or {})
+
+
 class CycleState:
     """Data one plugin computes for the cycle of one pod, by key (upstream CycleState). `skip_filter` and
     `skip_score` hold the plugins whose PreFilter/PreScore said Skip; `snapshot` is the cycle's picture of
-    the cluster (upstream's handle.SnapshotSharedLister())."""
+    the cluster (upstream's handle.SnapshotSharedLister()); `listers` the informer caches (module notes)."""
 
-    def __init__(self, snapshot: Snapshot | None = None) -> None:
+    def __init__(self, snapshot: Snapshot | None = None, listers: Listers | None = None) -> None:
         self.snapshot = snapshot if snapshot is not None else Snapshot()
+        self.listers = listers if listers is not None else Listers()
         self._data: dict[str, Any] = {}
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
@@ -113,7 +182,7 @@ class CycleState:
     def clone(self) -> CycleState:
         """A copy preemption may change (upstream CycleState.Clone): a value with a `clone()` method — the
         state a PreFilterExtensions' add_pod/remove_pod changes in place — is cloned, others are shared."""
-        copy = CycleState(self.snapshot)
+        copy = CycleState(self.snapshot, self.listers)
         copy._data = {key: value.clone() if hasattr(value, "clone") else value for key, value in self._data.items()}
         copy.skip_filter = set(self.skip_filter)
         copy.skip_score = set(self.skip_score)

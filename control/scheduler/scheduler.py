@@ -8,9 +8,14 @@ a FailedScheduling event, the pod back to the queue — unschedulable, or backof
 PodScheduled condition False with reason Unschedulable (SchedulerError for errors) through pods/status;
 a failed binding forgets the assumed pod and requeues it with backoff), eventhandlers.go (which informer
 changes go where: a bound pod to the cache, a pending pod of this scheduler's names to the queue; node
-changes and deleted or finished bound pods move unschedulable pods back) and DefaultBinder (POST
+changes and deleted or finished bound pods move unschedulable pods back; an assigned pod added or
+changed and a node deleted move back the pods PodTopologySpread or InterPodAffinity rejected, the plugins
+upstream registers for those events, InterPodAffinity's only when its queueing hint says the pod may fit
+now) and DefaultBinder (POST
 pods/{name}/binding). Events: "Scheduled" ("Successfully assigned ns/pod to node") and
-"FailedScheduling" with FitError's message, from component "default-scheduler".
+"FailedScheduling" with FitError's message, reported by the pod's profile (component = its schedulerName,
+as upstream gives each profile its own recorder). The queue's backoff is the configuration's
+podInitialBackoffSeconds/podMaxBackoffSeconds (control/scheduler/config.py checks the file).
 
 Preemption (upstream preemption.go prepareCandidate / PreemptPod, schedule_one.go handleSchedulingFailure
 with its NominatingInfo, and the nominator the queue keeps): when DefaultPreemption picked a node, each
@@ -23,6 +28,9 @@ when the victims are gone. A nomination ends when the pod is assumed, bound or d
 Which pods: `spec.schedulerName` one of the profiles' names ("default-scheduler" when unset, as the API
 server's defaulting does) and no `spec.nodeName`; pods in phase Succeeded or Failed are ignored, as
 upstream's field selector on its pod informer does.
+
+The plugins' `Listers` (framework.py) are the caches of Service, ReplicationController, ReplicaSet and
+StatefulSet informers the scheduler starts beside those of pods and nodes.
 
 Threads: informer handler threads (cache, queue), the loop (`run`), a small pool for bindings and failure
 status updates. The cache and queue are thread-safe; `_next_start_index` and `_snapshot` are only touched
@@ -45,12 +53,14 @@ from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.scheduler.algorithm import SchedulingError, schedule_one
 from control.scheduler.cache import SchedulerCache, Snapshot
-from control.scheduler.framework import PostFilterResult
+from control.scheduler.framework import Listers, PostFilterResult
 from control.scheduler.metrics import ERROR, SCHEDULED, UNSCHEDULABLE_RESULT, SchedulerMetrics
 from control.scheduler.nominator import Nominator
 from control.scheduler.plugins.defaultpreemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
+from control.scheduler.plugins.interpodaffinity import NAME as INTER_POD_AFFINITY
+from control.scheduler.plugins.interpodaffinity import pod_may_fit_after_pod_change
 from control.scheduler.profile import DEFAULT_SCHEDULER_NAME, Profile, build_profiles
-from control.scheduler.queue import QueuedPodInfo, SchedulingQueue
+from control.scheduler.queue import INITIAL_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS, QueuedPodInfo, SchedulingQueue
 from control.util.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
@@ -60,6 +70,9 @@ POP_TIMEOUT_SECONDS = 1.0  # how often the loop looks at `stop` while the queue 
 BIND_WORKERS = 4
 RECORDER_SHUTDOWN_SECONDS = 5.0
 TERMINAL_PHASES = ("Succeeded", "Failed")
+# The plugins that registered for an assigned pod's add/update and a node's deletion (upstream
+# EventsToRegister of PodTopologySpread and InterPodAffinity): only the pods they rejected move back then.
+POD_TOPOLOGY_PLUGINS = frozenset({"PodTopologySpread", "InterPodAffinity"})
 
 
 class SchedulerClient(Protocol):
@@ -85,6 +98,10 @@ def _terminal(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
 
 
+def _pod_labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
+    return (pod.get("metadata") or {}).get("labels") or {}
+
+
 def _node_scheduling_properties(node: Mapping[str, Any]) -> tuple:
     """What of a Node a filter or score reads (upstream nodeSchedulingPropertiesChange)."""
     spec, status = node.get("spec") or {}, node.get("status") or {}
@@ -97,25 +114,38 @@ class Scheduler:
     def __init__(self, client: SchedulerClient, informers: InformerFactory, *,
                  config: Mapping[str, Any] | None = None, clock: Clock | None = None,
                  rng: random.Random | None = None, recorder: EventRecorder | None = None,
-                 bind_workers: int = BIND_WORKERS) -> None:
+                 bind_workers: int = BIND_WORKERS, metrics: SchedulerMetrics | None = None) -> None:
         self.client = client
         self.informers = informers
         self.profiles: dict[str, Profile] = build_profiles(config)
         self.clock: Clock = clock or RealClock()
         self.rng = rng or random.Random()
         self.cache = SchedulerCache()
-        self.queue = SchedulingQueue(clock=self.clock)
+        self.queue = SchedulingQueue(
+            clock=self.clock,
+            initial_backoff=float((config or {}).get("podInitialBackoffSeconds") or INITIAL_BACKOFF_SECONDS),
+            max_backoff=float((config or {}).get("podMaxBackoffSeconds") or MAX_BACKOFF_SECONDS))
         self.nominator = Nominator()
-        self.metrics = SchedulerMetrics()
+        self.metrics = metrics or SchedulerMetrics()
         self.metrics.watch_queue(self.queue)
-        self.recorder = recorder or EventRecorder(client, component=DEFAULT_SCHEDULER_NAME, clock=clock)
+        # One recorder per profile, reporting as the profile's schedulerName (upstream's recorder factory).
+        self.recorders = {name: recorder or EventRecorder(client, component=name, clock=clock)
+                          for name in self.profiles}
+        self.recorder = self.recorders.get(DEFAULT_SCHEDULER_NAME) or next(iter(self.recorders.values()))
         self._binder = ThreadPoolExecutor(bind_workers, thread_name_prefix="scheduler-bind")
         self._snapshot = Snapshot()
         self._next_start_index = 0
         informers.informer("v1", "pods").add_event_handler(
             on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
         informers.informer("v1", "nodes").add_event_handler(
-            on_add=self._node_added, on_update=self._node_updated, on_delete=self.cache.remove_node)
+            on_add=self._node_added, on_update=self._node_updated, on_delete=self._node_deleted)
+        self.listers = Listers(
+            services=informers.informer("v1", "services").lister(),
+            replication_controllers=informers.informer("v1", "replicationcontrollers").lister(),
+            replica_sets=informers.informer("apps/v1", "replicasets").lister(),
+            stateful_sets=informers.informer("apps/v1", "statefulsets").lister(),
+            namespaces=informers.informer("v1", "namespaces").lister(),
+            pod_disruption_budgets=informers.informer("policy/v1", "poddisruptionbudgets").lister())
 
     # -- informer handlers (upstream eventhandlers.go) ------------------------------------------------------
 
@@ -127,6 +157,7 @@ class Scheduler:
             return
         if _assigned(pod):
             self.cache.add_pod(pod)
+            self._assigned_pod_changed("AssignedPodAdd", None, pod)
         elif self._responsible(pod):
             self.queue.add(pod)
             self.nominator.add(pod)
@@ -141,6 +172,10 @@ class Scheduler:
                 self.queue.move_all_to_active_or_backoff("AssignedPodDelete")
             else:
                 self.cache.update_pod(new)
+                if not _assigned(old):
+                    self._assigned_pod_changed("AssignedPodAdd", None, new)
+                elif _pod_labels(old) != _pod_labels(new):
+                    self._assigned_pod_changed("AssignedPodUpdate", old, new)
         elif self._responsible(new) and not _terminal(new) and not self.cache.is_assumed(new):
             self.queue.update(old, new)
             self.nominator.update(old, new)
@@ -153,14 +188,28 @@ class Scheduler:
             self.queue.delete(pod)
             self.nominator.delete(pod)
 
+    def _assigned_pod_changed(self, event: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        """A bound pod came or changed its labels: retry the pods PodTopologySpread rejected, and those
+        InterPodAffinity rejected if its hint says this pod may let them in (upstream AssignedPodAdd /
+        AssignedPodUpdate)."""
+        self.queue.move_all_to_active_or_backoff(event, plugins=POD_TOPOLOGY_PLUGINS, hints={
+            INTER_POD_AFFINITY: lambda pending: pod_may_fit_after_pod_change(pending, old, new)})
+
     def _node_added(self, node: dict[str, Any]) -> None:
         self.cache.add_node(node)
         self.queue.move_all_to_active_or_backoff("NodeAdd")
+
+    def _node_deleted(self, node: dict[str, Any]) -> None:
+        self.cache.remove_node(node)
+        self.queue.move_all_to_active_or_backoff("NodeDelete", plugins=POD_TOPOLOGY_PLUGINS)
 
     def _node_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         self.cache.update_node(new)
         if _node_scheduling_properties(old) != _node_scheduling_properties(new):
             self.queue.move_all_to_active_or_backoff("NodeUpdate")
+
+    def _recorder_for(self, pod: Mapping[str, Any]) -> EventRecorder:
+        return self.recorders.get(scheduler_name(pod), self.recorder)
 
     # -- the loop ----------------------------------------------------------------------------------------------
 
@@ -178,7 +227,8 @@ class Scheduler:
         finally:
             self.queue.close()
             self._binder.shutdown(wait=True, cancel_futures=False)
-            self.recorder.shutdown(RECORDER_SHUTDOWN_SECONDS)
+            for recorder in set(self.recorders.values()):
+                recorder.shutdown(RECORDER_SHUTDOWN_SECONDS)
             log.info("scheduler stopped")
 
     def schedule_cycle(self, info: QueuedPodInfo) -> None:
@@ -193,7 +243,7 @@ class Scheduler:
         self._snapshot = self.cache.snapshot(self._snapshot)
         try:
             result = schedule_one(pod, self._snapshot, profile, self.rng, start_index=self._next_start_index,
-                                  nominated=self.nominator.snapshot())
+                                  nominated=self.nominator.snapshot(), listers=self.listers)
         except SchedulingError as exc:
             self.metrics.attempt(ERROR, profile.scheduler_name, self.clock.monotonic() - started)
             self._failed(info, cycle, str(exc), unschedulable=False)
@@ -214,7 +264,8 @@ class Scheduler:
                         return
             self.metrics.attempt(UNSCHEDULABLE_RESULT, profile.scheduler_name, self.clock.monotonic() - started)
             self._failed(info, cycle, result.fit_error.message(), unschedulable=True,
-                         reasons=result.fit_error.reasons, nominated_node=nominated)
+                         reasons=result.fit_error.reasons, plugins=result.fit_error.plugins,
+                         nominated_node=nominated)
             return
         try:
             self.cache.assume_pod(pod, result.node)
@@ -243,7 +294,8 @@ class Scheduler:
             return
         self.metrics.attempt(SCHEDULED, profile, self.clock.monotonic() - started)
         self.queue.done(info.key)
-        self.recorder.event(pod, "Normal", "Scheduled", f"Successfully assigned {namespace}/{name} to {node}")
+        self._recorder_for(pod).event(pod, "Normal", "Scheduled",
+                                      f"Successfully assigned {namespace}/{name} to {node}")
 
     def _preempt(self, preemptor: Mapping[str, Any], node: str, result: PostFilterResult) -> None:
         """Carry out DefaultPreemption's decision (upstream prepareCandidate): evict the victims, drop the
@@ -266,21 +318,24 @@ class Scheduler:
                 continue  # gone meanwhile
             log.info("preempted %s/%s on %s for %s/%s", namespace_of(victim), name_of(victim), node,
                      namespace_of(preemptor), name_of(preemptor))
-            self.recorder.event(victim, "Normal", "Preempted", f"Preempted by pod {uid} on node {node}")
+            self._recorder_for(preemptor).event(victim, "Normal", "Preempted",
+                                                f"Preempted by pod {uid} on node {node}")
         for pod in result.clear_nominations:
             self.nominator.delete(pod)
             self._binder.submit(self._update_status, pod, None, "")
 
     def _failed(self, info: QueuedPodInfo, cycle: int, message: str, *, unschedulable: bool,
-                reasons: frozenset[str] = frozenset(), nominated_node: str | None = None) -> None:
+                reasons: frozenset[str] = frozenset(), plugins: frozenset[str] = frozenset(),
+                nominated_node: str | None = None) -> None:
         """upstream handleSchedulingFailure: event, nomination (None: unchanged, "": none), back to the
         queue, PodScheduled=False (with the nomination)."""
         pod = info.pod
         log.info("unable to schedule %s/%s: %s", namespace_of(pod), name_of(pod), message)
-        self.recorder.event(pod, "Warning", "FailedScheduling", message)
+        self._recorder_for(pod).event(pod, "Warning", "FailedScheduling", message)
         if nominated_node is not None:
             self.nominator.add(pod, nominated_node)
-        self.queue.add_unschedulable_if_not_present(info, cycle, unschedulable=unschedulable, reasons=reasons)
+        self.queue.add_unschedulable_if_not_present(info, cycle, unschedulable=unschedulable, reasons=reasons,
+                                                    plugins=plugins)
         condition = {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
                      "reason": "Unschedulable" if unschedulable else "SchedulerError", "message": message}
         self._binder.submit(self._update_status, pod, condition, nominated_node)

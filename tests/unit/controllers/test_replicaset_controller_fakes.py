@@ -62,8 +62,12 @@ class Harness:
             return True
         assert wait_until(caught_up, interval=0.005)
 
-    def sync(self, name: str = "web") -> dict[str, Any]:
+    def sync(self, name: str = "web", *, observed: bool = True) -> dict[str, Any]:
+        """Sync once the caches caught up and (`observed`) the pod handlers have seen the last round's
+        creates and deletes (they run on the informers' threads, after the caches change)."""
         self.settle()
+        if observed:
+            assert wait_until(lambda: self.controller.expectations.satisfied_expectations(f"ns/{name}"))
         self.controller.sync(f"ns/{name}")
         self.settle()
         return self.client.get(f"{self.owners}/{name}")
@@ -127,12 +131,13 @@ def test_expectations_hold_back_a_second_round_until_the_creates_are_seen(harnes
     key = "ns/web"
     harness.controller.sync(key)
     assert len(harness.pods()) == 2
-    # The informer has not delivered the new pods to the handlers yet? Then the key must not create again:
-    # set the expectations as if the creates were still unseen and sync on a cache that lacks them.
+    # The pod informer's handlers observe both creates (asynchronously): the expectations are met.
+    assert wait_until(lambda: harness.controller.expectations.satisfied_expectations(key))
+    # Now as if two creates were still unseen: a sync on a cache that lacks the pods must not create again.
     harness.controller.expectations.expect_creations(key, 2)
     for pod in harness.pods():
         harness.client.delete(f"{PODS}/{pod['metadata']['name']}")
-    harness.sync()
+    harness.sync(observed=False)
     assert harness.pods() == []  # expectations unsatisfied: nothing created
     harness.controller.expectations.creation_observed(key)
     harness.controller.expectations.creation_observed(key)
@@ -230,7 +235,7 @@ def test_failed_creates_stop_the_slow_start_and_set_replica_failure(harness):
         ("ReplicaFailure", "True", "FailedCreate", message)]
     assert ("FailedCreate", f"Error creating: {message}") in harness.events()
     # Failed and skipped creates are not expected: the two made are seen, so the next sync acts at once.
-    assert harness.controller.expectations.satisfied_expectations("ns/web")
+    assert wait_until(lambda: harness.controller.expectations.satisfied_expectations("ns/web"))
     status = harness.sync()["status"]
     assert len(harness.pods()) == 10 and status["replicas"] == 2 and "conditions" not in status
     assert harness.sync()["status"]["replicas"] == 10

@@ -105,10 +105,11 @@ def test_profiles_from_a_kube_scheduler_configuration() -> None:
         ]})
     default = profiles["default-scheduler"]
     assert [(p.name, w) for p, w in default.score] == [
-        ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1),
-        ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1)]
+        ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1)]
     assert [p.name for p in default.filter] == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
-                                                "NodePorts", "NodeResourcesFit"]
+                                                "NodePorts", "NodeResourcesFit", "VolumeRestrictions",
+                                                "PodTopologySpread", "InterPodAffinity"]
     other = profiles["no-scoring"]
     assert [(p.name, w) for p, w in other.score] == [("NodeResourcesFit", 5)]
     assert "TaintToleration" not in [p.name for p in other.filter]
@@ -117,5 +118,5 @@ def test_profiles_from_a_kube_scheduler_configuration() -> None:
 
 
 def test_an_unknown_plugin_is_refused() -> None:
-    with pytest.raises(ValueError, match="PodTopologySpread"):
-        build_profiles({"profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "PodTopologySpread"}]}}}]})
+    with pytest.raises(ValueError, match="VolumeZone"):
+        build_profiles({"profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "VolumeZone"}]}}}]})
