@@ -10,7 +10,9 @@ depend on, in upstream's order:
   2. register the Node (NodeReporter): an API server that cannot be reached here is fatal;
   3. the pod network: podCIDR from the config, else the Node's spec.podCIDR, else a clear error; IPAM
      under `state_dir`, bridge and host rules ensured, and the addresses of sandboxes that no longer run
-     released (restart safety: running sandboxes keep theirs).
+     released (restart safety: running sandboxes keep theirs);
+  4. the serving certificate of the HTTPS API, signed by the cluster CA through the API server
+     (nodeagent/servingcert.py), and the TokenReview cache that authenticates bearer tokens (nodeagent/authn.py).
 
 No thread starts here (the caller's event recorder aside): `Kubelet.start` starts the PLEG, the pod
 sources, the status loop, the HTTP server and housekeeping in its documented order.
@@ -39,8 +41,14 @@ from control.client.informer import InformerFactory, SharedInformer
 from control.client.paths import resource_path
 from control.client.rest import RESTClient
 from control.util.iptables import detect
+from nodeagent import servingcert
+from nodeagent.authn import TokenReviewCache
 from nodeagent.config import KubeletConfig
+from nodeagent.gc.containers import ContainerGCPolicy
+from nodeagent.gc.images import ImageGCPolicy
+from nodeagent.gc.manager import ContainerGC, ImageGCManager, docker_root_usage
 from nodeagent.hooks import HookRunner
+from nodeagent.images import PAUSE_IMAGE
 from nodeagent.mirror import MirrorPods, is_mirror
 from nodeagent.network.ipam import LocalIPAM, state_path
 from nodeagent.network.manager import PodNetworkManager
@@ -63,6 +71,8 @@ from nodeagent.status_manager import StatusManager
 from nodeagent.sync import PodSyncer
 
 log = logging.getLogger(__name__)
+SERVING_CERT_PATH = "/v1-slimkube/serving-kubelet-certificate"  # control/apiserver/kubeletcerts.py
+TOKEN_REVIEWS_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 
 
 class KubeletError(RuntimeError):
@@ -230,6 +240,8 @@ class KubeletParts:
     sources: PodSources
     server: KubeletServer
     pod_cidr: str
+    container_gc: ContainerGC
+    image_gc: ImageGCManager | None  # None: imageGCHighThresholdPercent 100 turns it off (upstream)
 
 
 def connect_docker(config: KubeletConfig) -> docker.APIClient:
@@ -298,8 +310,50 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                 return latest.id if latest is not None else None
         return None
 
-    server = KubeletServer(config.address, config.port, pods=lambda: [dict(p) for p in workers.pods()],
+    try:
+        tls = servingcert.ensure(config.state_dir, config.node_name, addresses=(node_ip, config.address),
+                                 hostnames=servingcert.host_names(), ca_file=client.config.ca_file,
+                                 sign=lambda body: client.create(SERVING_CERT_PATH, body)["certificate"])
+    except Exception as exc:
+        raise KubeletError(f"getting the kubelet's serving certificate failed: {exc}") from exc
+    if config.address not in ("0.0.0.0", "::", node_ip):
+        log.warning("the kubelet API listens on %s but the node reports InternalIP %s: the API server dials "
+                    "that address and will not reach this kubelet", config.address, node_ip)
+    tokens = TokenReviewCache(lambda token: client.create(TOKEN_REVIEWS_PATH, {
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}))
+    server = KubeletServer(config.address, config.port, tls=tls, authenticate_token=tokens.authenticate,
+                           pods=lambda: [dict(p) for p in workers.pods()],
                            runtime=runtime, health=health, find_container=find_container,
                            node_name=config.node_name, fs_path=config.data_dir)
+    container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)
     return KubeletParts(runtime=runtime, reporter=reporter, network=network, syncer=syncer, status=status,
-                        probes=probes, pleg=pleg, workers=workers, sources=sources, server=server, pod_cidr=pod_cidr)
+                        probes=probes, pleg=pleg, workers=workers, sources=sources, server=server, pod_cidr=pod_cidr,
+                        container_gc=container_gc, image_gc=image_gc)
+
+
+def node_reference(node_name: str) -> dict[str, str]:
+    """The Node as the kubelet's events name it (upstream nodeRef: the uid is the node name)."""
+    return {"kind": "Node", "name": node_name, "uid": node_name, "apiVersion": "v1"}
+
+
+def _garbage_collectors(config: KubeletConfig, runtime: DockerRuntime, recorder: EventRecorder,
+                        sources: PodSources, workers: PodWorkers) -> tuple[ContainerGC, ImageGCManager | None]:
+    """The container GC, which counts a pod as deleted once every source has listed and neither a source
+    nor a pod worker has it; and the image GC on Docker's data root, the pause image pinned."""
+
+    def known_pods() -> frozenset[str] | None:
+        wanted = sources.wanted()
+        return None if wanted is None else frozenset(wanted | workers.uids())
+
+    container_gc = ContainerGC(runtime, ContainerGCPolicy(
+        min_age=config.minimum_container_ttl_duration,
+        max_per_pod_container=config.maximum_dead_containers_per_container,
+        max_containers=config.maximum_dead_containers), known_pods=known_pods)
+    if config.image_gc_high_threshold_percent >= 100:
+        return container_gc, None
+    image_gc = ImageGCManager(runtime, docker_root_usage(runtime.image_fs_path), ImageGCPolicy(
+        high_threshold_percent=config.image_gc_high_threshold_percent,
+        low_threshold_percent=config.image_gc_low_threshold_percent,
+        min_age=config.image_minimum_gc_age), recorder=recorder, node_ref=node_reference(config.node_name),
+        pinned=(PAUSE_IMAGE,))
+    return container_gc, image_gc

@@ -55,6 +55,42 @@ _resource_quota_sync_option = click.option(  # `server` and `up`; checked by _co
     "when a counted object is created, changes or is deleted).")
 
 
+def _scheduler_options(command):  # `server` and `up`; checked by _scheduler_settings
+    for option in reversed([
+        click.option("--scheduler-config", type=click.Path(dir_okay=False), metavar="FILE",
+                     help="KubeSchedulerConfiguration YAML (kubescheduler.config.k8s.io/v1): profiles, plugins, "
+                     "weights, pluginConfig, percentageOfNodesToScore, pod backoff [default: one profile, "
+                     "default-scheduler, with upstream's default plugins]."),
+        click.option("--scheduler-bind-address", default="127.0.0.1", show_default=True,
+                     help="Where the scheduler serves /healthz, /livez, /readyz and /metrics (plain HTTP)."),
+        click.option("--scheduler-port", default=10259, show_default=True, type=click.IntRange(0, 65535),
+                     help="The scheduler's health and metrics port; 0 serves none."),
+    ]):
+        command = option(command)
+    return command
+
+
+def _scheduler_settings(config_file: str | None, bind_address: str, port: int):  # -> SchedulerOptions
+    """The scheduler's flags and its checked config file; a bad file or address is a usage error (exit 2)."""
+    import ipaddress
+
+    from control.scheduler.config import load
+    from control.util.componentconfig import ConfigError
+    from slimkube.controlplane import SchedulerOptions
+
+    try:
+        ipaddress.ip_address(bind_address)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--scheduler-bind-address") from None
+    config = None
+    if config_file:
+        try:
+            config = load(config_file)
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc), param_hint="--scheduler-config") from None
+    return SchedulerOptions(config=config, address=(bind_address, port) if port else None)
+
+
 _max_endpoints_per_slice_option = click.option(  # `server` and `up`
     "--max-endpoints-per-slice", default=100, show_default=True, type=click.IntRange(1, 1000),
     help="The most endpoints the EndpointSlice controller puts in one EndpointSlice.")
@@ -126,12 +162,14 @@ def _parse_disable(text: str) -> frozenset[str]:
 @click.option("--leader-elect-lease-duration", default="15s", show_default=True, metavar="DURATION")
 @click.option("--leader-elect-renew-deadline", default="10s", show_default=True, metavar="DURATION")
 @click.option("--leader-elect-retry-period", default="2s", show_default=True, metavar="DURATION")
+@_scheduler_options
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
            advertise_address: str | None, disable: str, node_monitor_grace_period: str,
            resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
            leader_elect: bool, leader_elect_lease_duration: str,
-           leader_elect_renew_deadline: str, leader_elect_retry_period: str, verbose: bool) -> None:
+           leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
+           scheduler_bind_address: str, scheduler_port: int, verbose: bool) -> None:
     """Run the control plane: the API server and the controller manager (the endpoints controller).
     Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
     import asyncio
@@ -158,6 +196,7 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
                                     loadbalancer_address_pool=loadbalancer_address_pool)
     election = _leader_election(leader_elect, leader_elect_lease_duration, leader_elect_renew_deadline,
                                 leader_elect_retry_period)
+    scheduler = _scheduler_settings(scheduler_config, scheduler_bind_address, scheduler_port)
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
@@ -168,8 +207,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         sdnotify.ready()
 
     try:
-        asyncio.run(serve_forever(config, disable=disabled, election=election, settings=settings, ready=ready,
-                                 stopping=sdnotify.stopping))
+        asyncio.run(serve_forever(config, disable=disabled, election=election, settings=settings,
+                                  scheduler=scheduler, ready=ready, stopping=sdnotify.stopping))
     except ValueError as exc:  # a bad --datastore URL
         raise click.UsageError(str(exc)) from None
 
@@ -270,7 +309,7 @@ def _client_config(kubeconfig: str | None, server: str | None, token: str | None
               help="Connect with this kubeconfig instead of --server/--token.")
 @click.option("--data-dir", help=f"Kubelet state (IPAM, pod volumes, the server's CA) [default: {DEFAULT_DATA_DIR}].")
 @click.option("--port", "--kubelet-port", "kubelet_port", type=click.IntRange(0, 65535),
-              help="The kubelet's HTTP port (logs, /pods, /stats) [default: 10250].")
+              help="The kubelet's HTTPS port (logs, /pods, /stats) [default: 10250].")
 @click.option("--cluster-cidr", help="Pod addresses of the whole cluster (not masqueraded between pods) "
               "[default: the config's, 10.244.0.0/16].")
 @_kubelet_options
@@ -322,7 +361,7 @@ def _default_kubelet_config_file(data_dir: str, config_file: str | None) -> str 
 @click.option("--cluster-cidr", default=None,
               help="Pod addresses; this node gets its first /24 [default: the kubelet config's, 10.244.0.0/16].")
 @click.option("--kubelet-port", "kubelet_port", type=click.IntRange(0, 65535),
-              help="The kubelet's HTTP port (logs, /pods, /stats) [default: 10250].")
+              help="The kubelet's HTTPS port (logs, /pods, /stats) [default: 10250].")
 @click.option("--nodes", "node_count", default=1, show_default=True, type=click.IntRange(1, 250),
               help="Nodes to run: node 1 here, nodes 2..N each in a network namespace named NODE-i with its own "
               "`slimkube agent` and `slimkube proxy` joined by --server/--token (see `slimkube node`).")
@@ -334,11 +373,12 @@ def _default_kubelet_config_file(data_dir: str, config_file: str | None) -> str 
 @_resource_quota_sync_option
 @_max_endpoints_per_slice_option
 @_loadbalancer_pool_option
+@_scheduler_options
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
        kubelet_port: int | None, node_count: int, nodes_cidr: str, disable: str, node_monitor_grace_period: str,
        resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
-       config_file: str | None,
+       scheduler_config: str | None, scheduler_bind_address: str, scheduler_port: int, config_file: str | None,
        node_name: str | None, pod_cidr: str | None, node_ip: str | None, verbose: bool) -> None:
     """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
@@ -357,9 +397,11 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     from control.apiserver.server import ServerConfig
     from nodeagent.bootstrap import BootstrapError, join
     from nodeagent.config import default_pod_cidr
+    from nodeagent.node_status import default_ip
     from proxy.app import ProxyServer
     from slimkube.allinone import NodeError, run_up
     from slimkube.nodelock import LockHeld, NodeLock
+    from slimkube.nodes import kubelet_listen_address
     from slimkube.stopsignal import StopOnSignal
 
     for flag, value in (("--service-cidr", service_cidr), ("--cluster-cidr", cluster_cidr)):
@@ -372,6 +414,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     settings = _controller_settings(node_monitor_grace_period, resource_quota_sync_period,
                                     max_endpoints_per_slice=max_endpoints_per_slice,
                                     loadbalancer_address_pool=loadbalancer_address_pool)
+    scheduler = _scheduler_settings(scheduler_config, scheduler_bind_address, scheduler_port)
     config_file = _default_kubelet_config_file(data_dir, config_file)
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, node_ip=node_ip,
                              port=kubelet_port, cluster_cidr=cluster_cidr, pod_cidr=pod_cidr)
@@ -380,6 +423,11 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     plan = _nodes_plan(node_count, nodes_cidr, config, data_dir=data_dir, bind_address=bind_address)
     if plan is not None and not config.node_ip:  # every node's address on the one node network
         config = dataclasses.replace(config, node_ip=plan.host_ip)
+    internal_ip = config.node_ip or default_ip()  # what the kubelet will report (nodeagent/parts.py)
+    if (listen := kubelet_listen_address(config.address, internal_ip)) != config.address:
+        _say(f"[up] kubelet address {config.address} is not the node's InternalIP {internal_ip}, which the API "
+             f"server dials: listening on {listen}")
+        config = dataclasses.replace(config, address=listen)
     server_config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
                                  service_cidr=service_cidr, cluster_cidr=config.cluster_cidr,
                                  advertise_address=plan.host_ip if plan is not None else None)
@@ -410,7 +458,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
             run_up(server_config, lambda client_config: _make_kubelet(config, client_config), join=join_local,
                    signals=signals, say=_say, make_proxy=lambda client: ProxyServer(proxy_config, client),
                    make_nodes=make_nodes if plan is not None else None, disable=disabled,
-                   settings=settings)
+                   settings=settings, scheduler=scheduler)
     except (LockHeld, NodeError) as exc:
         raise click.ClickException(str(exc)) from None
     except ValueError as exc:  # a bad --datastore URL

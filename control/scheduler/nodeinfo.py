@@ -67,10 +67,7 @@ class NodeInfo:
     # how many of `pods` have pod (anti-)affinity / required anti-affinity, so nodes without skip the scan
     num_with_affinity: int = 0
     num_with_required_anti_affinity: int = 0
-
-    @property
-    def name(self) -> str:
-        return (self.node or {}).get("metadata", {}).get("name", "")
+    name: str = ""  # the Node's name, kept from set_node (read per node per plugin: not parsed each time)
 
     @property
     def labels(self) -> Mapping[str, str]:
@@ -94,6 +91,7 @@ class NodeInfo:
 
     def set_node(self, node: Mapping[str, Any]) -> None:
         self.node = node
+        self.name = (node.get("metadata") or {}).get("name", "")
         self.allocatable = resource_from_list((node.get("status") or {}).get("allocatable"))
         self.generation = next_generation()
 
@@ -124,7 +122,7 @@ class NodeInfo:
     def clone(self) -> NodeInfo:
         return NodeInfo(self.node, dict(self.pods), self.requested.copy(), self.non_zero_requested.copy(),
                         self.allocatable.copy(), set(self.used_ports), dict(self.image_states), self.generation,
-                        self.num_with_affinity, self.num_with_required_anti_affinity)
+                        self.num_with_affinity, self.num_with_required_anti_affinity, self.name)
 
 
 def node_images(node: Mapping[str, Any]) -> dict[str, int]:

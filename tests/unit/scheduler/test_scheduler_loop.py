@@ -14,6 +14,8 @@ from prometheus_client import generate_latest
 from control.client.errors import ApiError
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
+from control.scheduler.config import validate
+from control.scheduler.queue import QueuedPodInfo
 from control.scheduler.scheduler import Scheduler
 from tests.support.fake_apiserver import FakeAPIServer, api_error
 from tests.support.polling import wait_until
@@ -23,11 +25,11 @@ SCHEDULER = "default-scheduler"
 
 
 class Harness:
-    def __init__(self, server: FakeAPIServer) -> None:
+    def __init__(self, server: FakeAPIServer, *, config: dict | None = None) -> None:
         self.server = server
         self.client = server.client(SCHEDULER)
         self.factory = InformerFactory(self.client)
-        self.scheduler = Scheduler(self.client, self.factory)
+        self.scheduler = Scheduler(self.client, self.factory, config=config)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.scheduler.run, args=(self.stop,), daemon=True)
 
@@ -157,6 +159,31 @@ def test_a_high_priority_pod_preempts_a_low_priority_one_and_runs_where_it_was_n
     assert {harness.node_of(f"low-{n}") for n in ("n1", "n3") if f"low-{n}" != victim} == {"n1", "n3"} - {node}
     assert all(harness.node_of(f"low-n2-{i}") == "n2" for i in range(3))
     assert wait_until(lambda: harness.scheduler.nominator.node_of(harness.pod("vip")) is None)
+
+
+def test_each_profile_schedules_its_own_pods_and_reports_as_its_scheduler_name() -> None:
+    config = validate({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                       "podInitialBackoffSeconds": 3, "podMaxBackoffSeconds": 30,
+                       "profiles": [{"schedulerName": SCHEDULER},
+                                    {"schedulerName": "bin-packing", "pluginConfig": [{"name": "NodeResourcesFit",
+                                     "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]})
+    server = FakeAPIServer(make_node("n1", cpu="2"), make_node("n2", cpu="2"))
+    harness = Harness(server, config=config)
+    try:
+        for i in range(3):
+            server.add(make_pod(f"packed{i}", requests=[{"cpu": "300m"}], scheduler_name="bin-packing"))
+        harness.start()
+        nodes = wait_until(lambda: all(harness.node_of(f"packed{i}") for i in range(3)) and
+                           {harness.node_of(f"packed{i}") for i in range(3)})
+        assert len(nodes) == 1  # MostAllocated packs them on one node (LeastAllocated would spread them)
+        scheduled = wait_until(lambda: len(harness.events("Scheduled")) == 3 and harness.events("Scheduled"))
+        assert {(e["source"]["component"], e["reportingComponent"]) for e in scheduled} == {
+            ("bin-packing", "bin-packing")}
+        assert harness.scheduler.queue.backoff_expiry(QueuedPodInfo({}, 100.0, attempts=5)) == 130.0
+        text = generate_latest(harness.scheduler.metrics.registry).decode()
+        assert 'scheduler_schedule_attempts_total{profile="bin-packing",result="scheduled"} 3.0' in text
+    finally:
+        harness.close()
 
 
 def _spread_pod(name: str, *, node: str = "", node_selector: dict | None = None) -> dict:
