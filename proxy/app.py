@@ -9,7 +9,8 @@ setupConntrack). Start-up, in order:
    proxier.go NewProxier does the same, kubernetes PR #90259), and the conntrack sysctls of setupConntrack;
 4. the Proxier (proxy/proxier.py) with this process's ProxyMetrics;
 5. the health and metrics listeners (proxy/server.py; a port in use fails here, before any rule is written);
-6. shared informers on v1 services and v1 endpoints feeding the Proxier's handlers; once both have synced,
+6. shared informers on v1 services and discovery.k8s.io/v1 EndpointSlices (upstream's label selector:
+   not headless, no other service proxy named) feeding the Proxier's handlers; once both have synced,
    `set_initialized()` (upstream: no sync before both caches are complete, or a restart would briefly
    delete the rules of services not listed yet), then the Proxier's loop runs on its own thread.
 
@@ -43,6 +44,8 @@ from proxy.server import Health, ProxyHTTPServer
 
 log = logging.getLogger(__name__)
 
+# upstream cmd/kube-proxy: slices of headless Services, and of Services another proxy serves, are not watched
+ENDPOINT_SLICE_SELECTOR = "!service.kubernetes.io/headless,!service.kubernetes.io/service-proxy-name"
 SYNC_WAIT_SECONDS = 0.5  # how often the loop thread rechecks the informers while waiting for the first list
 ROUTE_LOCALNET = "net/ipv4/conf/all/route_localnet"
 
@@ -146,9 +149,10 @@ class ProxyServer:
             factory.informer("v1", "services").add_event_handler(
                 on_add=proxier.on_service_add, on_update=proxier.on_service_update,
                 on_delete=proxier.on_service_delete)
-            factory.informer("v1", "endpoints").add_event_handler(
-                on_add=proxier.on_endpoints_add, on_update=proxier.on_endpoints_update,
-                on_delete=proxier.on_endpoints_delete)
+            factory.informer("discovery.k8s.io/v1", "endpointslices", label_selector=ENDPOINT_SLICE_SELECTOR
+                             ).add_event_handler(on_add=proxier.on_endpoint_slice_add,
+                                                 on_update=proxier.on_endpoint_slice_update,
+                                                 on_delete=proxier.on_endpoint_slice_delete)
             factory.start(self.stop_event)
             self._thread = threading.Thread(target=self._loop, args=(factory,), name="proxier", daemon=True)
             self._thread.start()
@@ -166,7 +170,7 @@ class ProxyServer:
                 return
         assert self.proxier is not None
         self.proxier.set_initialized()
-        log.info("services and endpoints listed; syncing rules")
+        log.info("services and endpoint slices listed; syncing rules")
         self.proxier.run(self.stop_event)
 
     def health(self) -> Health:

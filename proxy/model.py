@@ -3,13 +3,21 @@
 Follows upstream's pkg/proxy: `ServicePortName` (types.go) names one port of one service and is the key of
 everything else; `ServicePortInfo` is the part of a Service that matters to the rules for that port
 (serviceport.go BaseServicePortInfo); `EndpointInfo` one backend address of it (endpoint.go
-BaseEndpointInfo). The change trackers turn Service and Endpoints objects (wire-format dicts) into these
-with the pure functions below, and the renderer reads only these values, so rendering needs no API
+BaseEndpointInfo). The change trackers turn Service and EndpointSlice objects (wire-format dicts) into
+these with the pure functions below, and the renderer reads only these values, so rendering needs no API
 objects and can be tested on tables.
 
-Endpoints objects are matched to service ports by port *name*, as upstream's endpoints change tracker does:
-the endpoints controller has already resolved each service port's targetPort (by name or number) into the
-Endpoints' ports, and gave them the service port's name.
+EndpointSlices are matched to service ports by port *name* and protocol, as upstream's endpointSliceCache
+does: the EndpointSlice controller has already resolved each service port's targetPort (by name or number)
+into the slice's ports, and gave them the service port's name. A slice belongs to the Service its
+`kubernetes.io/service-name` label names; a slice without it is ignored, and so are slices of another
+address family than IPv4 (this proxy is IPv4 only). From an endpoint only its first address is used;
+unset conditions read as upstream's: ready and serving when nil, terminating only when true.
+
+`categorize_endpoints` is upstream's pkg/proxy/topology.go CategorizeEndpoints without topology: the
+endpoints a service port uses for Cluster and for Local traffic policy — the ready ones, or, when none is
+ready, the ones still serving while terminating (so a rolling update or a scale-down never leaves a
+service with no backend while its old pods still answer).
 """
 
 from __future__ import annotations
@@ -61,6 +69,8 @@ class EndpointInfo:
     ready: bool = True
     node_name: str = ""
     is_local: bool = False  # on this proxy's node
+    serving: bool = True  # EndpointConditions.serving (nil: true)
+    terminating: bool = False  # EndpointConditions.terminating (nil: false)
 
     @property
     def address(self) -> str:
@@ -128,25 +138,73 @@ def service_ports(service: Mapping[str, Any]) -> list[ServicePortInfo]:
     return result
 
 
-def endpoints_by_port(endpoints: Mapping[str, Any], *,
-                      node_name: str = "") -> dict[ServicePortName, list[EndpointInfo]]:
-    """Backends of an Endpoints object per service port name, sorted; not-ready addresses flagged.
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"  # discovery.LabelServiceName
 
-    Ports are keyed by (name, protocol): the Endpoints port name equals the service port name.
+
+def slice_service(endpoint_slice: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(namespace, service name) of a slice, None without the service-name label (upstream skips those)."""
+    meta = endpoint_slice.get("metadata") or {}
+    name = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
+    return (meta.get("namespace", ""), name) if name else None
+
+
+def endpoint_slice_by_port(endpoint_slice: Mapping[str, Any], *,
+                           node_name: str = "") -> dict[ServicePortName, list[EndpointInfo]]:
+    """Backends of one EndpointSlice per service port name, sorted, with their conditions (module notes).
+
+    Ports are keyed by (name, protocol); a port without a number is skipped, as upstream does.
     """
-    meta = endpoints.get("metadata") or {}
+    service = slice_service(endpoint_slice)
+    if service is None or endpoint_slice.get("addressType", "IPv4") != "IPv4":
+        return {}
     result: dict[ServicePortName, list[EndpointInfo]] = {}
-    for subset in endpoints.get("subsets") or []:
-        addresses = [(address, True) for address in subset.get("addresses") or []]
-        addresses += [(address, False) for address in subset.get("notReadyAddresses") or []]
-        for port in subset.get("ports") or []:
-            key = ServicePortName(meta.get("namespace", ""), meta.get("name", ""), port.get("name") or "",
-                                  port.get("protocol") or "TCP")
-            for address, ready in addresses:
-                host = address.get("nodeName") or ""
-                result.setdefault(key, []).append(EndpointInfo(
-                    ip=address["ip"], port=int(port["port"]), ready=ready, node_name=host,
-                    is_local=bool(node_name) and host == node_name))
+    for port in endpoint_slice.get("ports") or []:
+        if port.get("port") is None:
+            continue
+        key = ServicePortName(service[0], service[1], port.get("name") or "", port.get("protocol") or "TCP")
+        backends = result.setdefault(key, [])
+        for endpoint in endpoint_slice.get("endpoints") or []:
+            if not endpoint.get("addresses"):
+                continue
+            conditions = endpoint.get("conditions") or {}
+            host = endpoint.get("nodeName") or ""
+            backends.append(EndpointInfo(
+                ip=endpoint["addresses"][0], port=int(port["port"]), ready=conditions.get("ready") is not False,
+                node_name=host, is_local=bool(node_name) and host == node_name,
+                serving=conditions.get("serving") is not False, terminating=conditions.get("terminating") is True))
     for backends in result.values():
         backends.sort()
     return result
+
+
+def merge_slices(slices: Sequence[Mapping[ServicePortName, Sequence[EndpointInfo]]]
+                 ) -> dict[ServicePortName, tuple[EndpointInfo, ...]]:
+    """One Service's slices (already converted, in slice-name order) merged per port, an endpoint
+    (ip:port) listed once — the first slice's copy wins, as upstream's endpointSliceCache keeps the first."""
+    merged: dict[ServicePortName, dict[str, EndpointInfo]] = {}
+    for converted in slices:
+        for name, backends in converted.items():
+            seen = merged.setdefault(name, {})
+            for endpoint in backends:
+                seen.setdefault(endpoint.address, endpoint)
+    return {name: tuple(sorted(backends.values())) for name, backends in merged.items()}
+
+
+@dataclass(frozen=True)
+class Categorized:
+    """What one service port uses (upstream CategorizeEndpoints' results)."""
+
+    cluster: tuple[EndpointInfo, ...]  # for Cluster traffic policy
+    local: tuple[EndpointInfo, ...]    # for Local traffic policy: this node's
+    has_any: bool                      # some usable endpoint exists anywhere
+
+
+def categorize_endpoints(endpoints: Sequence[EndpointInfo]) -> Categorized:
+    """Ready endpoints; when none is ready, the serving-and-terminating ones (module notes). The same rule
+    for this node's endpoints alone gives the Local set."""
+    def usable(candidates: Sequence[EndpointInfo]) -> tuple[EndpointInfo, ...]:
+        ready = tuple(e for e in candidates if e.ready)
+        return ready or tuple(e for e in candidates if e.serving and e.terminating)
+
+    cluster = usable(endpoints)
+    return Categorized(cluster=cluster, local=usable([e for e in endpoints if e.is_local]), has_any=bool(cluster))

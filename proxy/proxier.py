@@ -49,7 +49,7 @@ from proxy.metrics import ProxyMetrics
 from proxy.model import EndpointInfo, NodeConfig, ProxyState, ServicePortInfo, ServicePortName
 from proxy.runner import BoundedFrequencyRunner
 from proxy.tables import TABLES, existing_chains
-from proxy.trackers import EndpointsChangeTracker, EndpointsUpdate, ServiceChangeTracker
+from proxy.trackers import EndpointSliceChangeTracker, EndpointsUpdate, ServiceChangeTracker
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class Proxier:
         self.conntrack = conntrack if conntrack is not None else _default_conntrack(iptables)
         self._clock = clock
         self._service_changes = ServiceChangeTracker()
-        self._endpoint_changes = EndpointsChangeTracker(node_name=node.node_name)
+        self._endpoint_changes = EndpointSliceChangeTracker(node_name=node.node_name)
         self._runner = BoundedFrequencyRunner(self.sync, min_interval=min_sync_period, max_interval=sync_period,
                                               name="proxy sync")
         self._sync_lock = threading.Lock()   # one sync at a time (loop, tests, bench)
@@ -117,13 +117,13 @@ class Proxier:
     def on_service_delete(self, obj: Obj) -> None:
         self._service_event(obj, None)
 
-    def on_endpoints_add(self, obj: Obj) -> None:
+    def on_endpoint_slice_add(self, obj: Obj) -> None:
         self._endpoints_event(None, obj)
 
-    def on_endpoints_update(self, old: Obj, new: Obj) -> None:
+    def on_endpoint_slice_update(self, old: Obj, new: Obj) -> None:
         self._endpoints_event(old, new)
 
-    def on_endpoints_delete(self, obj: Obj) -> None:
+    def on_endpoint_slice_delete(self, obj: Obj) -> None:
         self._endpoints_event(obj, None)
 
     def _service_event(self, old: Obj | None, new: Obj | None) -> None:

@@ -16,9 +16,9 @@ Follows kubernetes pkg/proxy/iptables/proxier.go (v1.29-1.30 `syncProxyRules`, `
   1/(n-i)` (none on the last); KUBE-SEP-* marks hairpin traffic (`-s <endpoint>`), records affinity (`--set`)
   and DNATs; KUBE-EXT-* masquerades external traffic (Cluster policy) or short-circuits pod and host
   traffic (Local policy); KUBE-POSTROUTING masquerades marked packets and clears the mark.
-- Endpoints: only ready ones are used (upstream's serving-terminating fallback is not implemented: a
-  service whose endpoints are all not ready is REJECTed). Traffic policy Local uses the endpoints flagged
-  `is_local`; topology hints are not implemented.
+- Endpoints: upstream's CategorizeEndpoints (proxy/model.py `categorize_endpoints`): the ready ones, and
+  when none is ready the serving-and-terminating ones as a fallback (a service with neither is REJECTed);
+  traffic policy Local uses this node's endpoints by the same rule. Topology hints are not implemented.
 - Comments on the per-endpoint rules are dropped when the endpoints of known service ports (ready or not,
   as upstream counts its endpoints map) exceed 1,000 (largeClusterEndpointsThreshold); the other comments
   stay, as upstream.
@@ -48,7 +48,15 @@ from dataclasses import dataclass
 from control.util.iptables import JumpRule
 from proxy import chains as c
 from proxy.chains import endpoint_chain_name, service_chain_name
-from proxy.model import EndpointInfo, NodeConfig, ProxyState, ServicePortInfo, ServicePortName
+from proxy.model import (
+    Categorized,
+    EndpointInfo,
+    NodeConfig,
+    ProxyState,
+    ServicePortInfo,
+    ServicePortName,
+    categorize_endpoints,
+)
 
 __all__ = ["Rendered", "service_chain_name", "endpoint_chain_name", "jump_rules", "render"]
 
@@ -126,14 +134,14 @@ def render(state: ProxyState, node: NodeConfig, *, existing: Mapping[str, frozen
             f'-A {c.KUBELET_FIREWALL} -m comment --comment "block incoming localnet connections" -d 127.0.0.0/8 '
             "! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP")
 
-    ready: dict[ServicePortName, list[EndpointInfo]] = {
-        name: sorted((e for e in state.endpoints.get(name, ()) if e.ready), key=_endpoint_order)
+    usable: dict[ServicePortName, Categorized] = {
+        name: categorize_endpoints(sorted(state.endpoints.get(name, ()), key=_endpoint_order))
         for name in state.services}
     large = sum(len(state.endpoints.get(name, ())) for name in state.services) > LARGE_CLUSTER_ENDPOINTS
     existing_nat = existing.get("nat", frozenset())
     active: set[str] = set()
     for name in sorted(state.services):
-        _write_service(out, state.services[name], ready[name], node, large=large, active=active,
+        _write_service(out, state.services[name], usable[name], node, large=large, active=active,
                        existing_nat=existing_nat, changed=changed)
 
     _write_nodeports_jump(out, node, localhost)
@@ -189,7 +197,7 @@ def _write_nodeports_jump(out: _Out, node: NodeConfig, localhost: bool) -> None:
         out.nat_rules.append(f"-A {c.SERVICES} -m comment --comment {NODEPORTS_COMMENT} -d {ip} -j {c.NODEPORTS}")
 
 
-def _write_service(out: _Out, svc: ServicePortInfo, ready: Sequence[EndpointInfo], node: NodeConfig, *,
+def _write_service(out: _Out, svc: ServicePortInfo, usable: Categorized, node: NodeConfig, *,
                    large: bool, active: set[str], existing_nat: frozenset[str],
                    changed: frozenset[ServicePortName] | None) -> None:
     name = str(svc.name)
@@ -197,8 +205,8 @@ def _write_service(out: _Out, svc: ServicePortInfo, ready: Sequence[EndpointInfo
     match = f"-m {proto} -p {proto}"
     svc_chain, svl_chain = service_chain_name(svc.name), c.local_chain_name(svc.name)
     ext_chain = c.external_chain_name(svc.name)
-    local = [e for e in ready if e.is_local]
-    has_endpoints = bool(ready)
+    ready, local = list(usable.cluster), list(usable.local)  # ready, or serving-terminating as the fallback
+    has_endpoints = usable.has_any
     accessible = bool(svc.node_port or svc.external_ips or svc.load_balancer_ips)
     # upstream serviceport.go UsesClusterEndpoints / UsesLocalEndpoints
     uses_cluster = has_endpoints and (not svc.internal_policy_local or accessible)
@@ -245,7 +253,9 @@ def _write_service(out: _Out, svc: ServicePortInfo, ready: Sequence[EndpointInfo
     # The service's own chains: written on a full sync, or when changed or missing.
     own = ([ext_chain] if uses_ext else []) + ([svc_chain] if uses_cluster else []) + \
         ([svl_chain] if uses_local else [])
-    endpoints = ready if uses_cluster else (local if uses_local else [])
+    # every endpoint a chain of this service jumps to (upstream allLocallyReachableEndpoints): a Local
+    # fallback may hold terminating endpoints of this node that the Cluster set does not
+    endpoints = list(dict.fromkeys((ready if uses_cluster else []) + (local if uses_local else [])))
     sep_names = {e: endpoint_chain_name(svc.name, e.address) for e in endpoints}
     own += sep_names.values()
     active.update(own)

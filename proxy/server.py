@@ -10,27 +10,24 @@ comment says). Each answer is counted in `kubeproxy_proxy_healthz_total{code}` /
 address. The health decision itself is the proxier's (`Health` below is what it reports); this module only
 serves it.
 
-aiohttp on its own event-loop thread, as the kubelet's server (nodeagent/server.py); one site per distinct
-address, so equal healthz and metrics addresses share a listener. Port 0 binds a free port (`ports` says
-which, for tests); an empty address disables that endpoint.
+Served by control/util/httpendpoints.py (shared with the scheduler): one site per distinct address, so equal
+healthz and metrics addresses share a listener. Port 0 binds a free port (`ports` says which, for tests); an
+empty address disables that endpoint.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
+from prometheus_client import CollectorRegistry, Counter
 
-from control.util.loopthread import LoopThread, serve_app
-
-log = logging.getLogger(__name__)
+from control.util.httpendpoints import HTTPEndpoints, metrics_route
 
 
 @dataclass(frozen=True)
@@ -62,54 +59,27 @@ class ProxyHTTPServer:
     def __init__(self, *, healthz_address: tuple[str, int] | None, metrics_address: tuple[str, int] | None,
                  health: Callable[[], Health], registry: CollectorRegistry, mode: str = "iptables",
                  clock: Callable[[], float] = time.time) -> None:
-        self._addresses = {"healthz": healthz_address, "metrics": metrics_address}
         self._health = health
-        self._registry = registry
         self._mode = mode
         self._clock = clock
         self._healthz_total = Counter("kubeproxy_proxy_healthz", "Cumulative proxy healthz HTTP status",
                                       ["code"], registry=registry)
         self._livez_total = Counter("kubeproxy_proxy_livez", "Cumulative proxy livez HTTP status",
                                     ["code"], registry=registry)
-        self.ports: dict[str, int] = {}  # "healthz"/"metrics" → the bound port
-        self._thread = LoopThread("proxy-http")
-        self._runners: list[web.AppRunner] = []
+        self._endpoints = HTTPEndpoints("proxy-http", {
+            "healthz": (healthz_address, [web.get("/healthz", self._healthz), web.get("/livez", self._livez)]),
+            "metrics": (metrics_address, [metrics_route(registry), web.get("/proxyMode", self._proxy_mode)])})
 
-    def _routes(self, job: str) -> list[web.RouteDef]:
-        if job == "healthz":
-            return [web.get("/healthz", self._healthz), web.get("/livez", self._livez)]
-        return [web.get("/metrics", self._metrics), web.get("/proxyMode", self._proxy_mode)]
+    @property
+    def ports(self) -> dict[str, int]:
+        """"healthz"/"metrics" → the bound port."""
+        return self._endpoints.ports
 
     def start(self) -> None:
-        by_address: dict[tuple[str, int], list[str]] = {}
-        for job, address in self._addresses.items():
-            if address is not None:
-                by_address.setdefault(address, []).append(job)
-        self._thread.start()
-        try:
-            for address, jobs in by_address.items():
-                self._thread.run(self._serve(address, jobs))
-        except BaseException:
-            self.stop()
-            raise
-
-    async def _serve(self, address: tuple[str, int], jobs: list[str]) -> None:
-        app = web.Application()
-        for job in jobs:
-            app.add_routes(self._routes(job))
-        runner, port = await serve_app(app, address[0], address[1], shutdown_timeout=1.0)
-        self._runners.append(runner)
-        for job in jobs:
-            self.ports[job] = port
-        log.info("kube-proxy %s listening on %s:%d", "+".join(jobs), address[0], port)
+        self._endpoints.start()
 
     def stop(self) -> None:
-        if not self._thread.running:
-            return
-        for runner in self._runners:
-            self._thread.run(runner.cleanup())
-        self._thread.stop()
-        self._runners = []
+        self._endpoints.stop()
 
     # -- handlers ---------------------------------------------------------------------------------------
 
@@ -124,10 +94,6 @@ class ProxyHTTPServer:
 
     async def _livez(self, request: web.Request) -> web.Response:
         return await self._answer(self._livez_total)
-
-    async def _metrics(self, request: web.Request) -> web.Response:
-        data = await asyncio.to_thread(generate_latest, self._registry)
-        return web.Response(body=data, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def _proxy_mode(self, request: web.Request) -> web.Response:
         return web.Response(text=self._mode)

@@ -1,12 +1,18 @@
-"""Service and Endpoints change trackers: what changed between two syncs, per service port.
+"""Service and EndpointSlice change trackers: what changed between two syncs, per service port.
 
-Follows upstream's pkg/proxy/servicechangetracker.go and endpointschangetracker.go. The informer handlers
+Follows upstream's pkg/proxy/servicechangetracker.go, endpointschangetracker.go and endpointslicecache.go.
+The informer handlers
 call `update(old, new)` with wire-format dicts (None for "absent"); the tracker converts both with
 proxy/model.py's pure functions and keeps, per object (namespace/name), the *previous* value — what the
 last sync applied — and the *current* one. Several changes between two syncs coalesce into one pair, and
 a change that reverts to the previous value cancels out (upstream drops an entry once previous equals
 current), so an object that flapped causes no rewrite. `apply` runs at sync time: it folds the pending
 pairs into the maps the last sync used, empties the tracker and says which ServicePortNames changed.
+
+EndpointSlices are tracked per *Service* (the slice's `kubernetes.io/service-name` label), as upstream's
+endpointSliceCache does: the tracker keeps every slice it has seen, converted, and a slice event turns
+into a (previous, current) pair of the Service's merged backends (all its slices, an ip:port listed once),
+so one Service spread over several slices is one entry and a pod moving between slices is no change.
 
 The endpoints side also computes, as upstream's detectStaleConntrackEntries does (v1.28 shape), the UDP
 backends that stopped receiving traffic (a serving endpoint that is gone or changed) and the UDP service
@@ -21,7 +27,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from proxy.model import EndpointInfo, ServicePortInfo, ServicePortName, endpoints_by_port, service_ports
+from proxy.model import (
+    EndpointInfo,
+    ServicePortInfo,
+    ServicePortName,
+    endpoint_slice_by_port,
+    merge_slices,
+    service_ports,
+    slice_service,
+)
 
 V = TypeVar("V")
 ObjectKey = tuple[str, str]  # (namespace, name)
@@ -102,7 +116,7 @@ class StaleEndpoint:
 class EndpointsUpdate:
     endpoints: dict[ServicePortName, tuple[EndpointInfo, ...]]
     changed: frozenset[ServicePortName]
-    removed: frozenset[ServicePortName]                 # service ports that have no Endpoints any more
+    removed: frozenset[ServicePortName]                 # service ports that have no endpoints any more
     stale_endpoints: tuple[StaleEndpoint, ...]          # UDP: serving before, gone or changed now
     newly_active: frozenset[ServicePortName]            # UDP: no serving endpoint before, some now
 
@@ -123,20 +137,56 @@ class ServiceChangeTracker:
         return ServiceUpdate(result, changed, removed)
 
 
-class EndpointsChangeTracker:
+class EndpointSliceChangeTracker:
+    """Slices per Service (module notes); the pending (previous, current) pairs are per Service."""
+
     def __init__(self, *, node_name: str = "") -> None:
-        self._tracker: _ChangeTracker[tuple[EndpointInfo, ...]] = _ChangeTracker(
-            lambda eps: {name: tuple(backends) for name, backends in endpoints_by_port(eps, node_name=node_name)
-                         .items()})
+        self._node_name = node_name
+        self._lock = threading.Lock()
+        # service → slice name → its backends per port, as converted when last seen
+        self._slices: dict[ObjectKey, dict[str, dict[ServicePortName, list[EndpointInfo]]]] = {}
+        self._pending: dict[ObjectKey, tuple[dict[ServicePortName, tuple[EndpointInfo, ...]],
+                                             dict[ServicePortName, tuple[EndpointInfo, ...]]]] = {}
+
+    def _merged(self, service: ObjectKey) -> dict[ServicePortName, tuple[EndpointInfo, ...]]:
+        slices = self._slices.get(service, {})
+        return merge_slices([slices[name] for name in sorted(slices)])
 
     def update(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> bool:
-        return self._tracker.update(old, new)
+        """Record one slice event; True if some Service now has a change waiting for a sync."""
+        changes: dict[ObjectKey, tuple[str, dict[ServicePortName, list[EndpointInfo]] | None]] = {}
+        for obj, present in ((old, False), (new, True)):
+            if obj is None or (service := slice_service(obj)) is None:
+                continue
+            name = (obj.get("metadata") or {}).get("name", "")
+            changes[service] = (name, endpoint_slice_by_port(obj, node_name=self._node_name) if present else None)
+        waiting = False
+        with self._lock:
+            for service, (name, converted) in changes.items():
+                before = self._merged(service)
+                if converted is None:
+                    self._slices.get(service, {}).pop(name, None)
+                    if not self._slices.get(service):
+                        self._slices.pop(service, None)
+                else:
+                    self._slices.setdefault(service, {})[name] = converted
+                after = self._merged(service)
+                previous = self._pending[service][0] if service in self._pending else before
+                if previous == after:
+                    self._pending.pop(service, None)
+                else:
+                    self._pending[service] = (previous, after)
+                    waiting = True
+        return waiting
 
     def pending(self) -> bool:
-        return self._tracker.pending()
+        with self._lock:
+            return bool(self._pending)
 
     def apply(self, endpoints: EndpointsMap) -> EndpointsUpdate:
-        result, changed, removed = _fold(endpoints, self._tracker.take())
+        with self._lock:
+            taken, self._pending = list(self._pending.values()), {}
+        result, changed, removed = _fold(endpoints, taken)
         stale, active = stale_udp(endpoints, result, changed)
         return EndpointsUpdate(result, changed, removed, stale, active)
 

@@ -31,7 +31,7 @@ from typing import Protocol
 from control.apiserver.server import APIServer, ServerConfig
 from control.client.kubeconfig import ClientConfig
 from control.controllers.manager import DEFAULT_CONFIGURATION, ControllerManagerConfiguration
-from slimkube.controlplane import BackgroundServer
+from slimkube.controlplane import DEFAULT_SCHEDULER_OPTIONS, BackgroundServer, SchedulerOptions
 from slimkube.stopsignal import StopOnSignal
 
 PROGRESS_SECONDS = 10.0
@@ -111,9 +111,10 @@ def run_up(server_config: ServerConfig, make_kubelet: Callable[[ClientConfig], K
            make_proxy: Callable[[ClientConfig], ProxyLike] | None = None,
            make_nodes: Callable[[APIServer], NodeGroupLike] | None = None,
            disable: Collection[str] = (),
-           settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> None:
+           settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION,
+           scheduler: SchedulerOptions = DEFAULT_SCHEDULER_OPTIONS) -> None:
     """Steps 2-5 of the module notes (the caller holds the lock and installed `signals`)."""
-    background = BackgroundServer(server_config, disable=disable, settings=settings)
+    background = BackgroundServer(server_config, disable=disable, settings=settings, scheduler=scheduler)
     try:
         try:
             api = background.start()

@@ -55,6 +55,53 @@ _resource_quota_sync_option = click.option(  # `server` and `up`; checked by _co
     "when a counted object is created, changes or is deleted).")
 
 
+def _scheduler_options(command):  # `server` and `up`; checked by _scheduler_settings
+    for option in reversed([
+        click.option("--scheduler-config", type=click.Path(dir_okay=False), metavar="FILE",
+                     help="KubeSchedulerConfiguration YAML (kubescheduler.config.k8s.io/v1): profiles, plugins, "
+                     "weights, pluginConfig, percentageOfNodesToScore, pod backoff [default: one profile, "
+                     "default-scheduler, with upstream's default plugins]."),
+        click.option("--scheduler-bind-address", default="127.0.0.1", show_default=True,
+                     help="Where the scheduler serves /healthz, /livez, /readyz and /metrics (plain HTTP)."),
+        click.option("--scheduler-port", default=10259, show_default=True, type=click.IntRange(0, 65535),
+                     help="The scheduler's health and metrics port; 0 serves none."),
+    ]):
+        command = option(command)
+    return command
+
+
+def _scheduler_settings(config_file: str | None, bind_address: str, port: int):  # -> SchedulerOptions
+    """The scheduler's flags and its checked config file; a bad file or address is a usage error (exit 2)."""
+    import ipaddress
+
+    from control.scheduler.config import load
+    from control.util.componentconfig import ConfigError
+    from slimkube.controlplane import SchedulerOptions
+
+    try:
+        ipaddress.ip_address(bind_address)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--scheduler-bind-address") from None
+    config = None
+    if config_file:
+        try:
+            config = load(config_file)
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc), param_hint="--scheduler-config") from None
+    return SchedulerOptions(config=config, address=(bind_address, port) if port else None)
+
+
+_max_endpoints_per_slice_option = click.option(  # `server` and `up`
+    "--max-endpoints-per-slice", default=100, show_default=True, type=click.IntRange(1, 1000),
+    help="The most endpoints the EndpointSlice controller puts in one EndpointSlice.")
+
+
+_loadbalancer_pool_option = click.option(  # `server` and `up`; checked by _controller_settings
+    "--loadbalancer-address-pool", default="", metavar="IP|CIDR,...",
+    help="Addresses the service-lb-controller gives LoadBalancer Services, one each [default: none; every "
+    "LoadBalancer Service gets the addresses of the Ready nodes].")
+
+
 def _positive_duration(value: str, flag: str) -> float:
     from control.util.componentconfig import ConfigError, parse_duration
 
@@ -67,14 +114,21 @@ def _positive_duration(value: str, flag: str) -> float:
     return seconds
 
 
-def _controller_settings(node_monitor_grace_period: str, resource_quota_sync_period: str):
+def _controller_settings(node_monitor_grace_period: str, resource_quota_sync_period: str, *,
+                         max_endpoints_per_slice: int = 100, loadbalancer_address_pool: str = ""):
     """The controller manager's flags (Go durations, as upstream's) as its configuration; bad ones exit 2.
     Returns a ControllerManagerConfiguration."""
     from control.controllers.manager import ControllerManagerConfiguration
+    from control.controllers.servicelb import parse_pool
 
+    try:
+        pool = tuple(parse_pool(loadbalancer_address_pool))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--loadbalancer-address-pool") from None
     return ControllerManagerConfiguration(
         node_monitor_grace_period=_positive_duration(node_monitor_grace_period, "--node-monitor-grace-period"),
-        resource_quota_sync_period=_positive_duration(resource_quota_sync_period, "--resource-quota-sync-period"))
+        resource_quota_sync_period=_positive_duration(resource_quota_sync_period, "--resource-quota-sync-period"),
+        max_endpoints_per_slice=max_endpoints_per_slice, loadbalancer_address_pool=pool)
 
 
 def _parse_disable(text: str) -> frozenset[str]:
@@ -100,17 +154,22 @@ def _parse_disable(text: str) -> frozenset[str]:
 @_disable_option
 @_node_monitor_grace_option
 @_resource_quota_sync_option
+@_max_endpoints_per_slice_option
+@_loadbalancer_pool_option
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True,
               help="Run the controllers only while holding the Lease kube-system/kube-controller-manager, so "
               "several servers on one etcd run them once.")
 @click.option("--leader-elect-lease-duration", default="15s", show_default=True, metavar="DURATION")
 @click.option("--leader-elect-renew-deadline", default="10s", show_default=True, metavar="DURATION")
 @click.option("--leader-elect-retry-period", default="2s", show_default=True, metavar="DURATION")
+@_scheduler_options
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
            advertise_address: str | None, disable: str, node_monitor_grace_period: str,
-           resource_quota_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
-           leader_elect_renew_deadline: str, leader_elect_retry_period: str, verbose: bool) -> None:
+           resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
+           leader_elect: bool, leader_elect_lease_duration: str,
+           leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
+           scheduler_bind_address: str, scheduler_port: int, verbose: bool) -> None:
     """Run the control plane: the API server and the controller manager (the endpoints controller).
     Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
     import asyncio
@@ -132,9 +191,12 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--advertise-address") from None
     disabled = _parse_disable(disable)
-    settings = _controller_settings(node_monitor_grace_period, resource_quota_sync_period)
+    settings = _controller_settings(node_monitor_grace_period, resource_quota_sync_period,
+                                    max_endpoints_per_slice=max_endpoints_per_slice,
+                                    loadbalancer_address_pool=loadbalancer_address_pool)
     election = _leader_election(leader_elect, leader_elect_lease_duration, leader_elect_renew_deadline,
                                 leader_elect_retry_period)
+    scheduler = _scheduler_settings(scheduler_config, scheduler_bind_address, scheduler_port)
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
@@ -145,8 +207,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         sdnotify.ready()
 
     try:
-        asyncio.run(serve_forever(config, disable=disabled, election=election, settings=settings, ready=ready,
-                                 stopping=sdnotify.stopping))
+        asyncio.run(serve_forever(config, disable=disabled, election=election, settings=settings,
+                                  scheduler=scheduler, ready=ready, stopping=sdnotify.stopping))
     except ValueError as exc:  # a bad --datastore URL
         raise click.UsageError(str(exc)) from None
 
@@ -309,10 +371,14 @@ def _default_kubelet_config_file(data_dir: str, config_file: str | None) -> str 
 @_disable_option
 @_node_monitor_grace_option
 @_resource_quota_sync_option
+@_max_endpoints_per_slice_option
+@_loadbalancer_pool_option
+@_scheduler_options
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
        kubelet_port: int | None, node_count: int, nodes_cidr: str, disable: str, node_monitor_grace_period: str,
-       resource_quota_sync_period: str, config_file: str | None,
+       resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
+       scheduler_config: str | None, scheduler_bind_address: str, scheduler_port: int, config_file: str | None,
        node_name: str | None, pod_cidr: str | None, node_ip: str | None, verbose: bool) -> None:
     """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
@@ -343,7 +409,10 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint=flag) from None
     disabled = _parse_disable(disable)
-    settings = _controller_settings(node_monitor_grace_period, resource_quota_sync_period)
+    settings = _controller_settings(node_monitor_grace_period, resource_quota_sync_period,
+                                    max_endpoints_per_slice=max_endpoints_per_slice,
+                                    loadbalancer_address_pool=loadbalancer_address_pool)
+    scheduler = _scheduler_settings(scheduler_config, scheduler_bind_address, scheduler_port)
     config_file = _default_kubelet_config_file(data_dir, config_file)
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, node_ip=node_ip,
                              port=kubelet_port, cluster_cidr=cluster_cidr, pod_cidr=pod_cidr)
@@ -382,7 +451,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
             run_up(server_config, lambda client_config: _make_kubelet(config, client_config), join=join_local,
                    signals=signals, say=_say, make_proxy=lambda client: ProxyServer(proxy_config, client),
                    make_nodes=make_nodes if plan is not None else None, disable=disabled,
-                   settings=settings)
+                   settings=settings, scheduler=scheduler)
     except (LockHeld, NodeError) as exc:
         raise click.ClickException(str(exc)) from None
     except ValueError as exc:  # a bad --datastore URL

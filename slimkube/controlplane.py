@@ -13,15 +13,23 @@ server holds the Lease `kube-system/kube-scheduler`, and the controller manager 
 and run each part once.
 
 The controllers' settings (`--node-monitor-grace-period`, …) come as one ControllerManagerConfiguration,
-handed down unchanged to the manager.
+handed down unchanged to the manager; the scheduler's (`--scheduler-config`, its checked
+KubeSchedulerConfiguration, and where its health and metrics listen) as SchedulerOptions. The scheduler's
+HTTP side (control/scheduler/httpserver.py) runs whether or not this server holds the scheduler's Lease,
+as a standby kube-scheduler still answers /healthz; its metrics registry outlives leadership terms. An
+address already in use is logged and the server runs on without it (upstream's kube-scheduler exits; here
+the API server in the same process matters more).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import signal
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from control.apiserver.server import APIServer, ServerConfig
 from control.client.rest import RESTClient
@@ -31,9 +39,13 @@ from control.controllers.manager import (
     ControllerManager,
     ControllerManagerConfiguration,
 )
+from control.scheduler.httpserver import SchedulerHTTPServer
+from control.scheduler.metrics import SchedulerMetrics
 from control.scheduler.server import SchedulerServer
 from control.util.loopthread import LoopThread
 from slimkube.leadership import DEFAULT_ELECTION, ElectedPart, LeaderElection, Part, server_identity
+
+log = logging.getLogger(__name__)
 
 CONTROLLER_MANAGER_LEASE = "kube-controller-manager"
 SCHEDULER = "scheduler"
@@ -65,11 +77,57 @@ def start_controller_manager(server: APIServer, *, disable: Collection[str] = ()
     return manager
 
 
-def start_scheduler(server: APIServer) -> SchedulerServer:
-    """The scheduler (the default profile), against `server`, started."""
-    scheduler = SchedulerServer(server.client_config())
+@dataclass(frozen=True)
+class SchedulerOptions:
+    """The scheduler's settings: `config` a checked KubeSchedulerConfiguration (control/scheduler/config.py;
+    None: the default profile), `address` where /healthz, /readyz and /metrics listen (None: nowhere)."""
+
+    config: Mapping[str, Any] | None = None
+    address: tuple[str, int] | None = None
+
+
+DEFAULT_SCHEDULER_OPTIONS = SchedulerOptions()
+
+
+def start_scheduler(server: APIServer, *, config: Mapping[str, Any] | None = None,
+                    metrics: SchedulerMetrics | None = None) -> SchedulerServer:
+    """The scheduler (`config`'s profiles, else the default one), against `server`, started."""
+    scheduler = SchedulerServer(server.client_config(), scheduler_config=config, metrics=metrics)
     scheduler.start()
     return scheduler
+
+
+class SchedulerPart:
+    """The scheduler under its Lease (unless election is off) and its HTTP side, which answers on every
+    server: healthy always, ready unless this server leads and its scheduler has not synced yet."""
+
+    def __init__(self, server: APIServer, options: SchedulerOptions, election: LeaderElection) -> None:
+        self.metrics = SchedulerMetrics()
+        self._current: SchedulerServer | None = None
+        self.http: SchedulerHTTPServer | None = None
+        if options.address is not None:
+            http = SchedulerHTTPServer(options.address, registry=self.metrics.registry, ready=self._ready)
+            try:
+                http.start()
+                self.http = http
+            except OSError as exc:
+                log.error("the scheduler's health and metrics are not served on %s:%d: %s", *options.address, exc)
+
+        def term() -> Part:
+            self._current = start_scheduler(server, config=options.config, metrics=self.metrics)
+            return self._current
+
+        self._elected = _elect(server, term, lease=SCHEDULER_LEASE, user_agent="slimkube-scheduler",
+                               election=election)
+
+    def _ready(self) -> bool:
+        current = self._current
+        return current is None or current.synced()
+
+    def stop(self) -> None:
+        self._elected.stop()
+        if self.http is not None:
+            self.http.stop()
 
 
 class Elected:
@@ -121,13 +179,13 @@ class _Parts:
 
 def start_parts(server: APIServer, *, disable: Collection[str] = (),
                 election: LeaderElection = DEFAULT_ELECTION,
-                settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> Part:
+                settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION,
+                scheduler: SchedulerOptions = DEFAULT_SCHEDULER_OPTIONS) -> Part:
     """What runs after the API server, in k3s's order: the scheduler (unless disabled), then the
     controller manager; each under its own Lease unless `election.enabled` is off."""
     parts: list[Part] = []
     if SCHEDULER not in disable:
-        parts.append(_elect(server, lambda: start_scheduler(server), lease=SCHEDULER_LEASE,
-                            user_agent="slimkube-scheduler", election=election))
+        parts.append(SchedulerPart(server, scheduler, election))
     parts.append(start_controllers(server, disable=disable, election=election, settings=settings))
     return _Parts(parts)
 
@@ -138,11 +196,13 @@ class BackgroundServer:
 
     def __init__(self, config: ServerConfig, *, disable: Collection[str] = (),
                  election: LeaderElection = DEFAULT_ELECTION,
-                 settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> None:
+                 settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION,
+                 scheduler: SchedulerOptions = DEFAULT_SCHEDULER_OPTIONS) -> None:
         self.server = APIServer(config)
         self._disable = frozenset(disable)
         self._election = election
         self._settings = settings
+        self._scheduler = scheduler
         self._thread = LoopThread("apiserver")
         self._controllers: Part | None = None
 
@@ -150,7 +210,7 @@ class BackgroundServer:
         self._thread.start()
         self._thread.run(self.server.start(), timeout=timeout)
         self._controllers = start_parts(self.server, disable=self._disable, election=self._election,
-                                        settings=self._settings)
+                                        settings=self._settings, scheduler=self._scheduler)
         return self.server
 
     def stop(self, *, timeout: float = 30.0) -> None:
@@ -168,6 +228,7 @@ class BackgroundServer:
 async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
                         election: LeaderElection = DEFAULT_ELECTION,
                         settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION,
+                        scheduler: SchedulerOptions = DEFAULT_SCHEDULER_OPTIONS,
                         ready: Callable[[APIServer], None] | None = None,
                         stopping: Callable[[], None] | None = None) -> None:
     """`slimkube server`: the API server, then the scheduler and the controller manager, until SIGINT/SIGTERM;
@@ -176,7 +237,7 @@ async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
     (systemd's READY=1/STOPPING=1)."""
     server = APIServer(config)
     await server.start()
-    manager = start_parts(server, disable=disable, election=election, settings=settings)
+    manager = start_parts(server, disable=disable, election=election, settings=settings, scheduler=scheduler)
     if ready is not None:
         ready(server)
     stop = asyncio.Event()

@@ -286,6 +286,18 @@ def _endpoints(obj: dict[str, Any]) -> None:
             _default(port, "protocol", "TCP")
 
 
+def _endpoint_slice(obj: dict[str, Any]) -> None:
+    """Upstream discovery/v1 SetDefaults_EndpointPort (name "", protocol TCP). `endpoints` has no omitempty
+    upstream (a nil list is written as null); an empty list is stored instead, because typed clients (the
+    official Python client) refuse an EndpointSlice without it."""
+    if obj.get("endpoints") is None:
+        obj["endpoints"] = []
+    for port in _dicts(obj, "ports"):
+        _default(port, "protocol", "TCP")
+        if port.get("name") is None:
+            port["name"] = ""
+
+
 def _priority_class(obj: dict[str, Any]) -> None:
     """Upstream scheduling/v1 SetDefaults_PriorityClass; `value` has no omitempty upstream, so its zero is
     always written (a protobuf or JSON body may leave it out)."""
@@ -307,6 +319,7 @@ _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "jobs": _job,
     "cronjobs": _cron_job,
     "priorityclasses": _priority_class,
+    "endpointslices": _endpoint_slice,
 }
 
 

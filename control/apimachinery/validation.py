@@ -213,6 +213,7 @@ class ErrorType(enum.Enum):
     NOT_SUPPORTED = "FieldValueNotSupported"
     FORBIDDEN = "FieldValueForbidden"
     TOO_LONG = "FieldValueTooLong"
+    TOO_MANY = "FieldValueTooMany"
 
     @property
     def description(self) -> str:
@@ -227,6 +228,7 @@ _DESCRIPTIONS = {
     ErrorType.NOT_SUPPORTED: "Unsupported value",
     ErrorType.FORBIDDEN: "Forbidden",
     ErrorType.TOO_LONG: "Too long",
+    ErrorType.TOO_MANY: "Too many",
 }
 # Errors about a value that is absent (required), irrelevant (forbidden) or too big to echo (too long).
 _VALUE_NOT_SHOWN = frozenset({ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG})
@@ -274,6 +276,11 @@ class FieldError:
         """The value is never echoed: it may be megabytes."""
         unit = "byte" if max_length == 1 else "bytes"
         return cls(ErrorType.TOO_LONG, field, None, f"may not be more than {max_length} {unit}")
+
+    @classmethod
+    def too_many(cls, field: str, actual: int, max_quantity: int) -> FieldError:
+        """Upstream field.TooMany: a list longer than allowed (the count is shown, not the list)."""
+        return cls(ErrorType.TOO_MANY, field, actual, f"must have at most {max_quantity} items")
 
     @property
     def body(self) -> str:

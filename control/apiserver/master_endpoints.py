@@ -9,7 +9,13 @@ skip-mirror` label). The advertised address follows kube-apiserver's `--advertis
 (options.ServerRunOptions.DefaultAdvertiseAddress): the bind address when it is a specific IP, else the
 host's address on the default route (utilnet.ChooseHostInterface reads /proc/net/route the same way).
 
-`master_endpoints` is pure; `primary_ipv4` reads the host; `reconcile` writes through the registry.
+Beside the Endpoints, the API server keeps the `kubernetes` Service's EndpointSlice (upstream
+endpointsadapter.go `EnsureEndpointSliceFromEndpoints`: same name and namespace, label
+`kubernetes.io/service-name: kubernetes`, addressType IPv4, the address ready): the kube-proxy reads slices,
+and no controller writes this one (the Service has no selector, and the Endpoints carries skip-mirror).
+
+`master_endpoints` and `master_endpoint_slice` are pure; `primary_ipv4` reads the host; `reconcile` writes
+through the registry.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from control.apiserver.registry import Registry
 from control.apiserver.resources import by_path
 
 ENDPOINTS = by_path("", "v1", "endpoints")
+ENDPOINT_SLICES = by_path("discovery.k8s.io", "v1", "endpointslices")
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 NAMESPACE, NAME, PORT_NAME = "default", "kubernetes", "https"
 SKIP_MIRROR_LABEL = "endpointslice.kubernetes.io/skip-mirror"
 RECONCILE_SECONDS = 10.0  # upstream EndpointInterval
@@ -33,6 +41,14 @@ def master_endpoints(ip: str, port: int) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Endpoints",
             "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": {SKIP_MIRROR_LABEL: "true"}},
             "subsets": [{"addresses": [{"ip": ip}], "ports": [{"name": PORT_NAME, "port": port, "protocol": "TCP"}]}]}
+
+
+def master_endpoint_slice(ip: str, port: int) -> dict[str, Any]:
+    """The EndpointSlice for one API server at ip:port (what upstream's endpoints adapter writes)."""
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": {SERVICE_NAME_LABEL: NAME}},
+            "addressType": "IPv4", "endpoints": [{"addresses": [ip], "conditions": {"ready": True}}],
+            "ports": [{"name": PORT_NAME, "port": port, "protocol": "TCP"}]}
 
 
 def _default_route_interface(route_table: str) -> str | None:
@@ -88,7 +104,29 @@ def advertise_address(*, advertise: str | None, bind_address: str,
 
 
 def reconcile(registry: Registry, *, ip: str, port: int) -> bool:
-    """Write the Endpoints if it is missing or says something else; True if it wrote."""
+    """Write the Endpoints and the EndpointSlice where missing or saying something else; True if it wrote."""
+    endpoints_written = _reconcile_endpoints(registry, ip=ip, port=port)
+    return _reconcile_slice(registry, ip=ip, port=port) or endpoints_written
+
+
+def _reconcile_slice(registry: Registry, *, ip: str, port: int) -> bool:
+    assert ENDPOINT_SLICES is not None
+    wanted = master_endpoint_slice(ip, port)
+    current = registry.get(ENDPOINT_SLICES, NAMESPACE, NAME)
+    if current is None:
+        registry.create(ENDPOINT_SLICES, NAMESPACE, wanted)
+        return True
+    labels = (current.get("metadata") or {}).get("labels") or {}
+    if (current.get("endpoints") == wanted["endpoints"] and current.get("ports") == wanted["ports"]
+            and labels.get(SERVICE_NAME_LABEL) == NAME):
+        return False
+    wanted["metadata"] = {**current["metadata"], "labels": {**labels, SERVICE_NAME_LABEL: NAME}}
+    wanted["metadata"].pop("resourceVersion", None)
+    registry.update(ENDPOINT_SLICES, NAMESPACE, NAME, wanted)
+    return True
+
+
+def _reconcile_endpoints(registry: Registry, *, ip: str, port: int) -> bool:
     assert ENDPOINTS is not None
     wanted = master_endpoints(ip, port)
     current = registry.get(ENDPOINTS, NAMESPACE, NAME)

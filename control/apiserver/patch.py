@@ -273,7 +273,8 @@ KIND_TYPES: dict[str, str] = {
     "PersistentVolumeClaim": "PersistentVolumeClaim",
     **{kind: "Object" for kind in ("ConfigMap", "Secret", "Endpoints", "Event", "LimitRange", "ResourceQuota",
                                    "PersistentVolume", "Lease", "Role", "ClusterRole", "RoleBinding",
-                                   "ClusterRoleBinding", "PriorityClass", "NetworkPolicy", "Ingress")},
+                                   "ClusterRoleBinding", "PriorityClass", "NetworkPolicy", "Ingress",
+                                   "EndpointSlice")},
 }
 
 

@@ -462,6 +462,24 @@ def priority_class_cells(priority_class: Obj, now: datetime) -> list[Any]:
             _age(priority_class, now), priority_class.get("preemptionPolicy") or ""]
 
 
+def _list_with_more(shown: list[str], count: int, limit: int) -> str:
+    """listWithMoreString: `a,b,c + N more...`, `<unset>` for an empty list."""
+    if count > limit:
+        return f"{','.join(shown)} + {count - limit} more..."
+    return ",".join(shown) or "<unset>"
+
+
+def endpoint_slice_cells(slice_: Obj, now: datetime) -> list[Any]:
+    """printEndpointSlice: formatDiscoveryPorts (the number, else the name, else `*`) and
+    formatDiscoveryEndpoints (every address of every endpoint), three of each at most."""
+    ports = slice_.get("ports") or []
+    port_texts = [str(port["port"]) if port.get("port") is not None else (port.get("name") or "*")
+                  for port in ports[:3]]
+    addresses = [address for endpoint in slice_.get("endpoints") or [] for address in endpoint.get("addresses") or []]
+    return [_name(slice_), slice_.get("addressType", ""), _list_with_more(port_texts, len(ports), 3),
+            _list_with_more(addresses[:3], len(addresses), 3), _age(slice_, now)]
+
+
 def default_cells(obj: Obj, now: datetime) -> list[Any]:
     """rest.DefaultTableConvertor: the name and the raw creation timestamp (a `date` column, not an age)."""
     return [_name(obj), (obj.get("metadata") or {}).get("creationTimestamp") or ""]

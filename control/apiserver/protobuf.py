@@ -55,6 +55,18 @@ DELETE_OPTIONS: Schema = {
     5: ("dryRun", "repeated_string", None),
 }
 EVICTION: Schema = {1: ("metadata", "message", OBJECT_META), 2: ("deleteOptions", "message", DELETE_OPTIONS)}
+OBJECT_REFERENCE: Schema = {1: ("kind", "string", None), 2: ("namespace", "string", None), 3: ("name", "string", None),
+                            4: ("uid", "string", None), 5: ("apiVersion", "string", None),
+                            6: ("resourceVersion", "string", None), 7: ("fieldPath", "string", None)}
+# discovery/v1 generated.proto: Endpoint, EndpointConditions (optional bools: a false is sent and kept),
+# EndpointPort; hints and deprecatedTopology are not read.
+ENDPOINT: Schema = {1: ("addresses", "repeated_string", None),
+                    2: ("conditions", "message", {1: ("ready", "bool", None), 2: ("serving", "bool", None),
+                                                  3: ("terminating", "bool", None)}),
+                    3: ("hostname", "string", None), 4: ("targetRef", "message", OBJECT_REFERENCE),
+                    6: ("nodeName", "string", None), 7: ("zone", "string", None)}
+ENDPOINT_PORT: Schema = {1: ("name", "string", None), 2: ("protocol", "string", None), 3: ("port", "int", None),
+                         4: ("appProtocol", "string", None)}
 KINDS: dict[tuple[str, str], Schema] = {
     ("v1", "Namespace"): {1: ("metadata", "message", OBJECT_META),
                           2: ("spec", "message", {1: ("finalizers", "repeated_string", None)}),
@@ -75,6 +87,10 @@ KINDS: dict[tuple[str, str], Schema] = {
                                 3: ("maxUnavailable", "int_or_string", None),
                                 4: ("unhealthyPodEvictionPolicy", "string", None)})},
     ("policy/v1", "Eviction"): EVICTION,
+    ("discovery.k8s.io/v1", "EndpointSlice"): {1: ("metadata", "message", OBJECT_META),
+                                               4: ("addressType", "string", None),
+                                               2: ("endpoints", "repeated_message", ENDPOINT),
+                                               3: ("ports", "repeated_message", ENDPOINT_PORT)},
     ("policy/v1beta1", "Eviction"): EVICTION,
 }
 

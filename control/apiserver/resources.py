@@ -121,6 +121,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
     Resource("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", False,
              short_names=("pc",)),
+    Resource("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", True),
     Resource("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", True,
              short_names=("pdb",), subresources=_subresources(status=_status("PodDisruptionBudget"))),
 )

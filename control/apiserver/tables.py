@@ -227,6 +227,21 @@ PRINTERS: dict[tuple[str, str], Printer] = {
                                              "priority. One of Never, PreemptLowerPriority. Defaults to "
                                              "PreemptLowerPriority if unset."),
     ), printers.priority_class_cells),
+    ("discovery.k8s.io", "endpointslices"): Printer((
+        NAME,
+        Column("AddressType", "string", "addressType specifies the type of address carried by this EndpointSlice. "
+                                        "All addresses in this slice must be the same type. This field is immutable "
+                                        "after creation. The following address types are currently supported:\n* "
+                                        "IPv4: Represents an IPv4 Address.\n* IPv6: Represents an IPv6 Address.\n* "
+                                        "FQDN: Represents a Fully Qualified Domain Name."),
+        Column("Ports", "string", "ports specifies the list of network ports exposed by each endpoint in this slice. "
+                                  "Each port must have a unique name. When ports is empty, it indicates that there "
+                                  "are no defined ports. When a port is defined with a nil port value, it indicates "
+                                  "\"all ports\". Each slice may include a maximum of 100 ports."),
+        Column("Endpoints", "string", "endpoints is a list of unique endpoints in this slice. Each slice may include "
+                                      "a maximum of 1000 endpoints."),
+        AGE,
+    ), printers.endpoint_slice_cells),
     ("policy", "poddisruptionbudgets"): Printer((
         NAME,
         Column("Min Available", "string", "The minimum number of pods that must be available."),

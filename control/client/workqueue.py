@@ -262,6 +262,11 @@ def run_workers(queue: RateLimitingQueue[T], process: Callable[[T], None], *, wo
             thread.join()
 
 
+class RetryLater(Exception):
+    """Raised by a sync that cannot decide yet (upstream's "informer cache is out of date" errors): retried
+    with backoff and logged in one line, like an API error."""
+
+
 def _process_one(queue: RateLimitingQueue[T], process: Callable[[T], None], item: T, *,
                  max_retries: int | None, label: str) -> None:
     try:
@@ -269,7 +274,7 @@ def _process_one(queue: RateLimitingQueue[T], process: Callable[[T], None], item
     except Exception as exc:
         # An API error (a 409 from a stale cache, a 404 racing a delete) is routine for a controller and is
         # logged in one line, as upstream's handleErr does at info level; anything else is a bug: traceback.
-        routine = isinstance(exc, ApiError)
+        routine = isinstance(exc, ApiError | RetryLater)
         retries = queue.num_requeues(item)
         if max_retries is not None and retries >= max_retries:
             log.error("%s: dropping %r after %d retries: %s", label, item, retries, exc, exc_info=not routine)

@@ -101,15 +101,31 @@ def find_port(pod: Obj, service_port: Obj) -> int | None:
     return None
 
 
+def pod_ips(pod: Obj) -> list[str]:
+    """The pod's IPs, primary first (status.podIPs, else status.podIP)."""
+    status = pod.get("status") or {}
+    ips = [entry.get("ip", "") for entry in status.get("podIPs") or () if entry.get("ip")]
+    return ips or ([status["podIP"]] if status.get("podIP") else [])
+
+
+def service_hostname(pod: Obj, service: Obj) -> str | None:
+    """Upstream ShouldSetHostname: the pod's hostname when it names this service as its subdomain (what
+    DNS publishes for headless services); shared by Endpoints and EndpointSlices."""
+    spec = _spec(pod)
+    if spec.get("hostname") and spec.get("subdomain") == _meta(service).get("name") and (
+            _meta(pod).get("namespace") == _meta(service).get("namespace")):
+        return str(spec["hostname"])
+    return None
+
+
 def pod_address(pod: Obj, service: Obj) -> dict[str, Any]:
-    """Upstream podToEndpointAddressForService: IP, node, a reference to the pod and — when the pod names
-    this service as its subdomain — its hostname (what DNS publishes for headless services)."""
+    """Upstream podToEndpointAddressForService: IP, node, a reference to the pod and its hostname when
+    `service_hostname` says so."""
     meta, spec = _meta(pod), _spec(pod)
     address: dict[str, Any] = {"ip": (pod.get("status") or {}).get("podIP") or
                                ((pod.get("status") or {}).get("podIPs") or [{}])[0].get("ip", "")}
-    if spec.get("hostname") and spec.get("subdomain") == _meta(service).get("name") and (
-            meta.get("namespace") == _meta(service).get("namespace")):
-        address["hostname"] = spec["hostname"]
+    if (hostname := service_hostname(pod, service)) is not None:
+        address["hostname"] = hostname
     if spec.get("nodeName"):
         address["nodeName"] = spec["nodeName"]
     address["targetRef"] = {"kind": "Pod", "namespace": meta.get("namespace", ""), "name": meta.get("name", ""),

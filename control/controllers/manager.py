@@ -10,10 +10,10 @@ switchable off with `--disable`).
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
 "endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
 "serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
-"replicationcontroller", "deployment", …) to an init function: it builds the controller against the
-context (registering its informer handlers) and returns the loop to run, `run(stop)`, which the manager
-runs on its own thread. A later controller is one module under control/controllers/ (a `Controller` of
-base.py) and one line in this table.
+"replicationcontroller", "deployment", "endpointslice", "endpointslicemirroring", "service-lb-controller",
+…) to an init function: it builds the controller against the context (registering its informer handlers)
+and returns the loop to run, `run(stop)`, which the manager runs on its own thread. A later controller is
+one module under control/controllers/ (a `Controller` of base.py) and one line in this table.
 
 Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
 --node-monitor-grace-period, --resource-quota-sync-period) travel in `ControllerManagerConfiguration`, in the context.
@@ -37,6 +37,9 @@ from control.controllers.deployment import DeploymentController
 from control.controllers.discovery import ServerDiscovery
 from control.controllers.disruption import DisruptionController
 from control.controllers.endpoints import EndpointsController
+from control.controllers.endpointslice import EndpointSliceController
+from control.controllers.endpointslice_reconciler import MAX_ENDPOINTS_PER_SLICE
+from control.controllers.endpointslicemirroring import EndpointSliceMirroringController
 from control.controllers.garbagecollector import GarbageCollector
 from control.controllers.namespace import NamespaceController
 from control.controllers.nodelifecycle import (
@@ -51,6 +54,7 @@ from control.controllers.replicaset import REPLICATION_CONTROLLER, ReplicaSetCon
 from control.controllers.resourcequota import RESYNC_PERIOD, ResourceQuotaController
 from control.controllers.rootcacertpublisher import RootCACertPublisher
 from control.controllers.serviceaccounts import ServiceAccountsController
+from control.controllers.servicelb import ServiceLBController
 from control.controllers.taint_eviction import TaintEvictionController
 
 log = logging.getLogger(__name__)
@@ -70,6 +74,9 @@ class ControllerManagerConfiguration:
     # the CA file the controller manager's own client trusts, as upstream falls back to its client's CAData.
     root_ca_pem: str = ""
     resource_quota_sync_period: float = RESYNC_PERIOD
+    max_endpoints_per_slice: int = MAX_ENDPOINTS_PER_SLICE  # upstream --max-endpoints-per-slice
+    # The service-lb-controller's addresses, one per LoadBalancer Service; empty: the Ready nodes' addresses.
+    loadbalancer_address_pool: tuple[str, ...] = ()
 
 
 DEFAULT_CONFIGURATION = ControllerManagerConfiguration()
@@ -87,6 +94,19 @@ class ControllerContext:
 
 def _start_endpoint(ctx: ControllerContext) -> Run:
     return EndpointsController(ctx.client, ctx.informers).run
+
+
+def _start_endpointslice(ctx: ControllerContext) -> Run:
+    return EndpointSliceController(ctx.client, ctx.informers,
+                                   max_endpoints_per_slice=ctx.config.max_endpoints_per_slice).run
+
+
+def _start_endpointslice_mirroring(ctx: ControllerContext) -> Run:
+    return EndpointSliceMirroringController(ctx.client, ctx.informers).run
+
+
+def _start_service_lb(ctx: ControllerContext) -> Run:
+    return ServiceLBController(ctx.client, ctx.informers, pool=ctx.config.loadbalancer_address_pool).run
 
 
 def _start_node_lifecycle(ctx: ControllerContext) -> Run:
@@ -150,6 +170,8 @@ def _start_deployment(ctx: ControllerContext) -> Run:
 
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
+    "endpointslice": _start_endpointslice,
+    "endpointslicemirroring": _start_endpointslice_mirroring,
     "nodelifecycle": _start_node_lifecycle,
     "taint-eviction-controller": _start_taint_eviction,
     "garbagecollector": _start_garbage_collector,
@@ -162,6 +184,7 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "replicaset": _start_replica_set,
     "replicationcontroller": _start_replication_controller,
     "deployment": _start_deployment,
+    "service-lb-controller": _start_service_lb,
 }
 
 

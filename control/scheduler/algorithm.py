@@ -151,6 +151,8 @@ class Framework:
         return True, state_out, node_out
 
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        if not self._nominated:  # the common case: nothing nominated anywhere
+            return self.run_filters(state, pod, node)
         added, state_with, node_with = self._with_nominated_pods(state, pod, node)
         status = self.run_filters(state_with, pod, node_with)
         if added and status.is_success:

@@ -9,7 +9,8 @@ shape; seed 000's predicates are Filters and its priorities Scores.
 
 `Listers` is the narrow part of upstream's `Handle.SharedInformerFactory()` the plugins read: the
 workload objects that select a pod (Services, ReplicationControllers, ReplicaSets, StatefulSets, for
-PodTopologySpread's default constraints and SelectorSpread). The scheduler fills it from its informers'
+PodTopologySpread's default constraints and SelectorSpread), namespaces (InterPodAffinity's
+namespaceSelector) and PodDisruptionBudgets (DefaultPreemption). The scheduler fills it from its informers'
 caches; the cycle reaches it through `CycleState.listers`, so a plugin stays a plain object built from its
 args alone.
 
@@ -30,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from control.apimachinery.labels import Selector, parse_selector
 from control.scheduler.cache import Snapshot
 from control.scheduler.nodeinfo import NodeInfo, PodInfo
 
@@ -102,7 +104,8 @@ class ObjectLister(Protocol):
     """Read access to one informer's cache (control.client.store.Lister has it). Returned objects are
     shared: read them, never change them."""
 
-    def list(self, namespace: str | None = None) -> Sequence[Mapping[str, Any]]: ...
+    def list(self, namespace: str | None = None,
+             label_selector: str | Selector | None = None) -> Sequence[Mapping[str, Any]]: ...
 
     def get(self, namespace: str | None, name: str) -> Mapping[str, Any] | None: ...
 
@@ -110,7 +113,8 @@ class ObjectLister(Protocol):
 class _NoObjects:
     """The lister of a cluster without such objects (the default, and what tests need most)."""
 
-    def list(self, namespace: str | None = None) -> Sequence[Mapping[str, Any]]:
+    def list(self, namespace: str | None = None,
+             label_selector: str | Selector | None = None) -> Sequence[Mapping[str, Any]]:
         return ()
 
     def get(self, namespace: str | None, name: str) -> Mapping[str, Any] | None:
@@ -120,14 +124,40 @@ class _NoObjects:
 NO_OBJECTS = _NoObjects()
 
 
+class StaticLister:
+    """An ObjectLister over a fixed list of objects (tests and benchmarks)."""
+
+    def __init__(self, objects: Sequence[Mapping[str, Any]] = ()) -> None:
+        self._objects = [dict(obj) for obj in objects]
+
+    def list(self, namespace: str | None = None,
+             label_selector: str | Selector | None = None) -> Sequence[Mapping[str, Any]]:
+        selector = parse_selector(label_selector) if isinstance(label_selector, str) else label_selector
+        return [obj for obj in self._objects
+                if (namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace)
+                and (selector is None or selector.matches((obj.get("metadata") or {}).get("labels") or {}))]
+
+    def get(self, namespace: str | None, name: str) -> Mapping[str, Any] | None:
+        return next((obj for obj in self._objects if (obj.get("metadata") or {}).get("name") == name
+                     and ((obj.get("metadata") or {}).get("namespace") or None) == (namespace or None)), None)
+
+
 @dataclass(frozen=True)
 class Listers:
-    """The informer caches plugins may read (module notes)."""
+    """The informer caches plugins may read (module notes); `namespaces` is cluster-scoped,
+    `pod_disruption_budgets` policy/v1."""
 
     services: ObjectLister = NO_OBJECTS
     replication_controllers: ObjectLister = NO_OBJECTS
     replica_sets: ObjectLister = NO_OBJECTS
     stateful_sets: ObjectLister = NO_OBJECTS
+    namespaces: ObjectLister = NO_OBJECTS
+    pod_disruption_budgets: ObjectLister = NO_OBJECTS
+
+    def namespace_labels(self, name: str) -> dict[str, str]:
+        """Upstream GetNamespaceLabelsSnapshot: the namespace's labels, none if it is not in the cache."""
+        namespace = self.namespaces.get(None, name) or {}
+        return dict((namespace.get("metadata") or {}).get("labels") or {})
 
 
 class CycleState:

@@ -4,7 +4,9 @@
 binding for a scheduled pod, to the decision otherwise) and `scheduler_pending_pods{queue}` (active,
 backoff, unschedulable, gated — read from the queue when scraped).
 
-One registry per scheduler, as proxy/metrics.py, so two schedulers in one process do not collide.
+One registry per scheduler, as proxy/metrics.py, so two schedulers in one process do not collide; the
+composition root keeps one SchedulerMetrics across leadership terms, so the counters of a server that led
+before stay on its /metrics (control/scheduler/httpserver.py).
 """
 
 from __future__ import annotations
@@ -45,6 +47,11 @@ class SchedulerMetrics:
         for name in (ACTIVE, BACKOFF, UNSCHEDULABLE):
             self.pending_pods.labels(queue=name).set_function(size_of(name))
         self.pending_pods.labels(queue=GATED).set(0)
+
+    def forget_queue(self) -> None:
+        """The scheduler stopped (this server lost the Lease): nothing is pending here any more."""
+        for name in (ACTIVE, BACKOFF, UNSCHEDULABLE):
+            self.pending_pods.labels(queue=name).set_function(lambda: 0.0)
 
     def attempt(self, result: str, profile: str, seconds: float) -> None:
         self.schedule_attempts.labels(result=result, profile=profile).inc()

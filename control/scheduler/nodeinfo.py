@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from control.apimachinery.meta import key_of
+from control.scheduler.affinityterms import PodAffinityTerms, pod_affinity_terms
 from control.scheduler.resources import Resource, host_ports, pod_requests, resource_from_list
 
 _generations = itertools.count(1)
@@ -35,16 +36,18 @@ class ImageState:
 
 @dataclass(frozen=True)
 class PodInfo:
-    """A pod with its requests computed once (upstream framework.PodInfo)."""
+    """A pod with its requests and inter-pod affinity terms computed once (upstream framework.PodInfo)."""
 
     pod: Mapping[str, Any]
     requests: Resource
     non_zero: Resource
     ports: tuple[tuple[str, str, int], ...]
+    affinity: PodAffinityTerms = PodAffinityTerms()
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> PodInfo:
-        return cls(pod, pod_requests(pod), pod_requests(pod, non_zero=True), tuple(host_ports(pod)))
+        return cls(pod, pod_requests(pod), pod_requests(pod, non_zero=True), tuple(host_ports(pod)),
+                   pod_affinity_terms(pod))
 
     @property
     def key(self) -> str:
@@ -61,18 +64,43 @@ class NodeInfo:
     used_ports: set[tuple[str, str, int]] = field(default_factory=set)
     image_states: dict[str, ImageState] = field(default_factory=dict)  # by image name, set by the snapshot
     generation: int = field(default_factory=next_generation)
+    # how many of `pods` have pod (anti-)affinity / required anti-affinity, so nodes without skip the scan
+    num_with_affinity: int = 0
+    num_with_required_anti_affinity: int = 0
+    name: str = ""  # the Node's name, kept from set_node (read per node per plugin: not parsed each time)
 
     @property
-    def name(self) -> str:
-        return (self.node or {}).get("metadata", {}).get("name", "")
+    def labels(self) -> Mapping[str, str]:
+        return (self.node or {}).get("metadata", {}).get("labels") or {}
+
+    def pods_with_affinity(self) -> list[PodInfo]:
+        """Upstream NodeInfo.PodsWithAffinity: pods with pod affinity or anti-affinity."""
+        if not self.num_with_affinity:
+            return []
+        return [info for info in self.pods.values() if info.affinity.has_affinity]
+
+    def pods_with_required_anti_affinity(self) -> list[PodInfo]:
+        """Upstream NodeInfo.PodsWithRequiredAntiAffinity."""
+        if not self.num_with_required_anti_affinity:
+            return []
+        return [info for info in self.pods.values() if info.affinity.required_anti_affinity]
+
+    def _count_affinity(self, info: PodInfo, value: int) -> None:
+        self.num_with_affinity += value if info.affinity.has_affinity else 0
+        self.num_with_required_anti_affinity += value if info.affinity.required_anti_affinity else 0
 
     def set_node(self, node: Mapping[str, Any]) -> None:
         self.node = node
+        self.name = (node.get("metadata") or {}).get("name", "")
         self.allocatable = resource_from_list((node.get("status") or {}).get("allocatable"))
         self.generation = next_generation()
 
     def add_pod(self, info: PodInfo) -> None:
+        replaced = self.pods.get(info.key)
+        if replaced is not None:
+            self._count_affinity(replaced, -1)
         self.pods[info.key] = info
+        self._count_affinity(info, 1)
         self.requested.add(info.requests)
         self.non_zero_requested.add(info.non_zero)
         self.used_ports.update(info.ports)
@@ -82,6 +110,7 @@ class NodeInfo:
         info = self.pods.pop(key, None)
         if info is None:
             return False
+        self._count_affinity(info, -1)
         self.requested.add(info.requests, -1)
         self.non_zero_requested.add(info.non_zero, -1)
         self.used_ports.difference_update(info.ports)
@@ -92,7 +121,8 @@ class NodeInfo:
 
     def clone(self) -> NodeInfo:
         return NodeInfo(self.node, dict(self.pods), self.requested.copy(), self.non_zero_requested.copy(),
-                        self.allocatable.copy(), set(self.used_ports), dict(self.image_states), self.generation)
+                        self.allocatable.copy(), set(self.used_ports), dict(self.image_states), self.generation,
+                        self.num_with_affinity, self.num_with_required_anti_affinity, self.name)
 
 
 def node_images(node: Mapping[str, Any]) -> dict[str, int]:

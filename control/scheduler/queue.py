@@ -10,9 +10,9 @@ podMaxInUnschedulablePodsDuration 5 min. Three structures, a pod in at most one 
 - backoffQ: pods that failed and wait out their backoff, 1 s doubled per attempt up to 10 s, counted from
   when they failed; `flush_backoff_completed` (upstream: every second) moves the ripe ones to activeQ.
 - unschedulable: pods that fit nowhere. Nothing retries them until a cluster event that could make them
-  fit (`move_all_to_active_or_backoff`: a node added or changed, an assigned pod deleted or finished), or
-  until they have waited 5 minutes (`flush_unschedulable_left_over`; upstream checks every 30 s). A move
-  sends a pod to backoffQ if its backoff has not run out yet, else to activeQ.
+  fit (`move_all_to_active_or_backoff`: a node added, changed or deleted, an assigned pod added, changed,
+  deleted or finished), or until they have waited 5 minutes (`flush_unschedulable_left_over`; upstream
+  checks every 30 s). A move sends a pod to backoffQ if its backoff has not run out yet, else to activeQ.
 
 A pod that failed while a move request came in during its cycle goes to backoffQ instead of
 unschedulable (upstream's moveRequestCycle), so the event that could have made it fit is not lost. A pod
@@ -21,10 +21,11 @@ that failed for an error (not "fits nowhere") also goes to backoffQ.
 Which pods an event moves: the node events and an assigned pod's deletion move every unschedulable pod;
 events only some plugins registered for (upstream EventsToRegister: an assigned pod added or changed, a
 node deleted — PodTopologySpread, InterPodAffinity) pass `plugins` and move only the pods one of those
-plugins rejected (`unschedulable_plugins`, upstream's UnschedulablePlugins), or that no plugin rejected.
-Departures: upstream also asks each plugin's QueueingHint whether the event helps; here a listed event
-moves the pod — the events are few, and a pod that still does not fit returns to unschedulable after one
-cheap cycle. No gated pods (schedulingGates).
+plugins rejected (`unschedulable_plugins`, upstream's UnschedulablePlugins), or that no plugin rejected;
+a plugin with a QueueingHint in `hints` (InterPodAffinity's, on an assigned pod added or relabelled) is
+asked whether the event helps the pod. Departures: the other plugins have no hints, so a listed event
+moves the pods they rejected — the events are few, and a pod that still does not fit returns to
+unschedulable after one cheap cycle. No gated pods (schedulingGates).
 
 Time is the injected clock's monotonic seconds; `pop` waits on the clock, so tests drive it with
 tests/support/fake_clock.py. Thread-safe.
@@ -35,7 +36,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,8 @@ INITIAL_BACKOFF_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 10.0
 MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
 FLUSH_PERIOD_SECONDS = 1.0  # how often a waiting `pop` looks at backoffQ and the unschedulable pods
+
+QueueingHint = Callable[[Mapping[str, Any]], bool]  # pending pod → whether the event may make it fit
 
 ACTIVE = "active"
 BACKOFF = "backoff"
@@ -149,13 +152,18 @@ class SchedulingQueue:
             self._backoff.pop(key, None)
             self._unschedulable.pop(key, None)
 
-    def move_all_to_active_or_backoff(self, event: str, *, plugins: frozenset[str] | None = None) -> None:
+    def move_all_to_active_or_backoff(self, event: str, *, plugins: frozenset[str] | None = None,
+                                      hints: Mapping[str, QueueingHint] | None = None) -> None:
         """A cluster event that could make unschedulable pods fit (`event` names it, for logs and tests):
         every unschedulable pod moves, or with `plugins` only those one of these plugins rejected (and
-        those no plugin rejected)."""
+        those no plugin rejected) — and of those a plugin with a hint in `hints` rejected, only the pods
+        its hint says the event may help (upstream isPodWorthRequeuing)."""
+        hints = hints or {}
         with self._cond:
             for key, info in list(self._unschedulable.items()):
-                if plugins is None or not info.unschedulable_plugins or info.unschedulable_plugins & plugins:
+                if plugins is None or not info.unschedulable_plugins or any(
+                        plugin in plugins and (plugin not in hints or hints[plugin](info.pod))
+                        for plugin in info.unschedulable_plugins):
                     del self._unschedulable[key]
                     self._requeue(info)
             self._move_request_cycle = self.scheduling_cycle

@@ -10,9 +10,12 @@ a failed binding forgets the assumed pod and requeues it with backoff), eventhan
 changes go where: a bound pod to the cache, a pending pod of this scheduler's names to the queue; node
 changes and deleted or finished bound pods move unschedulable pods back; an assigned pod added or
 changed and a node deleted move back the pods PodTopologySpread or InterPodAffinity rejected, the plugins
-upstream registers for those events) and DefaultBinder (POST
+upstream registers for those events, InterPodAffinity's only when its queueing hint says the pod may fit
+now) and DefaultBinder (POST
 pods/{name}/binding). Events: "Scheduled" ("Successfully assigned ns/pod to node") and
-"FailedScheduling" with FitError's message, from component "default-scheduler".
+"FailedScheduling" with FitError's message, reported by the pod's profile (component = its schedulerName,
+as upstream gives each profile its own recorder). The queue's backoff is the configuration's
+podInitialBackoffSeconds/podMaxBackoffSeconds (control/scheduler/config.py checks the file).
 
 Preemption (upstream preemption.go prepareCandidate / PreemptPod, schedule_one.go handleSchedulingFailure
 with its NominatingInfo, and the nominator the queue keeps): when DefaultPreemption picked a node, each
@@ -54,8 +57,10 @@ from control.scheduler.framework import Listers, PostFilterResult
 from control.scheduler.metrics import ERROR, SCHEDULED, UNSCHEDULABLE_RESULT, SchedulerMetrics
 from control.scheduler.nominator import Nominator
 from control.scheduler.plugins.defaultpreemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
+from control.scheduler.plugins.interpodaffinity import NAME as INTER_POD_AFFINITY
+from control.scheduler.plugins.interpodaffinity import pod_may_fit_after_pod_change
 from control.scheduler.profile import DEFAULT_SCHEDULER_NAME, Profile, build_profiles
-from control.scheduler.queue import QueuedPodInfo, SchedulingQueue
+from control.scheduler.queue import INITIAL_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS, QueuedPodInfo, SchedulingQueue
 from control.util.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
@@ -109,18 +114,24 @@ class Scheduler:
     def __init__(self, client: SchedulerClient, informers: InformerFactory, *,
                  config: Mapping[str, Any] | None = None, clock: Clock | None = None,
                  rng: random.Random | None = None, recorder: EventRecorder | None = None,
-                 bind_workers: int = BIND_WORKERS) -> None:
+                 bind_workers: int = BIND_WORKERS, metrics: SchedulerMetrics | None = None) -> None:
         self.client = client
         self.informers = informers
         self.profiles: dict[str, Profile] = build_profiles(config)
         self.clock: Clock = clock or RealClock()
         self.rng = rng or random.Random()
         self.cache = SchedulerCache()
-        self.queue = SchedulingQueue(clock=self.clock)
+        self.queue = SchedulingQueue(
+            clock=self.clock,
+            initial_backoff=float((config or {}).get("podInitialBackoffSeconds") or INITIAL_BACKOFF_SECONDS),
+            max_backoff=float((config or {}).get("podMaxBackoffSeconds") or MAX_BACKOFF_SECONDS))
         self.nominator = Nominator()
-        self.metrics = SchedulerMetrics()
+        self.metrics = metrics or SchedulerMetrics()
         self.metrics.watch_queue(self.queue)
-        self.recorder = recorder or EventRecorder(client, component=DEFAULT_SCHEDULER_NAME, clock=clock)
+        # One recorder per profile, reporting as the profile's schedulerName (upstream's recorder factory).
+        self.recorders = {name: recorder or EventRecorder(client, component=name, clock=clock)
+                          for name in self.profiles}
+        self.recorder = self.recorders.get(DEFAULT_SCHEDULER_NAME) or next(iter(self.recorders.values()))
         self._binder = ThreadPoolExecutor(bind_workers, thread_name_prefix="scheduler-bind")
         self._snapshot = Snapshot()
         self._next_start_index = 0
@@ -132,7 +143,9 @@ class Scheduler:
             services=informers.informer("v1", "services").lister(),
             replication_controllers=informers.informer("v1", "replicationcontrollers").lister(),
             replica_sets=informers.informer("apps/v1", "replicasets").lister(),
-            stateful_sets=informers.informer("apps/v1", "statefulsets").lister())
+            stateful_sets=informers.informer("apps/v1", "statefulsets").lister(),
+            namespaces=informers.informer("v1", "namespaces").lister(),
+            pod_disruption_budgets=informers.informer("policy/v1", "poddisruptionbudgets").lister())
 
     # -- informer handlers (upstream eventhandlers.go) ------------------------------------------------------
 
@@ -144,7 +157,7 @@ class Scheduler:
             return
         if _assigned(pod):
             self.cache.add_pod(pod)
-            self.queue.move_all_to_active_or_backoff("AssignedPodAdd", plugins=POD_TOPOLOGY_PLUGINS)
+            self._assigned_pod_changed("AssignedPodAdd", None, pod)
         elif self._responsible(pod):
             self.queue.add(pod)
             self.nominator.add(pod)
@@ -160,9 +173,9 @@ class Scheduler:
             else:
                 self.cache.update_pod(new)
                 if not _assigned(old):
-                    self.queue.move_all_to_active_or_backoff("AssignedPodAdd", plugins=POD_TOPOLOGY_PLUGINS)
+                    self._assigned_pod_changed("AssignedPodAdd", None, new)
                 elif _pod_labels(old) != _pod_labels(new):
-                    self.queue.move_all_to_active_or_backoff("AssignedPodUpdate", plugins=POD_TOPOLOGY_PLUGINS)
+                    self._assigned_pod_changed("AssignedPodUpdate", old, new)
         elif self._responsible(new) and not _terminal(new) and not self.cache.is_assumed(new):
             self.queue.update(old, new)
             self.nominator.update(old, new)
@@ -174,6 +187,13 @@ class Scheduler:
         else:
             self.queue.delete(pod)
             self.nominator.delete(pod)
+
+    def _assigned_pod_changed(self, event: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        """A bound pod came or changed its labels: retry the pods PodTopologySpread rejected, and those
+        InterPodAffinity rejected if its hint says this pod may let them in (upstream AssignedPodAdd /
+        AssignedPodUpdate)."""
+        self.queue.move_all_to_active_or_backoff(event, plugins=POD_TOPOLOGY_PLUGINS, hints={
+            INTER_POD_AFFINITY: lambda pending: pod_may_fit_after_pod_change(pending, old, new)})
 
     def _node_added(self, node: dict[str, Any]) -> None:
         self.cache.add_node(node)
@@ -187,6 +207,9 @@ class Scheduler:
         self.cache.update_node(new)
         if _node_scheduling_properties(old) != _node_scheduling_properties(new):
             self.queue.move_all_to_active_or_backoff("NodeUpdate")
+
+    def _recorder_for(self, pod: Mapping[str, Any]) -> EventRecorder:
+        return self.recorders.get(scheduler_name(pod), self.recorder)
 
     # -- the loop ----------------------------------------------------------------------------------------------
 
@@ -204,7 +227,8 @@ class Scheduler:
         finally:
             self.queue.close()
             self._binder.shutdown(wait=True, cancel_futures=False)
-            self.recorder.shutdown(RECORDER_SHUTDOWN_SECONDS)
+            for recorder in set(self.recorders.values()):
+                recorder.shutdown(RECORDER_SHUTDOWN_SECONDS)
             log.info("scheduler stopped")
 
     def schedule_cycle(self, info: QueuedPodInfo) -> None:
@@ -270,7 +294,8 @@ class Scheduler:
             return
         self.metrics.attempt(SCHEDULED, profile, self.clock.monotonic() - started)
         self.queue.done(info.key)
-        self.recorder.event(pod, "Normal", "Scheduled", f"Successfully assigned {namespace}/{name} to {node}")
+        self._recorder_for(pod).event(pod, "Normal", "Scheduled",
+                                      f"Successfully assigned {namespace}/{name} to {node}")
 
     def _preempt(self, preemptor: Mapping[str, Any], node: str, result: PostFilterResult) -> None:
         """Carry out DefaultPreemption's decision (upstream prepareCandidate): evict the victims, drop the
@@ -293,7 +318,8 @@ class Scheduler:
                 continue  # gone meanwhile
             log.info("preempted %s/%s on %s for %s/%s", namespace_of(victim), name_of(victim), node,
                      namespace_of(preemptor), name_of(preemptor))
-            self.recorder.event(victim, "Normal", "Preempted", f"Preempted by pod {uid} on node {node}")
+            self._recorder_for(preemptor).event(victim, "Normal", "Preempted",
+                                                f"Preempted by pod {uid} on node {node}")
         for pod in result.clear_nominations:
             self.nominator.delete(pod)
             self._binder.submit(self._update_status, pod, None, "")
@@ -305,7 +331,7 @@ class Scheduler:
         queue, PodScheduled=False (with the nomination)."""
         pod = info.pod
         log.info("unable to schedule %s/%s: %s", namespace_of(pod), name_of(pod), message)
-        self.recorder.event(pod, "Warning", "FailedScheduling", message)
+        self._recorder_for(pod).event(pod, "Warning", "FailedScheduling", message)
         if nominated_node is not None:
             self.nominator.add(pod, nominated_node)
         self.queue.add_unschedulable_if_not_present(info, cycle, unschedulable=unschedulable, reasons=reasons,

@@ -60,7 +60,7 @@ def test_entries_through_a_removed_udp_endpoint_are_deleted(wired: tuple[str, st
                       iptables=backend.Iptables(mode=backend.detect().mode, run=run), metrics=ProxyMetrics(),
                       conntrack=conntrack)
     proxier.on_service_add(service(ip=CLUSTER_IP, port=53, **DNS))
-    proxier.on_endpoints_add(endpoints(ips=(OLD_BACKEND,), port=53, **DNS))
+    proxier.on_endpoint_slice_add(endpoints(ips=(OLD_BACKEND,), port=53, **DNS))
     proxier.set_initialized()
     proxier.sync()
 
@@ -69,7 +69,7 @@ def test_entries_through_a_removed_udp_endpoint_are_deleted(wired: tuple[str, st
     before = entries(conntrack)
     assert len(before) == 2 and all(f"src={OLD_BACKEND}" in line for line in before), before
 
-    proxier.on_endpoints_update(endpoints(ips=(OLD_BACKEND,), port=53, **DNS),
+    proxier.on_endpoint_slice_update(endpoints(ips=(OLD_BACKEND,), port=53, **DNS),
                                 endpoints(ips=(NEW_BACKEND,), port=53, **DNS))
     proxier.sync()
     assert entries(conntrack) == []

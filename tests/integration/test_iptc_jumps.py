@@ -154,7 +154,7 @@ def test_proxier_on_a_legacy_node_ensures_jumps_through_iptc(netns: Callable[[st
                           conntrack=None, clock=lambda: now[0])
         assert isinstance(proxier.jumps, IptcJumps)
         proxier.on_service_add(service("web"))
-        proxier.on_endpoints_add(endpoints("web"))
+        proxier.on_endpoint_slice_add(endpoints("web"))
         proxier.set_initialized()
         proxier.sync()
         for _ in range(2):  # periodic full resyncs

@@ -77,8 +77,8 @@ def test_sync_partial_rewrite_delete_and_cleanup(netns: Callable[[str], str], mo
     proxier, run = make_proxier(ns, mode, clock)
     proxier.on_service_add(service("web", ip="10.96.0.10"))
     proxier.on_service_add(service("api", ip="10.96.0.11"))
-    proxier.on_endpoints_add(endpoints("web", ("10.244.1.2",)))
-    proxier.on_endpoints_add(endpoints("api", ("10.244.1.3", "10.244.1.4")))
+    proxier.on_endpoint_slice_add(endpoints("web", ("10.244.1.2",)))
+    proxier.on_endpoint_slice_add(endpoints("api", ("10.244.1.3", "10.244.1.4")))
     proxier.set_initialized()
     proxier.sync()
     nat = chains(proxier)
@@ -87,7 +87,7 @@ def test_sync_partial_rewrite_delete_and_cleanup(netns: Callable[[str], str], mo
     api_rules = [line for line in saved(proxier).splitlines() if service_chain_name(API) in line]
 
     # A change to web rewrites web's chains only; api's stay as they were.
-    proxier.on_endpoints_update(endpoints("web", ("10.244.1.2",)), endpoints("web", ("10.244.1.5",)))
+    proxier.on_endpoint_slice_update(endpoints("web", ("10.244.1.2",)), endpoints("web", ("10.244.1.5",)))
     proxier.sync()
     assert f":{service_chain_name(API)} " not in run.restores[-1]
     nat = chains(proxier)
@@ -104,7 +104,7 @@ def test_sync_partial_rewrite_delete_and_cleanup(netns: Callable[[str], str], mo
 
     # A deleted service's chains are gone.
     proxier.on_service_delete(service("api", ip="10.96.0.11"))
-    proxier.on_endpoints_delete(endpoints("api", ("10.244.1.3", "10.244.1.4")))
+    proxier.on_endpoint_slice_delete(endpoints("api", ("10.244.1.3", "10.244.1.4")))
     proxier.sync()
     nat = chains(proxier)
     assert not any(name.endswith(service_chain_name(API)[9:]) for name in nat)
@@ -177,13 +177,13 @@ def test_cluster_ip_reaches_the_backend_and_is_refused_without_endpoints(
     proxier, _ = make_proxier(client, mode)
     web = service("web", ip=CLUSTER_IP, port=80)
     proxier.on_service_add(web)
-    proxier.on_endpoints_add(endpoints("web", (BACKEND_IP,), port=8080))
+    proxier.on_endpoint_slice_add(endpoints("web", (BACKEND_IP,), port=8080))
     proxier.set_initialized()
     proxier.sync()
     done = fetch(client, f"http://{CLUSTER_IP}/")
     assert done.returncode == 0 and done.stdout == "hello from the backend\n", done.stderr
 
-    proxier.on_endpoints_update(endpoints("web", (BACKEND_IP,), port=8080), endpoints("web", ()))
+    proxier.on_endpoint_slice_update(endpoints("web", (BACKEND_IP,), port=8080), endpoints("web", ()))
     proxier.sync()
     start = time.monotonic()
     probe = in_ns(client, sys.executable, "-c", CONNECT, CLUSTER_IP, "80")
@@ -202,7 +202,7 @@ def test_run_loop_applies_changes_and_stops(netns: Callable[[str], str], mode: b
     thread.start()
     try:
         proxier.on_service_add(service("web", ip="10.96.0.10"))
-        proxier.on_endpoints_add(endpoints("web", ("10.244.1.2",)))
+        proxier.on_endpoint_slice_add(endpoints("web", ("10.244.1.2",)))
         proxier.set_initialized()
         wanted = endpoint_chain_name(WEB, "10.244.1.2:8080")
         deadline = time.monotonic() + 5
@@ -210,7 +210,8 @@ def test_run_loop_applies_changes_and_stops(netns: Callable[[str], str], mode: b
             time.sleep(0.02)
         assert wanted in chains(proxier)
         for i in range(3, 8):  # a burst of changes coalesces into few syncs
-            proxier.on_endpoints_update(endpoints("web", (f"10.244.1.{i - 1}",)), endpoints("web", (f"10.244.1.{i}",)))
+            proxier.on_endpoint_slice_update(endpoints("web", (f"10.244.1.{i - 1}",)),
+                                             endpoints("web", (f"10.244.1.{i}",)))
         wanted = endpoint_chain_name(WEB, "10.244.1.7:8080")
         while wanted not in chains(proxier) and time.monotonic() < deadline:
             time.sleep(0.02)

@@ -119,12 +119,13 @@ def test_services_become_chains_health_metrics_sigterm_and_cleanup(
         "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}})
     assert service.status_code == 201, service.text
     cleanup(lambda: api.request("DELETE", f"/api/v1/namespaces/default/services/{name}"))
-    endpoints = api.request("POST", "/api/v1/namespaces/default/endpoints", json={
-        "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": name},
-        "subsets": [{"addresses": [{"ip": "10.244.0.7"}, {"ip": "10.244.0.8"}],
-                     "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}]})
+    endpoints = api.request("POST", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", json={
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": name, "labels": {"kubernetes.io/service-name": name}}, "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.244.0.7"]}, {"addresses": ["10.244.0.8"], "conditions": {"ready": True}}],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})
     assert endpoints.status_code == 201, endpoints.text
-    cleanup(lambda: api.request("DELETE", f"/api/v1/namespaces/default/endpoints/{name}"))
+    cleanup(lambda: api.request("DELETE", f"/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/{name}"))
 
     port_name = f"default/{name}:http"
     svc_chain = "KUBE-SVC-" + upstream_hash(port_name + "tcp")

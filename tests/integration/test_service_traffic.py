@@ -1,7 +1,7 @@
 """Services with real traffic on this host (issue 6 "Checked by"): a real API server (in a thread) with
-its controller manager (the endpoints controller, as `slimkube server` runs it), a real kubelet on Docker
-with its own bridge and pod CIDR, and the proxy (proxy/app.py ProxyServer, as `slimkube proxy` runs it)
-writing the host's iptables with the backend in use.
+its controller manager (the endpoints and EndpointSlice controllers, as `slimkube server` runs them), a
+real kubelet on Docker with its own bridge and pod CIDR, and the proxy (proxy/app.py ProxyServer, as
+`slimkube proxy` runs it) writing the host's iptables with the backend in use.
 
 Before any packet goes to a service IP, the test's service CIDR (one no route on the host overlaps) is
 routed to an empty `sktest…` bridge (tests/support/safety_net.py, RECIPES.md): a virtual IP without a
@@ -237,11 +237,11 @@ class Stack:
             pass
 
     def endpoint_ips(self, name: str) -> set[str]:
-        try:
-            endpoints = self.client.get(f"/api/v1/namespaces/{NAMESPACE}/endpoints/{name}")
-        except NotFound:
-            return set()
-        return {a["ip"] for subset in endpoints.get("subsets") or [] for a in subset.get("addresses") or []}
+        """The ready addresses of the Service's EndpointSlices (what the proxy reads)."""
+        slices = self.client.list(f"/apis/discovery.k8s.io/v1/namespaces/{NAMESPACE}/endpointslices",
+                                  params={"labelSelector": f"kubernetes.io/service-name={name}"})["items"]
+        return {e["addresses"][0] for s in slices for e in s.get("endpoints") or []
+                if (e.get("conditions") or {}).get("ready") is not False}
 
     def rules_for(self, ip: str) -> str:
         """The proxy's rules that name `ip`, for failure messages."""

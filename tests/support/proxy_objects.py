@@ -1,4 +1,4 @@
-"""Service and Endpoints wire dicts for proxy tests, and a Runner that runs commands inside a network
+"""Service and EndpointSlice wire dicts for proxy tests, and a Runner that runs commands inside a network
 namespace (so the proxy's iptables and conntrack calls reach only a namespace the test made)."""
 
 from __future__ import annotations
@@ -16,11 +16,24 @@ def service(name: str = "web", *, ip: str = "10.96.0.10", port: int = 80, protoc
 
 def endpoints(name: str = "web", ips: Sequence[str] = ("10.244.1.2",), *, port: int = 8080,
               protocol: str = "TCP", port_name: str = "http", namespace: str = "default",
-              not_ready: Sequence[str] = ()) -> dict:
-    return {"metadata": {"namespace": namespace, "name": name},
-            "subsets": [{"addresses": [{"ip": ip} for ip in ips],
-                         "notReadyAddresses": [{"ip": ip} for ip in not_ready],
-                         "ports": [{"name": port_name, "port": port, "protocol": protocol}]}]}
+              not_ready: Sequence[str] = (), terminating: Sequence[str] = (), slice_name: str | None = None,
+              node_name: str = "") -> dict:
+    """One EndpointSlice of Service `name` (named `slice_name`, default the Service's): `ips` ready,
+    `not_ready` neither ready nor serving, `terminating` serving while terminating."""
+    def endpoint(ip: str, ready: bool, serving: bool, term: bool) -> dict:
+        entry: dict = {"addresses": [ip], "conditions": {"ready": ready, "serving": serving, "terminating": term}}
+        if node_name:
+            entry["nodeName"] = node_name
+        return entry
+
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"namespace": namespace, "name": slice_name or name,
+                         "labels": {"kubernetes.io/service-name": name}},
+            "addressType": "IPv4",
+            "endpoints": [endpoint(ip, True, True, False) for ip in ips]
+            + [endpoint(ip, False, False, False) for ip in not_ready]
+            + [endpoint(ip, False, True, True) for ip in terminating],
+            "ports": [{"name": port_name, "port": port, "protocol": protocol}]}
 
 
 class NetnsRunner:

@@ -25,7 +25,8 @@ def make_pod(name: str, *, namespace: str = "default", requests: list[dict] | No
              init_requests: list[dict] | None = None, node_name: str = "", ports: list[int] | None = None,
              node_selector: dict | None = None, affinity: dict | None = None, tolerations: list | None = None,
              images: list[str] | None = None, priority: int | None = None, scheduler_name: str | None = None,
-             overhead: dict | None = None) -> dict[str, Any]:
+             overhead: dict | None = None, labels: dict | None = None,
+             volumes: list | None = None) -> dict[str, Any]:
     containers = [{"name": f"c{i}", "image": (images or [])[i] if i < len(images or []) else "busybox",
                    "resources": {"requests": req} if req else {}}
                   for i, req in enumerate(requests or [{}])]
@@ -37,9 +38,10 @@ def make_pod(name: str, *, namespace: str = "default", requests: list[dict] | No
                                   for i, req in enumerate(init_requests)]
     for key, value in (("nodeName", node_name), ("nodeSelector", node_selector), ("affinity", affinity),
                        ("tolerations", tolerations), ("priority", priority), ("schedulerName", scheduler_name),
-                       ("overhead", overhead)):
+                       ("overhead", overhead), ("volumes", volumes)):
         if value is not None and value != "":
             spec[key] = value
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
-            "spec": spec, "status": {"phase": "Pending"}}
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}"}
+    if labels:
+        metadata["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": {"phase": "Pending"}}

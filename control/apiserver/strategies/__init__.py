@@ -28,6 +28,7 @@ from control.apiserver.strategies.base import (
     Strategy,
     WorkloadStrategy,
 )
+from control.apiserver.strategies.endpointslices import EndpointSliceStrategy
 from control.apiserver.strategies.namespaces import NamespaceStrategy
 from control.apiserver.strategies.pods import BindingStrategy, PodStrategy
 from control.apiserver.strategies.priorityclasses import PriorityClassStrategy
@@ -55,6 +56,7 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "cronjobs": WorkloadStrategy,
     "priorityclasses": PriorityClassStrategy,
     "poddisruptionbudgets": PodDisruptionBudgetStrategy,
+    "endpointslices": EndpointSliceStrategy,
 })
 
 

@@ -16,7 +16,11 @@ GetEarliestPodStartTime.
    random offset, until enough candidates are found.
 3. Per node (`select_victims_on_node`): remove every lower-priority pod; if the pod still does not fit,
    the node is out (its filter status says why); else put them back one by one, most important first
-   (higher priority, then earlier start), keeping out only those without which it does not fit.
+   (higher priority, then earlier start), keeping out only those without which it does not fit — first
+   the pods whose eviction would violate a PodDisruptionBudget (`filter_pods_with_pdb_violation`: a PDB of
+   the pod's namespace with a non-empty selector matching its labels, whose `status.disruptionsAllowed`,
+   less the pods already counted against it, drops below 0; pods in its `status.disruptedPods` do not
+   count), each one kept out counting as a violation, then the others.
 4. Pick the node (`pick_one_node_for_preemption`): fewest PDB violations, lowest highest-victim
    priority, smallest sum of victim priorities (each + 2^31), fewest victims, latest start among the
    highest-priority victims, then the first.
@@ -27,8 +31,10 @@ When no node can be helped the message is a FitError of its own: "preemption: 0/
 3 No preemption victims found for incoming pod." (nodes not tried: "Preemption is not helpful for
 scheduling").
 
-Departures: there are no PodDisruptionBudgets in slimkube's API, so no victim violates one (criterion 1
-always ties); no extenders; victims are chosen sequentially, not in parallel.
+The PodDisruptionBudgets come from the scheduler's informer (CycleState.listers), listed once per
+preemption as upstream's findCandidates does.
+
+Departures: no extenders; victims are chosen sequentially, not in parallel.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from control.api.priority import PREEMPT_NEVER, pod_priority, preemption_policy
+from control.apimachinery.labels import SelectorError, selector_from_label_selector
 from control.apimachinery.meta import get_condition, parse_timestamp
 from control.scheduler.framework import (
     SUCCESS,
@@ -51,7 +58,7 @@ from control.scheduler.framework import (
     Status,
     fit_error_message,
 )
-from control.scheduler.nodeinfo import NodeInfo
+from control.scheduler.nodeinfo import NodeInfo, PodInfo
 
 NAME = "DefaultPreemption"
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -124,10 +131,39 @@ def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate |
     return remaining[0] if remaining else None
 
 
-def select_victims_on_node(state: CycleState, pod: Pod, node: NodeInfo,
-                           handle: Handle) -> tuple[list[Pod], int, Status]:
+def filter_pods_with_pdb_violation(infos: Sequence[PodInfo], pdbs: Sequence[Mapping[str, Any]],
+                                   ) -> tuple[list[PodInfo], list[PodInfo]]:
+    """Upstream filterPodsWithPDBViolation: (pods whose eviction violates a budget, the others), each in
+    the order given; evicting the earlier pods uses up a budget's allowed disruptions first."""
+    allowed = [int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) for pdb in pdbs]
+    violating: list[PodInfo] = []
+    others: list[PodInfo] = []
+    for info in infos:
+        metadata = info.pod.get("metadata") or {}
+        labels = metadata.get("labels") or {}
+        violated = False
+        for index, pdb in enumerate(pdbs if labels else ()):
+            if (pdb.get("metadata") or {}).get("namespace") != metadata.get("namespace"):
+                continue
+            try:
+                selector = selector_from_label_selector((pdb.get("spec") or {}).get("selector"))
+            except SelectorError:
+                continue
+            if selector.empty or not selector.matches(labels):  # a nil or empty selector matches nothing
+                continue
+            if metadata.get("name") in ((pdb.get("status") or {}).get("disruptedPods") or {}):
+                continue  # the API server's eviction already counted it
+            allowed[index] -= 1
+            if allowed[index] < 0:
+                violated = True
+        (violating if violated else others).append(info)
+    return violating, others
+
+
+def select_victims_on_node(state: CycleState, pod: Pod, node: NodeInfo, handle: Handle,
+                           pdbs: Sequence[Mapping[str, Any]] = ()) -> tuple[list[Pod], int, Status]:
     """Upstream SelectVictimsOnNode on a copy of the node (changed in place): (victims, most important
-    first; PDB violations; status)."""
+    first within the PDB-violating ones and then the others; PDB violations; status)."""
     priority = pod_priority(pod)
     potential = [info for info in node.pods.values() if pod_priority(info.pod) < priority]
     for info in potential:
@@ -139,15 +175,24 @@ def select_victims_on_node(state: CycleState, pod: Pod, node: NodeInfo,
     if not status.is_success:
         return [], 0, status
     potential.sort(key=functools.cmp_to_key(lambda a, b: _importance_order(a.pod, b.pod)))
-    victims = []
-    for info in potential:  # reprieve the most important first
+    violating, others = filter_pods_with_pdb_violation(potential, pdbs)
+    victims: list[Pod] = []
+
+    def reprieve(info: PodInfo) -> bool:
+        """Put `info` back; if the pod then does not fit, take it out again as a victim."""
         node.add_pod(info)
         handle.run_pre_filter_extension_add_pod(state, pod, info, node)
-        if not handle.run_filters_with_nominated_pods(state, pod, node).is_success:
-            node.remove_pod(info.key)
-            handle.run_pre_filter_extension_remove_pod(state, pod, info, node)
-            victims.append(info.pod)
-    return victims, 0, SUCCESS
+        if handle.run_filters_with_nominated_pods(state, pod, node).is_success:
+            return True
+        node.remove_pod(info.key)
+        handle.run_pre_filter_extension_remove_pod(state, pod, info, node)
+        victims.append(info.pod)
+        return False
+
+    violations = sum(1 for info in violating if not reprieve(info))  # the most important first, in each group
+    for info in others:
+        reprieve(info)
+    return victims, violations, SUCCESS
 
 
 class DefaultPreemption:
@@ -187,7 +232,8 @@ class DefaultPreemption:
         return True, ""
 
     def dry_run(self, state: CycleState, pod: Pod, potential: Sequence[NodeInfo], handle: Handle, *,
-                offset: int, wanted: int) -> tuple[list[Candidate], dict[str, Status]]:
+                offset: int, wanted: int, pdbs: Sequence[Mapping[str, Any]] = (),
+                ) -> tuple[list[Candidate], dict[str, Status]]:
         """Upstream DryRunPreemption: nodes from `offset` round, until `wanted` candidates (one of them
         without PDB violations) are found; candidates without violations first."""
         clean: list[Candidate] = []
@@ -195,7 +241,7 @@ class DefaultPreemption:
         statuses: dict[str, Status] = {}
         for index in range(len(potential)):
             node = potential[(offset + index) % len(potential)]
-            victims, violations, status = select_victims_on_node(state.clone(), pod, node.clone(), handle)
+            victims, violations, status = select_victims_on_node(state.clone(), pod, node.clone(), handle, pdbs)
             if status.is_success and victims:
                 found = Candidate(node.name, tuple(victims), violations)
                 (violating if violations else clean).append(found)
@@ -220,8 +266,9 @@ class DefaultPreemption:
         node_statuses: dict[str, Status] = {}
         if potential:
             offset = handle.rng.randrange(len(potential))
+            pdbs = state.listers.pod_disruption_budgets.list()
             candidates, node_statuses = self.dry_run(state, pod, potential, handle, offset=offset,
-                                                     wanted=self.num_candidates(len(potential)))
+                                                     wanted=self.num_candidates(len(potential)), pdbs=pdbs)
         best = pick_one_node_for_preemption(candidates)
         if best is None:
             not_helpful = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NOT_HELPFUL,))

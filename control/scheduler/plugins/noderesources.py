@@ -1,14 +1,19 @@
-"""NodeResourcesFit (filter: the pod's requests fit in what the node has left; score: LeastAllocated) and
+"""NodeResourcesFit (filter: the pod's requests fit in what the node has left; score: by its
+scoringStrategy, LeastAllocated by default, MostAllocated or RequestedToCapacityRatio) and
 NodeResourcesBalancedAllocation (score: cpu and memory used in like proportion).
 
 Upstream: pkg/scheduler/framework/plugins/noderesources/fit.go (`fitsRequest`: "Too many pods", then
 "Insufficient <resource>" for every resource that does not fit; requests, not usage), least_allocated.go
 (per resource `(allocatable - requested) · 100 / allocatable`, weighted mean over the configured
 resources, default cpu 1 and memory 1; counted with NonZero requests, so pods that request nothing still
-spread), balanced_allocation.go (`(1 - std) · 100` of the requested fractions, with real requests; for
-two resources std is |f1 - f2| / 2) and resource_allocation.go (an extended resource the pod does not
-request is left out of the score). Seed 000: PodFitsResources, LeastRequestedPriority (its
-`(capacity - requested) · 10 / capacity` on upstream's 0-100 scale) and BalancedResourceAllocation.
+spread), most_allocated.go (`min(requested, allocatable) · 100 / allocatable`, same mean),
+requested_to_capacity_ratio.go (utilization `requested · 100 / allocatable` through the broken-line
+`shape` of (utilization, score 0-10) points, scores scaled ×10; the weighted mean counts only resources
+scoring above 0 and is rounded; validation as upstream's validateFunctionShape), balanced_allocation.go
+(`(1 - std) · 100` of the requested fractions, with real requests; for two resources std is |f1 - f2| / 2)
+and resource_allocation.go (an extended resource the pod does not request is left out of the score).
+Seed 000: PodFitsResources, LeastRequestedPriority (its `(capacity - requested) · 10 / capacity` on
+upstream's 0-100 scale) and BalancedResourceAllocation.
 """
 
 from __future__ import annotations
@@ -119,6 +124,90 @@ def balanced_allocation(node: NodeInfo, pod_requests_: Resource, resources: Sequ
     return int((1 - std) * MAX_NODE_SCORE)
 
 
+def most_requested_score(requested: int, allocatable: int) -> int:
+    if allocatable == 0:
+        return 0
+    return min(requested, allocatable) * MAX_NODE_SCORE // allocatable
+
+
+def most_allocated(node: NodeInfo, pod_requests_: Resource, resources: Sequence[ResourceSpec]) -> int:
+    score = weights = 0
+    for spec in resources:
+        allocatable, requested = _allocatable_and_requested(node, spec.name, pod_requests_.get(spec.name),
+                                                            use_requested=False)
+        if allocatable == 0:
+            continue
+        score += most_requested_score(requested, allocatable) * spec.weight
+        weights += spec.weight
+    return score // weights if weights else 0
+
+
+MAX_UTILIZATION = 100
+MAX_CUSTOM_PRIORITY_SCORE = 10
+
+
+@dataclass(frozen=True)
+class ShapePoint:
+    """A point of RequestedToCapacityRatio's scoring function (upstream UtilizationShapePoint)."""
+
+    utilization: int
+    score: int
+
+
+def _shape_from_args(args: Mapping[str, Any]) -> tuple[ShapePoint, ...]:
+    """`requestedToCapacityRatio.shape`, checked as upstream validateFunctionShape."""
+    where = "scoringStrategy.requestedToCapacityRatio.shape"
+    points = (args.get("requestedToCapacityRatio") or {}).get("shape") or []
+    if not points:
+        raise ValueError(f"{where}: Required value: at least one point must be specified")
+    shape = tuple(ShapePoint(int(point["utilization"]), int(point["score"])) for point in points)
+    for index, point in enumerate(shape):
+        if index and shape[index - 1].utilization >= point.utilization:
+            raise ValueError(f"{where}[{index}].utilization: Invalid value: {point.utilization}: utilization "
+                             "values must be sorted in increasing order")
+        if not 0 <= point.utilization <= MAX_UTILIZATION:
+            raise ValueError(f"{where}[{index}].utilization: Invalid value: {point.utilization}: not in valid "
+                             f"range [0-{MAX_UTILIZATION}]")
+        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
+            raise ValueError(f"{where}[{index}].score: Invalid value: {point.score}: not in valid range "
+                             f"[0-{MAX_CUSTOM_PRIORITY_SCORE}]")
+    return tuple(ShapePoint(p.utilization, p.score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for p in shape)
+
+
+def broken_linear(shape: Sequence[ShapePoint], utilization: int) -> int:
+    """Upstream helper.BuildBrokenLinearFunction: the shape's score at `utilization`, linear between points,
+    flat before the first and after the last (integer arithmetic as upstream's int64)."""
+    for index, point in enumerate(shape):
+        if utilization <= point.utilization:
+            if index == 0:
+                return point.score
+            before = shape[index - 1]
+            return before.score + int((point.score - before.score) * (utilization - before.utilization)
+                                      / (point.utilization - before.utilization))
+    return shape[-1].score
+
+
+def requested_to_capacity_ratio(node: NodeInfo, pod_requests_: Resource, resources: Sequence[ResourceSpec],
+                                shape: Sequence[ShapePoint]) -> int:
+    score = weights = 0
+    for spec in resources:
+        allocatable, requested = _allocatable_and_requested(node, spec.name, pod_requests_.get(spec.name),
+                                                            use_requested=False)
+        if allocatable == 0:
+            continue
+        utilization = MAX_UTILIZATION if requested > allocatable else requested * MAX_UTILIZATION // allocatable
+        resource_score = broken_linear(shape, utilization)
+        if resource_score > 0:
+            score += resource_score * spec.weight
+            weights += spec.weight
+    return (2 * score + weights) // (2 * weights) if weights else 0  # Go's math.Round: halves away from 0
+
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+
+
 def _pod_requests(state: CycleState, pod: Pod) -> _Requests:
     try:
         return state.read("NodeResourcesFit")
@@ -131,10 +220,12 @@ class Fit:
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         strategy = (args or {}).get("scoringStrategy") or {}
-        if strategy.get("type", "LeastAllocated") != "LeastAllocated":
-            raise ValueError(f"scoringStrategy.type: Unsupported value: {strategy['type']!r}: "
-                             "supported values: \"LeastAllocated\"")
+        self.strategy = strategy.get("type") or LEAST_ALLOCATED
+        if self.strategy not in (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO):
+            raise ValueError(f"scoringStrategy.type: Unsupported value: {self.strategy!r}: supported values: "
+                             f"\"{LEAST_ALLOCATED}\", \"{MOST_ALLOCATED}\", \"{REQUESTED_TO_CAPACITY_RATIO}\"")
         self.resources = _resources_from_args(strategy)
+        self.shape = _shape_from_args(strategy) if self.strategy == REQUESTED_TO_CAPACITY_RATIO else ()
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         state.write(self.name, _Requests(pod_requests(pod), pod_requests(pod, non_zero=True)))
@@ -145,7 +236,12 @@ class Fit:
         return unschedulable(*reasons) if reasons else SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
-        return least_allocated(node, _pod_requests(state, pod).non_zero, self.resources)
+        requests = _pod_requests(state, pod).non_zero
+        if self.strategy == MOST_ALLOCATED:
+            return most_allocated(node, requests, self.resources)
+        if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            return requested_to_capacity_ratio(node, requests, self.resources, self.shape)
+        return least_allocated(node, requests, self.resources)
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> None:
         return None

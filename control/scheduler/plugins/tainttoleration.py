@@ -29,6 +29,10 @@ def _taints(node: NodeInfo) -> list[dict[str, Any]]:
     return taints_of(node.node or {})
 
 
+def _has_taints(node: NodeInfo) -> bool:
+    return bool(((node.node or {}).get("spec") or {}).get("taints"))
+
+
 def _tolerations(pod: Pod) -> list[Mapping[str, Any]]:
     return list(tolerations_of(pod))
 
@@ -37,6 +41,8 @@ class TaintToleration:
     name = "TaintToleration"
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        if not _has_taints(node):  # most nodes: nothing to tolerate (read per node per cycle, so kept cheap)
+            return SUCCESS
         tolerations = _tolerations(pod)
         for taint in _taints(node):
             if taint.get("effect") in FILTER_EFFECTS and not any(tolerates(t, taint) for t in tolerations):
@@ -47,6 +53,8 @@ class TaintToleration:
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         """How many PreferNoSchedule taints the pod does not tolerate (only tolerations with no effect or
         PreferNoSchedule count, as upstream getAllTolerationPreferNoSchedule)."""
+        if not _has_taints(node):
+            return 0
         tolerations = [t for t in _tolerations(pod) if (t.get("effect") or "PreferNoSchedule") == "PreferNoSchedule"]
         return sum(1 for taint in _taints(node)
                    if taint.get("effect") == "PreferNoSchedule" and not any(tolerates(t, taint) for t in tolerations))

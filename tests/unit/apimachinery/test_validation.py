@@ -322,6 +322,7 @@ def test_error_type_values_are_status_cause_reasons() -> None:
         "FieldValueNotSupported",
         "FieldValueForbidden",
         "FieldValueTooLong",
+        "FieldValueTooMany",
     ]
 
 

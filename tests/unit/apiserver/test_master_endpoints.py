@@ -58,3 +58,23 @@ def test_reconcile_creates_rewrites_and_otherwise_leaves_it(tmp_path):
         assert moved["metadata"]["uid"] == stored["metadata"]["uid"]
     finally:
         storage.close()
+
+
+def test_reconcile_keeps_the_kubernetes_endpointslice_beside_the_endpoints(tmp_path):
+    storage = SQLiteStorage(str(tmp_path / "state.db"))
+    try:
+        registry = Registry(storage)
+        bootstrap(registry, api_port=6443)
+        assert master_endpoints.reconcile(registry, ip="192.0.2.10", port=6443)
+        slice_ = registry.get(master_endpoints.ENDPOINT_SLICES, "default", "kubernetes")
+        assert slice_ is not None and slice_["addressType"] == "IPv4"
+        assert slice_["metadata"]["labels"] == {"kubernetes.io/service-name": "kubernetes"}
+        assert slice_["endpoints"] == [{"addresses": ["192.0.2.10"], "conditions": {"ready": True}}]
+        assert slice_["ports"] == [{"name": "https", "port": 6443, "protocol": "TCP"}]
+        assert not master_endpoints.reconcile(registry, ip="192.0.2.10", port=6443)
+        assert master_endpoints.reconcile(registry, ip="192.0.2.11", port=6443)
+        moved = registry.get(master_endpoints.ENDPOINT_SLICES, "default", "kubernetes")
+        assert moved["endpoints"][0]["addresses"] == ["192.0.2.11"]
+        assert moved["metadata"]["uid"] == slice_["metadata"]["uid"]
+    finally:
+        storage.close()

@@ -24,9 +24,11 @@ from tests.support.polling import wait_for
 SERVICE = {"apiVersion": "v1", "kind": "Service",
            "metadata": {"name": "web", "namespace": "default", "resourceVersion": "5"},
            "spec": {"clusterIP": "10.96.0.20", "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}}
-ENDPOINTS = {"apiVersion": "v1", "kind": "Endpoints",
-             "metadata": {"name": "web", "namespace": "default", "resourceVersion": "6"},
-             "subsets": [{"addresses": [{"ip": "10.244.0.7"}], "ports": [{"name": "http", "port": 8080}]}]}
+ENDPOINTS = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+             "metadata": {"name": "web-abcde", "namespace": "default", "resourceVersion": "6",
+                          "labels": {"kubernetes.io/service-name": "web"}},
+             "addressType": "IPv4", "endpoints": [{"addresses": ["10.244.0.7"], "conditions": {"ready": True}}],
+             "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "w1"},
         "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.5"}]}}
 WAIT = 10.0

@@ -25,7 +25,7 @@ def test_cleanup_removes_only_the_proxys_jumps_and_chains_and_is_idempotent():
     ipt.insert_rule("filter", "FORWARD", KUBELET_JUMP)
     proxier = Proxier(node=NodeConfig("n1"), iptables=ipt, metrics=ProxyMetrics(), conntrack=None)
     proxier.on_service_add(service())
-    proxier.on_endpoints_add(endpoints())
+    proxier.on_endpoint_slice_add(endpoints())
     proxier.set_initialized()
     proxier.sync()
     ipt.insert_rule("nat", "OUTPUT", ("-j", "KUBE-SERVICES"))  # a jump written with other options: found too

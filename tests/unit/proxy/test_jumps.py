@@ -123,12 +123,12 @@ def test_proxier_ensures_jumps_through_its_ensurer_on_full_syncs_only():
     assert Proxier(node=NodeConfig("n1"), iptables=ipt, metrics=ProxyMetrics(),  # type: ignore[arg-type]
                    conntrack=None).jumps == CliJumps(ipt)  # type: ignore[arg-type]
     proxier.on_service_add(service("web"))
-    proxier.on_endpoints_add(endpoints("web"))
+    proxier.on_endpoint_slice_add(endpoints("web"))
     proxier.set_initialized()
     proxier.sync()
     assert recorder.calls == [jump_rules(proxier.node)]
     # The jumps' target chains were declared before the ensurer ran.
     assert {j.rule[-1] for j in jump_rules(proxier.node) if j.table == "nat"} <= ipt.chains("nat")
-    proxier.on_endpoints_update(endpoints("web"), endpoints("web", ("10.244.1.9",)))
+    proxier.on_endpoint_slice_update(endpoints("web"), endpoints("web", ("10.244.1.9",)))
     proxier.sync()  # partial
     assert len(recorder.calls) == 1

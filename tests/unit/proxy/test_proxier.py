@@ -61,8 +61,8 @@ def synced(proxier: Proxier) -> Proxier:
     """Two services with one endpoint each, initialised and synced once (a full sync)."""
     proxier.on_service_add(service("web", ip="10.96.0.10"))
     proxier.on_service_add(service("api", ip="10.96.0.11"))
-    proxier.on_endpoints_add(endpoints("web", ("10.244.1.2",)))
-    proxier.on_endpoints_add(endpoints("api", ("10.244.1.3",)))
+    proxier.on_endpoint_slice_add(endpoints("web", ("10.244.1.2",)))
+    proxier.on_endpoint_slice_add(endpoints("api", ("10.244.1.3",)))
     proxier.set_initialized()
     proxier.sync()
     return proxier
@@ -90,7 +90,7 @@ def test_first_sync_is_full_with_jumps_ensured(proxier: Proxier, ipt: FakeIptabl
 def test_one_endpoint_change_is_a_partial_sync_of_its_chains_only(proxier: Proxier, ipt: FakeIptables):
     synced(proxier)
     ipt.calls.clear()
-    proxier.on_endpoints_update(endpoints("web", ("10.244.1.2",)), endpoints("web", ("10.244.1.4",)))
+    proxier.on_endpoint_slice_update(endpoints("web", ("10.244.1.2",)), endpoints("web", ("10.244.1.4",)))
     proxier.sync()
     text = ipt.restores[-1]
     assert f":{service_chain_name(WEB)} " in text and f":{service_chain_name(API)} " not in text
@@ -118,7 +118,7 @@ def test_full_sync_again_after_the_sync_period(proxier: Proxier, ipt: FakeIptabl
 def test_deleted_service_chains_are_removed(proxier: Proxier, ipt: FakeIptables):
     synced(proxier)
     proxier.on_service_delete(service("api", ip="10.96.0.11"))
-    proxier.on_endpoints_delete(endpoints("api", ("10.244.1.3",)))
+    proxier.on_endpoint_slice_delete(endpoints("api", ("10.244.1.3",)))
     proxier.sync()
     assert service_chain_name(API) not in ipt.chains("nat")
     assert endpoint_chain_name(API, "10.244.1.3:8080") not in ipt.chains("nat")
@@ -129,7 +129,7 @@ def test_failed_partial_restore_falls_back_to_a_full_one_at_once(proxier: Proxie
     synced(proxier)
     ipt.restores.clear()
     ipt.fail_restores = ["iptables-restore: line 7 failed"]
-    proxier.on_endpoints_update(endpoints("web", ("10.244.1.2",)), endpoints("web", ("10.244.1.4",)))
+    proxier.on_endpoint_slice_update(endpoints("web", ("10.244.1.2",)), endpoints("web", ("10.244.1.4",)))
     proxier.sync()
     assert len(ipt.restores) == 2
     assert f":{service_chain_name(API)} " not in ipt.restores[0] and f":{service_chain_name(API)} " in ipt.restores[1]
@@ -143,7 +143,7 @@ def test_lock_failure_is_counted_not_raised_and_the_next_sync_is_full(proxier: P
     synced(proxier)
     lock = "Another app is currently holding the xtables lock. Stopped waiting after 5s."
     ipt.fail_restores = [lock, lock]
-    proxier.on_endpoints_update(endpoints("web", ("10.244.1.2",)), endpoints("web", ("10.244.1.4",)))
+    proxier.on_endpoint_slice_update(endpoints("web", ("10.244.1.2",)), endpoints("web", ("10.244.1.4",)))
     proxier.sync()  # does not raise
     assert metric(proxier, "kubeproxy_sync_proxy_rules_iptables_restore_failures_total") == 2
     assert endpoint_chain_name(WEB, "10.244.1.4:8080") not in ipt.chains("nat")
@@ -161,12 +161,12 @@ def test_lock_failure_is_counted_not_raised_and_the_next_sync_is_full(proxier: P
 
 def test_removed_udp_endpoint_clears_its_conntrack_entries(proxier: Proxier, conntrack: FakeConntrack):
     proxier.on_service_add(service(ip="10.96.0.53", port=53, **DNS_ARGS))
-    proxier.on_endpoints_add(endpoints(ips=("10.244.1.2", "10.244.1.3"), port=53, **DNS_ARGS))
+    proxier.on_endpoint_slice_add(endpoints(ips=("10.244.1.2", "10.244.1.3"), port=53, **DNS_ARGS))
     proxier.set_initialized()
     proxier.sync()
     assert conntrack.deleted == [Flow("udp", orig_dst="10.96.0.53", dport=53)]  # 0 → 2 endpoints
     conntrack.deleted.clear()
-    proxier.on_endpoints_update(endpoints(ips=("10.244.1.2", "10.244.1.3"), port=53, **DNS_ARGS),
+    proxier.on_endpoint_slice_update(endpoints(ips=("10.244.1.2", "10.244.1.3"), port=53, **DNS_ARGS),
                                 endpoints(ips=("10.244.1.3",), port=53, **DNS_ARGS))
     proxier.sync()
     assert conntrack.deleted == [Flow("udp", orig_dst="10.96.0.53", dport=53, reply_src="10.244.1.2")]
@@ -181,7 +181,7 @@ def test_run_loop_syncs_on_changes_and_survives_failures(ipt: FakeIptables):
     try:
         ipt.fail_restores = ["lock"]
         proxier.on_service_add(service())
-        proxier.on_endpoints_add(endpoints())
+        proxier.on_endpoint_slice_add(endpoints())
         proxier.set_initialized()
         deadline = time.monotonic() + 5
         failures = "kubeproxy_sync_proxy_rules_iptables_restore_failures_total"
@@ -189,7 +189,7 @@ def test_run_loop_syncs_on_changes_and_survives_failures(ipt: FakeIptables):
             time.sleep(0.01)
         assert thread.is_alive() and ipt.fail_restores == []
         assert service_chain_name(WEB) not in ipt.chains("nat")  # failed; the retry waits for sync_period
-        proxier.on_endpoints_update(endpoints(), endpoints(ips=("10.244.1.9",)))  # a request ends the retry wait
+        proxier.on_endpoint_slice_update(endpoints(), endpoints(ips=("10.244.1.9",)))  # a request ends the retry wait
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and endpoint_chain_name(WEB, "10.244.1.9:8080") not in ipt.chains("nat"):
             time.sleep(0.01)

@@ -154,6 +154,30 @@ def test_no_ready_endpoints_rejected_in_filter(packet: Packet, where: str, endpo
                      rendered.text, re.MULTILINE)
 
 
+def terminating(address: str, *, serving: bool = True, local: bool = False) -> EndpointInfo:
+    ip, port = address.rsplit(":", 1)
+    return EndpointInfo(ip, int(port), ready=False, serving=serving, terminating=True, is_local=local)
+
+
+def test_serving_terminating_endpoints_are_the_fallback_when_none_is_ready() -> None:
+    web = svc("web", "10.96.0.31", node_port=30091)
+    leaving = [terminating("10.244.1.2:8080"), terminating("10.244.1.3:8080", serving=False)]
+    st = state((web, leaving))
+    assert run(st, Packet(POD, "10.96.0.31", 80)).endpoints == {"10.244.1.2:8080"}
+    assert run(st, Packet(OUTSIDE, NODE_IP, 30091)).endpoints == {"10.244.1.2:8080"}
+    # one ready endpoint anywhere: terminating ones get no traffic
+    st = state((web, [*leaving, *eps("10.244.2.9:8080")]))
+    assert run(st, Packet(POD, "10.96.0.31", 80)).endpoints == {"10.244.2.9:8080"}
+    # only terminating endpoints that stopped serving: refused as with none
+    assert run(state((web, leaving[1:])), Packet(POD, "10.96.0.31", 80)).verdicts == {"REJECT"}
+
+
+def test_local_policy_falls_back_to_this_nodes_terminating_endpoints() -> None:
+    st = state((LOCAL_POLICY, [*eps("10.244.2.3:8080"), terminating("10.244.0.4:8080", local=True)]))
+    assert run(st, Packet(OUTSIDE, NODE_IP, 30081)).endpoints == {"10.244.0.4:8080"}
+    assert run(st, Packet(POD, "10.96.0.12", 80)).endpoints == {"10.244.2.3:8080"}
+
+
 def test_local_policy_without_local_endpoints_drops_external_traffic() -> None:
     st = state((LOCAL_POLICY, eps("10.244.2.3:8080")))
     assert run(st, Packet(OUTSIDE, NODE_IP, 30081)).verdicts == {"DROP"}

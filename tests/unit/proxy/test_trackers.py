@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from proxy.model import EndpointInfo, ServicePortName
-from proxy.trackers import EndpointsChangeTracker, ServiceChangeTracker, StaleEndpoint, stale_udp
+from proxy.trackers import EndpointSliceChangeTracker, ServiceChangeTracker, StaleEndpoint, stale_udp
 from tests.support.proxy_objects import endpoints, service
 
 WEB = ServicePortName("default", "web", "http", "TCP")
@@ -55,9 +55,8 @@ def test_headless_service_has_no_ports():
 
 
 def test_endpoint_changes_fold_per_port_and_mark_locality():
-    tracker = EndpointsChangeTracker(node_name="n1")
-    obj = endpoints(ips=("10.244.1.2",))
-    obj["subsets"][0]["addresses"][0]["nodeName"] = "n1"
+    tracker = EndpointSliceChangeTracker(node_name="n1")
+    obj = endpoints(ips=("10.244.1.2",), node_name="n1")
     tracker.update(None, obj)
     update = tracker.apply({})
     assert update.endpoints[WEB] == (EndpointInfo("10.244.1.2", 8080, node_name="n1", is_local=True),)
@@ -68,7 +67,7 @@ def test_endpoint_changes_fold_per_port_and_mark_locality():
 
 
 def test_udp_endpoint_gone_is_stale_and_first_endpoint_is_newly_active():
-    tracker = EndpointsChangeTracker()
+    tracker = EndpointSliceChangeTracker()
     dns = dict(name="dns", namespace="kube-system", port=53, protocol="UDP", port_name="dns")
     tracker.update(None, endpoints(ips=("10.244.1.2",), **dns))
     first = tracker.apply({})
@@ -90,3 +89,28 @@ def test_endpoint_turning_not_ready_is_stale():
     new = {DNS: (EndpointInfo("10.244.1.2", 53, ready=False),)}
     stale, _ = stale_udp(old, new, frozenset({DNS}))
     assert stale == (StaleEndpoint(DNS, EndpointInfo("10.244.1.2", 53)),)
+
+
+def test_slices_of_one_service_are_one_entry_and_a_move_between_slices_is_no_change():
+    tracker = EndpointSliceChangeTracker()
+    a = endpoints(ips=("10.244.1.2",), slice_name="web-a")
+    b = endpoints(ips=("10.244.1.3",), slice_name="web-b")
+    tracker.update(None, a)
+    tracker.update(None, b)
+    update = tracker.apply({})
+    assert [e.ip for e in update.endpoints[WEB]] == ["10.244.1.2", "10.244.1.3"]
+    # the endpoint moves from web-b to web-a: the service's backends are the same
+    moved_a = endpoints(ips=("10.244.1.2", "10.244.1.3"), slice_name="web-a")
+    tracker.update(a, moved_a)
+    assert not tracker.update(b, endpoints(ips=(), slice_name="web-b"))
+    assert not tracker.pending()
+    tracker.update(endpoints(ips=(), slice_name="web-b"), None)
+    tracker.update(moved_a, None)
+    assert tracker.apply(update.endpoints).removed == {WEB}
+
+
+def test_slice_without_service_name_label_is_ignored():
+    tracker = EndpointSliceChangeTracker()
+    unlabelled = endpoints()
+    del unlabelled["metadata"]["labels"]
+    assert not tracker.update(None, unlabelled)

@@ -106,9 +106,10 @@ def test_profiles_from_a_kube_scheduler_configuration() -> None:
     default = profiles["default-scheduler"]
     assert [(p.name, w) for p, w in default.score] == [
         ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("PodTopologySpread", 2),
-        ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1)]
+        ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1)]
     assert [p.name for p in default.filter] == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
-                                                "NodePorts", "NodeResourcesFit", "PodTopologySpread"]
+                                                "NodePorts", "NodeResourcesFit", "VolumeRestrictions",
+                                                "PodTopologySpread", "InterPodAffinity"]
     other = profiles["no-scoring"]
     assert [(p.name, w) for p, w in other.score] == [("NodeResourcesFit", 5)]
     assert "TaintToleration" not in [p.name for p in other.filter]

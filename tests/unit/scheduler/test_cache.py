@@ -104,3 +104,47 @@ def test_snapshot_reuses_unchanged_node_infos_and_counts_images_per_node() -> No
     assert second.node_infos["n2"] is not first.node_infos["n2"]
     assert second.node_infos["n1"].image_states["busybox:latest"].num_nodes == 2
     assert len(first.node_infos["n2"].pods) == 0  # the cycle's copy did not change under it
+
+
+def test_an_incremental_snapshot_equals_a_fresh_one_after_any_change() -> None:
+    """The snapshot visits only what changed since the previous one (module notes); whatever changes, it must
+    show what a snapshot built from nothing shows."""
+    image = [{"names": ["busybox:latest"], "sizeBytes": 100}]
+    cache = SchedulerCache()
+    for name in ("n1", "n2", "n3"):
+        cache.add_node(make_node(name))
+    snapshot = cache.snapshot()
+
+    def check() -> None:
+        nonlocal snapshot
+        snapshot = cache.snapshot(snapshot)
+        fresh = cache.snapshot()
+        assert [i.name for i in snapshot.node_list] == [i.name for i in fresh.node_list]
+        assert list(snapshot.node_infos) == list(fresh.node_infos)
+        for mine, theirs in zip(snapshot.node_list, fresh.node_list, strict=True):
+            assert mine is snapshot.node_infos[mine.name]
+            assert (set(mine.pods), mine.requested, mine.image_states, mine.node) == \
+                (set(theirs.pods), theirs.requested, theirs.image_states, theirs.node)
+
+    cache.add_pod(make_pod("a", requests=[{"cpu": "1"}], node_name="n2"))
+    check()
+    cache.assume_pod(make_pod("b", requests=[{"cpu": "500m"}]), "n3")
+    cache.add_pod(make_pod("c", node_name="n2"))
+    check()
+    cache.add_node(make_node("n2", labels={"zone": "a"}))  # the Node changed, its images did not
+    check()
+    cache.add_node(make_node("n1", images=image))  # images changed: every node's image states may move
+    check()
+    assert snapshot.node_infos["n1"].image_states["busybox:latest"].num_nodes == 1
+    cache.add_node(make_node("n0", images=image))  # a new node, first in name order
+    check()
+    assert snapshot.node_infos["n1"].image_states["busybox:latest"].num_nodes == 2
+    cache.forget_pod(make_pod("b"))
+    cache.remove_pod(make_pod("a", node_name="n2"))
+    check()
+    cache.remove_node(make_node("n2"))  # still holds pod c: gone from the snapshot, kept in the cache
+    check()
+    assert "n2" not in snapshot.node_infos
+    cache.add_node(make_node("n2"))
+    check()
+    assert set(snapshot.node_infos["n2"].pods) == {"default/c"}

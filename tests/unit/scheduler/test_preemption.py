@@ -10,10 +10,16 @@ from typing import Any
 
 import pytest
 
-from control.scheduler.algorithm import schedule_one
+from control.scheduler.algorithm import Framework, find_feasible, schedule_one
 from control.scheduler.cache import Snapshot
+from control.scheduler.framework import CycleState, Listers, StaticLister
 from control.scheduler.nodeinfo import PodInfo, node_info
-from control.scheduler.plugins.defaultpreemption import Candidate, pick_one_node_for_preemption
+from control.scheduler.plugins.defaultpreemption import (
+    Candidate,
+    filter_pods_with_pdb_violation,
+    pick_one_node_for_preemption,
+    select_victims_on_node,
+)
 from control.scheduler.profile import build_profile
 from tests.support.scheduler_objects import make_node, make_pod
 
@@ -200,3 +206,78 @@ def test_the_nominated_node_is_tried_first() -> None:
 ])
 def test_pick_one_node_criteria(candidates, expected) -> None:
     assert pick_one_node_for_preemption(candidates).node == expected
+
+
+# -- PodDisruptionBudgets (upstream TestDryRunPreemption's PDB cases, TestFilterPodsWithPDBViolation) -----------
+
+def labelled(made: dict[str, Any], **labels: str) -> dict[str, Any]:
+    made["metadata"]["labels"] = labels
+    return made
+
+
+def pdb(allowed: int, *, disrupted: tuple[str, ...] = (), selector: dict | None = None,
+        namespace: str = "default") -> dict[str, Any]:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "pdb", "namespace": namespace},
+            "spec": {"selector": {"matchLabels": {"app": "foo"}} if selector is None else selector},
+            "status": {"disruptionsAllowed": allowed,
+                       "disruptedPods": {name: "2026-01-01T00:00:00Z" for name in disrupted}}}
+
+
+def with_pdbs(*pdbs: dict[str, Any]) -> Listers:
+    return Listers(pod_disruption_budgets=StaticLister(pdbs))
+
+
+TWO_FOO = [labelled(pod("p1", "medium", MID, "node1"), app="foo"),
+           labelled(pod("p2", "medium", MID, "node1"), app="foo")]
+
+
+@pytest.mark.parametrize(("budget", "violations"), [
+    pytest.param(pdb(1), 1, id="violation of the same pdb"),
+    pytest.param(pdb(1, disrupted=("p3",)), 1, id="a processed eviction of another pod does not help"),
+    pytest.param(pdb(1, disrupted=("p1",)), 0, id="a victim in disruptedPods is not counted"),
+    pytest.param(pdb(0, disrupted=("p1",)), 1, id="a victim in disruptedPods, none allowed: the other violates"),
+    pytest.param(pdb(2), 0, id="enough disruptions allowed"),
+    pytest.param(pdb(0, selector={}), 0, id="an empty selector matches nothing"),
+    pytest.param(pdb(0, namespace="other"), 0, id="another namespace"),
+])
+def test_victims_violating_a_pdb_are_counted(budget, violations) -> None:
+    preemptor = pod("p", "very_large", HIGH)
+    result = preempt(preemptor, ["node1"], TWO_FOO, listers=with_pdbs(budget))
+    post = result.post_filter_result
+    assert (post.nominated_node_name, sorted(names(post.victims))) == ("node1", ["p1", "p2"])
+    snap = snapshot(["node1"], TWO_FOO)
+    state = CycleState(snap)
+    framework = Framework(PROFILE, snap, random.Random(0))
+    find_feasible(preemptor, framework, state)  # runs the PreFilters
+    node = snap.get("node1")
+    assert node is not None
+    victims, counted, status = select_victims_on_node(state.clone(), preemptor, node.clone(), framework, [budget])
+    assert (status.is_success, sorted(names(victims)), counted) == (True, ["p1", "p2"], violations)
+
+
+def test_pdb_violating_victims_are_reprieved_first() -> None:
+    """Without budgets the more important pod (mid) is put back and the low one evicted; with the low one
+    protected by a budget that allows nothing, it is tried first, fits back, and the mid one goes."""
+    pods = [labelled(pod("protected", "medium", LOW, "node1"), app="foo"), pod("free", "medium", MID, "node1"),
+            pod("filler", "small", HIGH, "node1")]
+    preemptor = pod("p", "medium", HIGH)
+    assert names(preempt(preemptor, ["node1"], pods).post_filter_result.victims) == ["protected"]
+    assert names(preempt(preemptor, ["node1"], pods, listers=with_pdbs(pdb(0))).post_filter_result.victims) == [
+        "free"]
+
+
+def test_the_node_with_fewer_pdb_violations_is_picked() -> None:
+    pods = [labelled(pod("cheap", "large", NEG, "node1"), app="foo"), pod("dear", "large", MID, "node2")]
+    preemptor = pod("p", "large", HIGH)
+    assert preempt(preemptor, ["node1", "node2"], pods).post_filter_result.nominated_node_name == "node1"
+    assert preempt(preemptor, ["node1", "node2"], pods,
+                   listers=with_pdbs(pdb(0))).post_filter_result.nominated_node_name == "node2"
+
+
+def test_filter_pods_with_pdb_violation_keeps_the_order_and_counts_down_the_budget() -> None:
+    infos = [PodInfo.of(labelled(pod(name, "small", LOW, "n1"), app="foo")) for name in ("a", "b", "c")]
+    infos.append(PodInfo.of(pod("unlabelled", "small", LOW, "n1")))
+    violating, others = filter_pods_with_pdb_violation(infos, [pdb(2)])
+    assert ([i.pod["metadata"]["name"] for i in violating], [i.pod["metadata"]["name"] for i in others]) == (
+        ["c"], ["a", "b", "unlabelled"])

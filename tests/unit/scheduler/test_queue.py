@@ -70,6 +70,26 @@ def test_a_move_request_during_the_cycle_sends_the_failed_pod_to_backoff() -> No
     assert queue.where(pod) == BACKOFF
 
 
+def test_a_plugins_queueing_hint_picks_which_of_the_pods_it_rejected_move() -> None:
+    clock = FakeClock()
+    queue = SchedulingQueue(clock=clock)
+    wanted, other, running = make_pod("wanted"), make_pod("other"), make_pod("running")
+    too_big = make_pod("too-big")
+    for pod, plugin in ((wanted, "InterPodAffinity"), (other, "InterPodAffinity"), (too_big, "NodeResourcesFit")):
+        queue.add(pod)
+        queue.add_unschedulable_if_not_present(_pop_now(queue), queue.scheduling_cycle, unschedulable=True,
+                                               plugins=frozenset({plugin}))
+    queue.add(running)
+    info = _pop_now(queue)
+    cycle = queue.scheduling_cycle
+    clock.step(5)
+    queue.move_all_to_active_or_backoff("AssignedPodAdd", plugins=frozenset({"InterPodAffinity", "PodTopologySpread"}),
+                                        hints={"InterPodAffinity": lambda pod: pod["metadata"]["name"] == "wanted"})
+    assert (queue.where(wanted), queue.where(other), queue.where(too_big)) == (ACTIVE, UNSCHEDULABLE, UNSCHEDULABLE)
+    queue.add_unschedulable_if_not_present(info, cycle, unschedulable=True)
+    assert queue.where(running) == BACKOFF  # it failed while the event came: as with every move
+
+
 def test_errors_go_to_backoff_not_unschedulable() -> None:
     queue = SchedulingQueue(clock=FakeClock())
     pod = make_pod("p")

@@ -14,6 +14,8 @@ from prometheus_client import generate_latest
 from control.client.errors import ApiError
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
+from control.scheduler.config import validate
+from control.scheduler.queue import QueuedPodInfo
 from control.scheduler.scheduler import Scheduler
 from tests.support.fake_apiserver import FakeAPIServer, api_error
 from tests.support.polling import wait_until
@@ -23,11 +25,11 @@ SCHEDULER = "default-scheduler"
 
 
 class Harness:
-    def __init__(self, server: FakeAPIServer) -> None:
+    def __init__(self, server: FakeAPIServer, *, config: dict | None = None) -> None:
         self.server = server
         self.client = server.client(SCHEDULER)
         self.factory = InformerFactory(self.client)
-        self.scheduler = Scheduler(self.client, self.factory)
+        self.scheduler = Scheduler(self.client, self.factory, config=config)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.scheduler.run, args=(self.stop,), daemon=True)
 
@@ -159,6 +161,31 @@ def test_a_high_priority_pod_preempts_a_low_priority_one_and_runs_where_it_was_n
     assert wait_until(lambda: harness.scheduler.nominator.node_of(harness.pod("vip")) is None)
 
 
+def test_each_profile_schedules_its_own_pods_and_reports_as_its_scheduler_name() -> None:
+    config = validate({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                       "podInitialBackoffSeconds": 3, "podMaxBackoffSeconds": 30,
+                       "profiles": [{"schedulerName": SCHEDULER},
+                                    {"schedulerName": "bin-packing", "pluginConfig": [{"name": "NodeResourcesFit",
+                                     "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]})
+    server = FakeAPIServer(make_node("n1", cpu="2"), make_node("n2", cpu="2"))
+    harness = Harness(server, config=config)
+    try:
+        for i in range(3):
+            server.add(make_pod(f"packed{i}", requests=[{"cpu": "300m"}], scheduler_name="bin-packing"))
+        harness.start()
+        nodes = wait_until(lambda: all(harness.node_of(f"packed{i}") for i in range(3)) and
+                           {harness.node_of(f"packed{i}") for i in range(3)})
+        assert len(nodes) == 1  # MostAllocated packs them on one node (LeastAllocated would spread them)
+        scheduled = wait_until(lambda: len(harness.events("Scheduled")) == 3 and harness.events("Scheduled"))
+        assert {(e["source"]["component"], e["reportingComponent"]) for e in scheduled} == {
+            ("bin-packing", "bin-packing")}
+        assert harness.scheduler.queue.backoff_expiry(QueuedPodInfo({}, 100.0, attempts=5)) == 130.0
+        text = generate_latest(harness.scheduler.metrics.registry).decode()
+        assert 'scheduler_schedule_attempts_total{profile="bin-packing",result="scheduled"} 3.0' in text
+    finally:
+        harness.close()
+
+
 def _spread_pod(name: str, *, node: str = "", node_selector: dict | None = None) -> dict:
     pod = make_pod(name, node_name=node, node_selector=node_selector)
     pod["metadata"]["labels"] = {"app": "spread"}
@@ -191,3 +218,63 @@ def test_a_pod_rejected_by_topology_spread_is_retried_when_an_assigned_pod_comes
         assert wait_until(lambda: h.node_of("new"), timeout=10) == "n2"
     finally:
         h.close()
+
+
+HOST = "kubernetes.io/hostname"
+
+
+def _required_affinity(app: str, **term: object) -> dict:
+    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": HOST, **term}]}}
+
+
+@pytest.fixture
+def labelled_harness() -> Iterator[Harness]:
+    server = FakeAPIServer(*[make_node(n, cpu="2", labels={HOST: n}) for n in ("n1", "n2", "n3")],
+                           {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
+                           {"apiVersion": "v1", "kind": "Namespace",
+                            "metadata": {"name": "databases", "labels": {"team": "db"}}})
+    h = Harness(server)
+    yield h
+    h.close()
+
+
+def test_required_affinity_follows_pods_of_namespaces_the_selector_picks(labelled_harness: Harness) -> None:
+    harness = labelled_harness
+    harness.server.add(make_pod("db", namespace="databases", labels={"app": "db"}, node_name="n2"))
+    harness.server.add(make_pod("app", affinity=_required_affinity(
+        "db", namespaceSelector={"matchLabels": {"team": "db"}})))
+    harness.start()
+    assert wait_until(lambda: harness.node_of("app")) == "n2"
+
+
+def test_a_pod_waiting_for_its_affinity_is_retried_when_a_matching_pod_is_bound(labelled_harness: Harness) -> None:
+    harness = labelled_harness
+    harness.server.add(make_pod("follower", affinity=_required_affinity("cache")))
+    harness.start()
+    failed = wait_until(lambda: harness.events("FailedScheduling"))
+    assert failed[0]["message"] == ("0/3 nodes are available: 3 node(s) didn't match pod affinity rules. preemption: "
+                                    "0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+    wait_until(lambda: harness.scheduler.queue.pending()["unschedulable"] == 1)
+    harness.server.add(make_pod("unrelated", labels={"app": "web"}, node_name="n1"))
+    wait_until(lambda: harness.scheduler.cache.pod_count() == 1)
+    assert harness.scheduler.queue.pending()["unschedulable"] == 1  # the hint leaves it where it is
+    harness.server.add(make_pod("cache", labels={"app": "cache"}, node_name="n3"))
+    assert wait_until(lambda: harness.node_of("follower"), timeout=10) == "n3"
+
+
+def test_preemption_spares_the_pod_a_disruption_budget_protects(harness: Harness) -> None:
+    for node, started in (("n1", "2026-01-01T00:00:10Z"), ("n3", "2026-01-01T00:00:00Z")):
+        low = make_pod(f"low-{node}", requests=[{"cpu": "1500m"}], node_name=node, priority=0, labels={"app": node})
+        low["status"] = {"phase": "Running", "startTime": started}  # unprotected, n1's later start would win
+        harness.server.add(low)
+    for i in range(3):
+        harness.server.add(make_pod(f"low-n2-{i}", requests=[{"cpu": "600m"}], node_name="n2", priority=0))
+    harness.server.add({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                        "metadata": {"name": "keep-n1", "namespace": "default"},
+                        "spec": {"selector": {"matchLabels": {"app": "n1"}}, "minAvailable": 1},
+                        "status": {"disruptionsAllowed": 0}})
+    harness.server.add(make_pod("vip", requests=[{"cpu": "1"}], priority=1000))
+    harness.start()
+    preempted = wait_until(lambda: harness.events("Preempted"))
+    assert preempted[0]["involvedObject"]["name"] == "low-n3"

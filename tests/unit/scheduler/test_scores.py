@@ -164,3 +164,65 @@ def test_image_locality_scales_by_size_and_spread() -> None:
     # n1: 40 MB · 1/3 = 13 MB < 23 MB → 0; n2: 300 MB · 1/3 = 100 MB → 100 · (100-23) / (2000-23) = 3
     assert _scores(ImageLocality(), pod, nodes) == [0, 3, 0]
     assert calculate_priority(2000 * MB, 2) == 100 and calculate_priority(0, 1) == 0
+
+
+# -- NodeResourcesFit's other scoring strategies (most_allocated_test.go, requested_to_capacity_ratio_test.go) --
+
+MOST_ALLOCATED = {"scoringStrategy": {"type": "MostAllocated"}}
+
+
+@pytest.mark.parametrize(("pod", "nodes", "existing", "expected"), [
+    # cpu 3000·100/4000 = 75, memory 5000·100/10000 = 50 → 62; on the bigger node 50 and 50 → 50.
+    pytest.param(_pod(*CPU_AND_MEMORY), [_node("node1", "4000", "10000"), _node("node2", "6000", "10000")], [],
+                 [62, 50], id="differently-sized-nodes"),
+    # node1 holds 3000 cpu and, counted non-zero, 2 × 200Mi memory (more than its 20000): (60 + 100) / 2 = 80;
+    # node2 holds 3000 cpu and 5000 memory: (6000·100/10000 + 10000·100/20000) / 2 = (60 + 50) / 2 = 55.
+    pytest.param(_pod(*CPU_AND_MEMORY), [_node("node1", "10000", "20000"), _node("node2", "10000", "20000")],
+                 [_pod({"cpu": "1000"}, {"cpu": "2000"}, node="node1"), _pod(*CPU_AND_MEMORY, node="node2")],
+                 [80, 55], id="resources-requested-with-pods-scheduled"),
+    # more requested than the node has: counted as full (100), memory 5000·100/10000 = 50 → 75.
+    pytest.param(_pod({"cpu": "5000", "memory": "5000"}), [_node("node1", "4000", "10000")], [], [75],
+                 id="requested-exceeds-capacity"),
+])
+def test_most_allocated(pod, nodes, existing, expected) -> None:
+    assert _scores(Fit(MOST_ALLOCATED), pod, nodes, existing) == expected
+
+
+def _ratio(*points: tuple[int, int], resources=None) -> Fit:
+    strategy: dict[str, Any] = {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {
+        "shape": [{"utilization": u, "score": s} for u, s in points]}}
+    if resources is not None:
+        strategy["resources"] = resources
+    return Fit({"scoringStrategy": strategy})
+
+
+@pytest.mark.parametrize(("fit", "pod", "expected"), [
+    # shape (0,10)-(100,0) is least-allocated-like: cpu util 75 → 25, memory 50 → 50; (25 + 50) / 2 = 37.5 → 38
+    pytest.param(_ratio((0, 10), (100, 0)), _pod(*CPU_AND_MEMORY), [38, 50], id="least-like"),
+    # shape (0,0)-(100,10) is bin packing: 75 and 50 → 62.5 → 63 (Go rounds halves away from zero)
+    pytest.param(_ratio((0, 0), (100, 10)), _pod(*CPU_AND_MEMORY), [63, 50], id="most-like"),
+    # a resource scoring 0 is left out of the mean: node1's memory (util 50, below 60) scores 0, so its cpu
+    # alone counts, 100·(75-60)/40 = 37.5 → 37 (integer line); node2's cpu and memory both score 0
+    pytest.param(_ratio((60, 0), (100, 10)), _pod(*CPU_AND_MEMORY), [37, 0], id="zero-scores-left-out"),
+    # weights: cpu 3, memory 1 with the bin-packing shape: (75·3 + 50) / 4 = 68.75 → 69; node2 50
+    pytest.param(_ratio((0, 0), (100, 10), resources=[{"name": "cpu", "weight": 3}, {"name": "memory", "weight": 1}]),
+                 _pod(*CPU_AND_MEMORY), [69, 50], id="weighted"),
+])
+def test_requested_to_capacity_ratio(fit, pod, expected) -> None:
+    assert _scores(fit, pod, [_node("node1", "4000", "10000"), _node("node2", "6000", "10000")]) == expected
+
+
+@pytest.mark.parametrize(("points", "message"), [
+    pytest.param((), r"shape: Required value", id="empty"),
+    pytest.param(((50, 1), (50, 2)), r"shape\[1\].utilization: .*sorted in increasing order", id="unsorted"),
+    pytest.param(((0, 1), (101, 2)), r"shape\[1\].utilization: Invalid value: 101", id="over-100"),
+    pytest.param(((0, 11),), r"shape\[0\].score: Invalid value: 11", id="score-over-10"),
+])
+def test_requested_to_capacity_ratio_shape_is_checked(points, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        _ratio(*points)
+
+
+def test_an_unknown_scoring_strategy_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"scoringStrategy.type: Unsupported value: 'Random'"):
+        Fit({"scoringStrategy": {"type": "Random"}})

@@ -50,3 +50,28 @@ def test_parse_disable_names_unknown_and_known():
 
 def test_the_scheduler_can_be_disabled_by_name():
     assert parse_disable("scheduler,endpoint") == frozenset({"scheduler", "endpoint"})
+
+
+@pytest.mark.parametrize("command", ["server", "up"])
+@pytest.mark.parametrize("content,message", [
+    pytest.param("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                 "percentageOfNodesToScore: 120\n", "percentageOfNodesToScore: Invalid value: 120", id="range"),
+    pytest.param("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                 "profiles:\n- schedulerName: a\n  plugins:\n    score:\n      enabled:\n      - name: Bogus\n",
+                 "profiles[0]: plugin 'Bogus' is not implemented", id="plugin"),
+    pytest.param("kind: KubeSchedulerConfiguration\n", "apiVersion: Unsupported value", id="apiVersion"),
+    pytest.param("profiles: [\n", "is not valid YAML", id="yaml"),
+])
+def test_a_bad_scheduler_config_is_a_usage_error_naming_the_field(tmp_path, command, content, message):
+    path = tmp_path / "scheduler.yaml"
+    path.write_text(content)
+    data_dir = tmp_path / "data"
+    result = CliRunner().invoke(main, [command, "--data-dir", str(data_dir), "--scheduler-config", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "--scheduler-config" in result.output and message in result.output
+    assert not data_dir.exists()  # refused before anything started
+
+
+def test_a_bad_scheduler_bind_address_is_a_usage_error(tmp_path):
+    result = CliRunner().invoke(main, ["server", "--data-dir", str(tmp_path), "--scheduler-bind-address", "nowhere"])
+    assert result.exit_code == 2 and "--scheduler-bind-address" in result.output
