@@ -44,7 +44,11 @@ from control.client.paths import resource_path
 from control.client.rest import RESTClient
 from control.util.iptables import detect
 from nodeagent.config import KubeletConfig
+from nodeagent.gc.containers import ContainerGCPolicy
+from nodeagent.gc.images import ImageGCPolicy
+from nodeagent.gc.manager import ContainerGC, ImageGCManager, docker_root_usage
 from nodeagent.hooks import HookRunner
+from nodeagent.images import PAUSE_IMAGE
 from nodeagent.mirror import MirrorPods, is_mirror
 from nodeagent.network import hostport_manager
 from nodeagent.network.hostport_manager import HostportManager
@@ -246,6 +250,8 @@ class KubeletParts:
     sources: PodSources
     server: KubeletServer
     pod_cidr: str
+    container_gc: ContainerGC
+    image_gc: ImageGCManager | None  # None: imageGCHighThresholdPercent 100 turns it off (upstream)
 
 
 def connect_docker(config: KubeletConfig) -> docker.APIClient:
@@ -322,6 +328,35 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     server = KubeletServer(config.address, config.port, pods=lambda: [dict(p) for p in workers.pods()],
                            runtime=runtime, health=health, find_container=find_container,
                            node_name=config.node_name, fs_path=config.data_dir)
+    container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)
     return KubeletParts(runtime=runtime, reporter=reporter, network=network, hostports=hostports, syncer=syncer,
-                        status=status, probes=probes, pleg=pleg, workers=workers, sources=sources, server=server,
-                        pod_cidr=pod_cidr)
+                        status=status, probes=probes, pleg=pleg, workers=workers, sources=sources, server=server, pod_cidr=pod_cidr,
+                        container_gc=container_gc, image_gc=image_gc)
+
+
+def node_reference(node_name: str) -> dict[str, str]:
+    """The Node as the kubelet's events name it (upstream nodeRef: the uid is the node name)."""
+    return {"kind": "Node", "name": node_name, "uid": node_name, "apiVersion": "v1"}
+
+
+def _garbage_collectors(config: KubeletConfig, runtime: DockerRuntime, recorder: EventRecorder,
+                        sources: PodSources, workers: PodWorkers) -> tuple[ContainerGC, ImageGCManager | None]:
+    """The container GC, which counts a pod as deleted once every source has listed and neither a source
+    nor a pod worker has it; and the image GC on Docker's data root, the pause image pinned."""
+
+    def known_pods() -> frozenset[str] | None:
+        wanted = sources.wanted()
+        return None if wanted is None else frozenset(wanted | workers.uids())
+
+    container_gc = ContainerGC(runtime, ContainerGCPolicy(
+        min_age=config.minimum_container_ttl_duration,
+        max_per_pod_container=config.maximum_dead_containers_per_container,
+        max_containers=config.maximum_dead_containers), known_pods=known_pods)
+    if config.image_gc_high_threshold_percent >= 100:
+        return container_gc, None
+    image_gc = ImageGCManager(runtime, docker_root_usage(runtime.image_fs_path), ImageGCPolicy(
+        high_threshold_percent=config.image_gc_high_threshold_percent,
+        low_threshold_percent=config.image_gc_low_threshold_percent,
+        min_age=config.image_minimum_gc_age), recorder=recorder, node_ref=node_reference(config.node_name),
+        pinned=(PAUSE_IMAGE,))
+    return container_gc, image_gc

@@ -42,7 +42,7 @@ import docker.errors
 
 from nodeagent.images import PAUSE_IMAGE, ensure_pause_image
 from nodeagent.runtime import labels as L
-from nodeagent.runtime.docker_status import AnyStatus, assemble, container_status, sandbox_status
+from nodeagent.runtime.docker_status import AnyStatus, assemble, container_status, list_state, sandbox_status
 from nodeagent.runtime.interface import (
     ContainerConfig,
     ContainerNotFound,
@@ -66,7 +66,7 @@ from nodeagent.runtime.interface import (
     StartContainerError,
 )
 from nodeagent.runtime.spechash import container_hash
-from nodeagent.runtime.types import PodStatus, SandboxStatus
+from nodeagent.runtime.types import ContainerRecord, PodStatus, SandboxStatus
 
 MAX_TERMINATION_MESSAGE = 4096  # upstream's per-container limit on the message file
 FALLBACK_LOG_LINES = 80  # upstream: kubecontainer.MaxContainerTerminationMessageLogLines
@@ -92,6 +92,8 @@ class DockerAPI(Protocol):
     def inspect_image(self, image: str) -> dict: ...
     def pull(self, repository: str, tag: str | None = None, **kwargs: Any) -> Any: ...
     def images(self, **kwargs: Any) -> list[dict]: ...
+    def remove_image(self, image: str, force: bool = False, noprune: bool = False) -> None: ...
+    def info(self) -> dict: ...
     def stats(self, container: str, **kwargs: Any) -> Any: ...
     def import_image_from_data(self, data: bytes, repository: str | None = None, tag: str | None = None,
                                changes: list[str] | None = None) -> object: ...
@@ -285,6 +287,21 @@ class DockerRuntime:
                 continue
             grouped.setdefault(identity.pod_uid, []).append((identity, status))
         return [assemble(uid, items, pod_ip=self.pod_ip) for uid, items in grouped.items()]
+
+    def container_records(self) -> list[ContainerRecord]:
+        """This node's containers and sandboxes from the low-level list alone, for the container GC.
+        One carrying the node label whose identity cannot be read comes back with kind None."""
+        records = []
+        for entry in self.list_containers():
+            identity = L.parse_entry(entry)
+            common = {"id": entry["Id"], "state": list_state(entry), "created": float(entry.get("Created", 0))}
+            if identity is None:
+                records.append(ContainerRecord(kind=None, pod_uid="", name="", **common))
+                continue
+            records.append(ContainerRecord(kind=identity.kind, pod_uid=identity.pod_uid, name=identity.container_name,
+                                           attempt=identity.attempt, sandbox_id=identity.sandbox_id,
+                                           grace_period=identity.grace_period, **common))
+        return records
 
     # ---- sandboxes ----
 
@@ -489,6 +506,27 @@ class DockerRuntime:
             )
             for item in items
         ]
+
+    def image_ids_in_use(self) -> set[str]:
+        """The image of every container on the engine, ours or not, running or not: Docker refuses to
+        remove an image a container still has, and the image GC must not try."""
+        with _translated("listing containers"):
+            return {entry["ImageID"] for entry in self.api.containers(all=True) if entry.get("ImageID")}
+
+    def remove_image(self, image_id: str, tags: tuple[str, ...]) -> None:
+        """Remove an image without force (an image some container uses stays). An image with several tags
+        is removed tag by tag, as the dockershim did: removing it by id would be refused."""
+        with _translated(f"removing image {image_id}"):
+            for ref in tags if len(tags) > 1 else (image_id,):
+                try:
+                    self.api.remove_image(ref)
+                except docker.errors.NotFound:
+                    pass
+
+    def image_fs_path(self) -> str:
+        """Docker's data root (`docker info` DockerRootDir): the filesystem the image GC watches."""
+        with _translated("docker info"):
+            return str(self.api.info()["DockerRootDir"])
 
     def stats(self, container_id: str) -> ContainerStats | None:
         """One sample (`one_shot`: the engine skips its second sample, so this does not wait ~1 s)."""
