@@ -330,8 +330,8 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                            node_name=config.node_name, fs_path=config.data_dir)
     container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)
     return KubeletParts(runtime=runtime, reporter=reporter, network=network, hostports=hostports, syncer=syncer,
-                        status=status, probes=probes, pleg=pleg, workers=workers, sources=sources, server=server, pod_cidr=pod_cidr,
-                        container_gc=container_gc, image_gc=image_gc)
+                        status=status, probes=probes, pleg=pleg, workers=workers, sources=sources, server=server,
+                        pod_cidr=pod_cidr, container_gc=container_gc, image_gc=image_gc)
 
 
 def node_reference(node_name: str) -> dict[str, str]:
