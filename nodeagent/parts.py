@@ -11,7 +11,9 @@ depend on, in upstream's order:
   3. the pod network: podCIDR from the config, else the Node's spec.podCIDR, else a clear error; IPAM
      under `state_dir`, bridge and host rules ensured, and the addresses of sandboxes that no longer run
      released (restart safety: running sandboxes keep theirs); the hostPort rules re-synced to the
-     sandboxes still running (stale KUBE-HP- chains removed).
+     sandboxes still running (stale KUBE-HP- chains removed);
+  4. the serving certificate of the HTTPS API, signed by the cluster CA through the API server
+     (nodeagent/servingcert.py), and the TokenReview cache that authenticates bearer tokens (nodeagent/authn.py).
 
 Service environment variables come from a Service informer (all namespaces) beside the pod informer;
 until it has listed once, containers wait with upstream's "services have not yet been read" error.
@@ -43,6 +45,8 @@ from control.client.informer import InformerFactory, SharedInformer
 from control.client.paths import resource_path
 from control.client.rest import RESTClient
 from control.util.iptables import detect
+from nodeagent import servingcert
+from nodeagent.authn import TokenReviewCache
 from nodeagent.config import KubeletConfig
 from nodeagent.gc.containers import ContainerGCPolicy
 from nodeagent.gc.images import ImageGCPolicy
@@ -74,6 +78,8 @@ from nodeagent.status_manager import StatusManager
 from nodeagent.sync import PodSyncer
 
 log = logging.getLogger(__name__)
+SERVING_CERT_PATH = "/v1-slimkube/serving-kubelet-certificate"  # control/apiserver/kubeletcerts.py
+TOKEN_REVIEWS_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 
 
 class KubeletError(RuntimeError):
@@ -325,7 +331,19 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                 return latest.id if latest is not None else None
         return None
 
-    server = KubeletServer(config.address, config.port, pods=lambda: [dict(p) for p in workers.pods()],
+    try:
+        tls = servingcert.ensure(config.state_dir, config.node_name, addresses=(node_ip, config.address),
+                                 hostnames=servingcert.host_names(), ca_file=client.config.ca_file,
+                                 sign=lambda body: client.create(SERVING_CERT_PATH, body)["certificate"])
+    except Exception as exc:
+        raise KubeletError(f"getting the kubelet's serving certificate failed: {exc}") from exc
+    if config.address not in ("0.0.0.0", "::", node_ip):
+        log.warning("the kubelet API listens on %s but the node reports InternalIP %s: the API server dials "
+                    "that address and will not reach this kubelet", config.address, node_ip)
+    tokens = TokenReviewCache(lambda token: client.create(TOKEN_REVIEWS_PATH, {
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}))
+    server = KubeletServer(config.address, config.port, tls=tls, authenticate_token=tokens.authenticate,
+                           pods=lambda: [dict(p) for p in workers.pods()],
                            runtime=runtime, health=health, find_container=find_container,
                            node_name=config.node_name, fs_path=config.data_dir)
     container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)
