@@ -2,7 +2,7 @@
 
 Upstream: pkg/kubelet/kuberuntime/kuberuntime_manager.go SyncPod (numbered steps below) and KillPod /
 killPodWithSyncResult, kuberuntime_container.go startContainer / killContainer / executePreStopHook,
-pkg/kubelet/images/image_manager.go (EnsureImageExists' pull back-off) and seed 002. Steps:
+pkg/kubelet/images (EnsureImageExists, through nodeagent.image_manager) and seed 002. Steps:
 
   1. kill the pod (every container, then the sandbox; network released) when the actions say so, and
      stop there unless a new sandbox follows (old init containers are then purged); otherwise kill
@@ -15,10 +15,11 @@ pkg/kubelet/images/image_manager.go (EnsureImageExists' pull back-off) and seed 
   3. volumes and the pod's /etc/hosts and resolv.conf, whenever a container is to start (idempotent; a
      failure blocks every container, shown as ContainerCreating: upstream waits for volumes the same way);
   4. the next init container, through back-off when the previous run failed;
-  5. app containers, each through the CrashLoopBackOff gate: image (pull policy; ErrImagePull, then
-     ImagePullBackOff while the pull back-off runs), environment (CreateContainerConfigError), mounts,
-     termination-log file, Docker config, create (CreateContainerError), start (RunContainerError), and
-     the postStart hook (a failure kills the container, as upstream: FailedPostStartHook).
+  5. app containers, each through the CrashLoopBackOff gate: image (pull policy, pull secrets;
+     ErrImagePull, then ImagePullBackOff while the pull back-off runs; ErrImageNeverPull), environment
+     (CreateContainerConfigError), mounts, termination-log file, Docker config, create
+     (CreateContainerError), start (RunContainerError), and the postStart hook (a failure kills the
+     container, as upstream: FailedPostStartHook).
 
 Runtime calls raise only the interface's RuntimeFailure types and the network's NETWORK_ERRORS, so each
 step catches exactly those; anything else is a bug and reaches the pod worker (which logs and retries).
@@ -45,6 +46,7 @@ from typing import Any, Protocol
 
 from control.util.iptables import IptablesError
 from nodeagent.hooks import DEFAULT_POST_START_TIMEOUT, HookRunner
+from nodeagent.image_manager import ImageManager
 from nodeagent.network.hostport import HostportError
 from nodeagent.network.manager import NETWORK_ERRORS
 from nodeagent.network.podnet import PodInterface
@@ -54,7 +56,7 @@ from nodeagent.runtime.backoff import Backoff, backoff_key
 from nodeagent.runtime.container_config import build_container_config
 from nodeagent.runtime.downward import NodeFacts
 from nodeagent.runtime.env import CreateContainerConfigError, ObjectGetter, make_environment
-from nodeagent.runtime.interface import ImagePullError, Runtime, RuntimeFailure
+from nodeagent.runtime.interface import Runtime, RuntimeFailure
 from nodeagent.runtime.labels import grace_period
 from nodeagent.runtime.service_env import ServicesNotSynced
 from nodeagent.runtime.spechash import container_hash
@@ -193,8 +195,8 @@ class PodSyncer:
         self.hooks = HookRunner(runtime) if hooks is None else hooks
         # `is None`, not `or`: an empty Backoff is falsy (it has __len__)
         self.backoff = Backoff() if backoff is None else backoff
-        self.image_backoff = Backoff(initial=self.backoff.initial, maximum=self.backoff.maximum) \
-            if image_backoff is None else image_backoff
+        self.images = ImageManager(runtime, getter, Backoff(initial=self.backoff.initial, maximum=self.backoff.maximum)
+                                   if image_backoff is None else image_backoff, clock=clock)
         self.node_facts = node_facts
         self.extra_labels = dict(extra_labels or {})
         self.hostports = hostports
@@ -208,7 +210,7 @@ class PodSyncer:
         now = self.clock()
         with self._lock:
             self.backoff.gc(now)
-            self.image_backoff.gc(now)
+        self.images.gc()
 
     # ---- events ----
 
@@ -294,8 +296,11 @@ class PodSyncer:
                 self._gc_container_instances(status, name)
             else:
                 waiting[name] = (step.reason, step.message)
-                if step.reason in ("ErrImagePull", "ImagePullBackOff", "RunContainerError"):
-                    retry.append(self._pull_or_start_retry(pod, spec, step.reason))
+                if step.reason in ("ErrImagePull", "ImagePullBackOff"):
+                    retry.append(self.images.retry_after((pod.get("metadata") or {}).get("uid", ""),
+                                                         spec.get("image", "")))
+                elif step.reason == "RunContainerError":
+                    retry.append(self._start_retry(pod, spec))
         return SyncResult(actions, tuple(steps), waiting, tuple(started), min(retry) if retry else None)
 
     # ---- step helpers ----
@@ -415,36 +420,10 @@ class PodSyncer:
                                                 f"pod {pod_desc(pod)}", spec.get("name", ""))
         return remaining, message
 
-    def _pull_or_start_retry(self, pod: Mapping[str, Any], spec: Mapping[str, Any], reason: str) -> float:
-        uid = (pod.get("metadata") or {}).get("uid", "")
-        now = self.clock()
+    def _start_retry(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> float:
+        key = backoff_key((pod.get("metadata") or {}).get("uid", ""), spec.get("name", ""), container_hash(spec))
         with self._lock:
-            if reason == "RunContainerError":
-                key = backoff_key(uid, spec.get("name", ""), container_hash(spec))
-                return self.backoff.remaining(key, now) or self.backoff.initial
-            return self.image_backoff.remaining(self._image_key(uid, spec), now) or self.image_backoff.initial
-
-    @staticmethod
-    def _image_key(uid: str, spec: Mapping[str, Any]) -> str:
-        return f"{spec.get('image', '')}_{uid}"
-
-    def _ensure_image(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> str:
-        """upstream EnsureImageExists with its pull back-off: ImagePullBackOff while it runs."""
-        image = spec.get("image", "")
-        key = self._image_key((pod.get("metadata") or {}).get("uid", ""), spec)
-        now = self.clock()
-        with self._lock:
-            if self.image_backoff.in_backoff(key, now):
-                raise _ImagePullBackOff(f'Back-off pulling image "{image}"')
-        try:
-            image_id = self.runtime.ensure_image(image, spec.get("imagePullPolicy") or "")
-        except ImagePullError:
-            with self._lock:
-                self.image_backoff.next(key, now)
-            raise
-        with self._lock:
-            self.image_backoff.reset(key)
-        return image_id
+            return self.backoff.remaining(key, self.clock()) or self.backoff.initial
 
     def _start_container(self, pod: Mapping[str, Any], spec: Mapping[str, Any], status: PodStatus, *,
                          sandbox_id: str, pod_ips: Sequence[str], volumes: Mapping[str, pod_volumes.VolumeInfo],
@@ -455,9 +434,10 @@ class PodSyncer:
         attempt = latest.restart_count + 1 if latest is not None else 0
         uid = (pod.get("metadata") or {}).get("uid", "")
         try:
-            self._ensure_image(pod, spec)
-        except (_ImagePullBackOff, RuntimeFailure) as exc:
-            self._event(pod, "Warning", "Failed", f"Failed to pull image \"{spec.get('image', '')}\": {exc}", name)
+            self.images.ensure_image_exists(pod, spec, lambda kind, reason, message:
+                                            self._event(pod, kind, reason, message, name))
+        except RuntimeFailure as exc:
+            self._event(pod, "Warning", "Failed", f"Error: {exc.reason}", name)
             return StepResult(action, name, exc.reason, str(exc))
         try:
             services = self.service_env(pod) if self.service_env is not None else None
@@ -594,6 +574,3 @@ class PodSyncer:
             return StepResult("KillContainer", name, "KillContainerError", str(exc))
         return StepResult("KillContainer", name)
 
-
-class _ImagePullBackOff(Exception):
-    reason = "ImagePullBackOff"

@@ -12,7 +12,7 @@ import pytest
 from nodeagent.hooks import HookRunner
 from nodeagent.network.podnet import PodInterface, PodNetworkError
 from nodeagent.runtime.backoff import Backoff
-from nodeagent.runtime.interface import ContainerConfig, ExecResult, ImagePullError, StartContainerError
+from nodeagent.runtime.interface import ContainerConfig, ExecResult, ImagePullError, PulledImage, StartContainerError
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState, SandboxStatus
 from nodeagent.sync import PodSyncer, go_duration
@@ -44,11 +44,14 @@ class FakeRuntime:
     def remove_sandbox(self, sandbox_id: str) -> None:
         self.calls.append(("remove_sandbox", sandbox_id))
 
-    def ensure_image(self, image: str, pull_policy: str) -> str:
-        self.calls.append(("ensure_image", image))
+    def image_ref(self, image: str) -> str | None:
+        return None  # never present: IfNotPresent pulls
+
+    def pull_image(self, image: str, auth: Any) -> PulledImage:
+        self.calls.append(("pull_image", image))
         if image in self.bad_images:
-            raise ImagePullError(f'failed to pull image "{image}"')
-        return "sha256:abc"
+            raise ImagePullError("manifest unknown")
+        return PulledImage("sha256:abc", 42)
 
     def create_container(self, pod: Mapping[str, Any], container: Mapping[str, Any], *, sandbox_id: str,
                          attempt: int, config: ContainerConfig, extra_labels: Any = None) -> str:
@@ -145,7 +148,7 @@ def test_new_pod_creates_sandbox_network_then_first_init_container_only(parts, t
     init, app = container("init"), container("app")
     result = syncer.sync_pod(make_pod(app, inits=(init,)), PodStatus("uid-1", "p", "ns"))
     assert network.calls == [("attach", "sandbox-new", "4242")]
-    assert runtime.calls == [("run_sandbox", "0"), ("ensure_image", "img-init:1"),
+    assert runtime.calls == [("run_sandbox", "0"), ("pull_image", "img-init:1"),
                              ("create", "init", "0", "sandbox-new"), ("start", "init")]
     assert [s.action for s in result.steps] == ["CreatePodSandbox", "InitContainer"] and not result.errors
     assert result.started == ("init",)
@@ -166,7 +169,7 @@ def test_after_init_all_app_containers_start_and_errors_do_not_stop_the_rest(par
     # the pull back-off is running: the next sync does not even try
     again = syncer.sync_pod(make_pod(bad, good, inits=(init,)), status)
     assert again.waiting["bad"] == ("ImagePullBackOff", 'Back-off pulling image "img-bad:1"')
-    assert runtime.calls.count(("ensure_image", "img-bad:1")) == 1
+    assert runtime.calls.count(("pull_image", "img-bad:1")) == 1
     assert "Failed" in events.reasons and "Started" in events.reasons
 
 
