@@ -324,7 +324,7 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     server = KubeletServer(config.address, config.port, tls=tls, authenticate_token=tokens.authenticate,
                            pods=lambda: [dict(p) for p in workers.pods()],
                            runtime=runtime, health=health, find_container=find_container,
-                           node_name=config.node_name, fs_path=config.data_dir)
+                           node_name=config.node_name, fs_path=config.data_dir, streams=runtime)
     container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)
     return KubeletParts(runtime=runtime, reporter=reporter, network=network, syncer=syncer, status=status,
                         probes=probes, pleg=pleg, workers=workers, sources=sources, server=server, pod_cidr=pod_cidr,

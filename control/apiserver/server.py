@@ -287,7 +287,7 @@ class APIServer:
 
     @web.middleware
     async def _limit_inflight(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.query.get("watch") in ("1", "true") or request.path.endswith("/log"):
+        if request.query.get("watch") in ("1", "true") or request.path.endswith(("/log", "/exec", "/attach")):
             return await handler(request)  # long-running requests are not counted, as upstream
         if self._inflight >= self.config.max_inflight:
             raise status.too_many_requests(1)
