@@ -1,5 +1,6 @@
 """The kubelet's HTTP API: /healthz, /pods, /stats/summary, /containerLogs/{namespace}/{pod}/{container},
-/exec and /attach/{namespace}/{pod}/{container} (WebSocket, nodeagent/streaming/remotecommand.py).
+/exec and /attach/{namespace}/{pod}/{container}, /portForward/{namespace}/{pod} (WebSocket,
+nodeagent/streaming/).
 
 Upstream: pkg/kubelet/server/server.go (InstallDefaultHandlers, getContainerLogs), pkg/kubelet/server/
 stats/summary.go and the Summary API types (k8s.io/kubelet/pkg/apis/stats/v1alpha1); DESIGN.md "Kubelet"
@@ -39,7 +40,7 @@ from nodeagent import authn
 from nodeagent.runtime.interface import Runtime, StreamingRuntime
 from nodeagent.runtime.types import ContainerState
 from nodeagent.servingcert import ServingTLS
-from nodeagent.streaming import remotecommand
+from nodeagent.streaming import portforward, remotecommand
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,8 @@ class KubeletServer:
                  authenticate_token: Callable[[str], authn.User | None], pods: Callable[[], list[dict]],
                  runtime: Runtime, health: Callable[[], list[str]],
                  find_container: Callable[[str, str, str], str | None], node_name: str = "",
-                 fs_path: str = "/", streams: StreamingRuntime | None = None) -> None:
+                 fs_path: str = "/", streams: StreamingRuntime | None = None,
+                 open_port: portforward.Opener | None = None) -> None:
         self.address = address
         self.port = port
         self._tls = tls
@@ -119,6 +121,7 @@ class KubeletServer:
         self._node_name = node_name
         self._fs_path = fs_path
         self._streams = streams
+        self._open_port = open_port
         self._thread = LoopThread("kubelet-server")
         self._runner: web.AppRunner | None = None
         self._last_cpu: tuple[float, float] | None = None  # (monotonic, busy core-seconds)
@@ -137,6 +140,9 @@ class KubeletServer:
                 for method in ("GET", "POST"):
                     app.router.add_route(method, f"/{kind}/{{namespace}}/{{pod}}/{{container}}",
                                          functools.partial(self._remotecommand, exec_=kind == "exec"))
+        if self._open_port is not None:
+            for method in ("GET", "POST"):
+                app.router.add_route(method, "/portForward/{namespace}/{pod}", self._portforward)
         self._thread.start()
         self._runner, self.port = self._thread.run(
             serve_app(app, self.address, self.port, shutdown_timeout=SHUTDOWN_SECONDS,
@@ -186,6 +192,10 @@ class KubeletServer:
         assert self._streams is not None
         return await remotecommand.serve(request, runtime=self._streams, find_container=self._find_container,
                                          exec_=exec_)
+
+    async def _portforward(self, request: web.Request) -> web.StreamResponse:
+        assert self._open_port is not None
+        return await portforward.serve(request, open_port=self._open_port)
 
     async def _logs(self, request: web.Request) -> web.StreamResponse:
         namespace, pod, container = (request.match_info[k] for k in ("namespace", "pod", "container"))

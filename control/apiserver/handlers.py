@@ -97,7 +97,7 @@ class ResourceHandlers:
             raise status.method_not_allowed()
         if target.subresource:
             allowed = resource.subresources[target.subresource].verbs
-            if verb not in allowed and not (verb == "get" and target.subresource in ("exec", "attach")):
+            if verb not in allowed and not (verb == "get" and target.subresource in ("exec", "attach", "portforward")):
                 raise status.method_not_allowed()
             return await self._subresource(request, target)
         if not target.name:
@@ -235,7 +235,7 @@ class ResourceHandlers:
             return await self._bind(target, body)
         if sub == "log":
             return await self._log(request, target)
-        if sub in ("exec", "attach"):
+        if sub in ("exec", "attach", "portforward"):
             return await self._stream(request, target)
         if sub == "eviction":
             body = req.decode_object(await _read(request), _content_type(request))
@@ -296,6 +296,11 @@ class ResourceHandlers:
             container = str(names[0])
         elif container not in names:
             raise status.bad_request(f"container {container} is not valid for pod {target.name}")
+        return (container, *await self._pod_node(target, pod))
+
+    async def _pod_node(self, target: req.Target, pod: dict[str, Any]) -> tuple[str, NodeConnection]:
+        """(node name, kubelet connection) of the node `pod` is bound to."""
+        assert NODES is not None
         node_name = (pod.get("spec") or {}).get("nodeName")
         node = await asyncio.to_thread(self.registry.get, NODES, "", node_name) if node_name else None
         if node is None:
@@ -303,13 +308,20 @@ class ResourceHandlers:
         connection = node_connection(node)
         if connection is None:
             raise status.bad_request(f"node {node_name} has no address to reach its kubelet at")
-        return container, str(node_name), connection
+        return str(node_name), connection
 
     async def _stream(self, request: web.Request, target: req.Target) -> web.StreamResponse:
-        """`pods/exec` and `pods/attach`: relayed to the kubelet's WebSocket endpoint (streaming.py)."""
-        container, node_name, connection = await self._pod_container(request, target)
-        path = f"/{target.subresource}/{target.namespace}/{target.name}/{container}"
-        return await streaming.relay(request, self.kubelet, connection, path, node_name)
+        """`pods/exec`, `pods/attach`, `pods/portforward`: relayed to the kubelet's WebSocket endpoint
+        (streaming.py)."""
+        if target.subresource == "portforward":
+            assert PODS is not None
+            pod = await asyncio.to_thread(self.registry.must_get, PODS, target.namespace, target.name)
+            node_name, connection = await self._pod_node(target, pod)
+            path = f"/portForward/{target.namespace}/{target.name}"
+        else:
+            container, node_name, connection = await self._pod_container(request, target)
+            path = f"/{target.subresource}/{target.namespace}/{target.name}/{container}"
+        return await streaming.relay(request, self.kubelet, connection, path, node_name, target.subresource)
 
     async def _log(self, request: web.Request, target: req.Target) -> web.StreamResponse:
         """Proxy `pods/log` to the kubelet of the pod's node, streaming when `follow` is set."""

@@ -1,4 +1,5 @@
-"""`pods/exec` and `pods/attach`: the API server relays a client's WebSocket to the pod's kubelet.
+"""`pods/exec`, `pods/attach`, `pods/portforward`: the API server relays a client's WebSocket to the pod's
+kubelet.
 
 Upstream: pkg/registry/core/pod/rest/subresources.go (ExecREST, AttachREST: the kubelet URL
 `/exec|attach/{namespace}/{pod}/{container}` with the options as query) and the upgrade-aware proxy
@@ -10,8 +11,11 @@ the subprotocols the client offered; the client's upgrade is then accepted with 
 copied both ways unchanged until either side closes. A kubelet that refuses (404 container not running,
 400 bad options, 401) becomes the same HTTP error to the client before any upgrade.
 
-Departures: no SPDY (kubectl ≤ 1.29 gets 400 "Upgrade request required"; newer kubectl speaks WebSocket
-first); no port-forward yet.
+Port-forward is relayed the same way to the kubelet's `/portForward/{namespace}/{pod}` (upstream
+PortForwardREST), with the WebSocket protocol of nodeagent/streaming/portforward.py.
+
+Departures: no SPDY — kubectl ≤ 1.29 (exec, attach, cp, port-forward) and kubectl ≥ 1.31's port-forward,
+which tunnels SPDY inside a WebSocket (`SPDY/3.1+portforward.k8s.io`), get 400 "Upgrade request required".
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ from control.apiserver.kubeletclient import KubeletClient, NodeConnection
 from control.apiserver.status import APIError
 
 log = logging.getLogger(__name__)
+# What the kubelets speak (nodeagent/streaming/channels.py, portforward.py); a client offering none of these
+# (kubectl's SPDY-in-WebSocket port-forward tunnel) is refused before the upgrade, so kubectl falls back.
+SUBPROTOCOLS = {"exec": ("v5.channel.k8s.io", "v4.channel.k8s.io"),
+                "attach": ("v5.channel.k8s.io", "v4.channel.k8s.io"),
+                "portforward": ("v4.channel.k8s.io",)}
 
 
 def offered_protocols(request: web.Request) -> list[str]:
@@ -36,16 +45,18 @@ def offered_protocols(request: web.Request) -> list[str]:
 
 
 async def relay(request: web.Request, kubelet: KubeletClient, connection: NodeConnection, path: str,
-                node_name: str) -> web.StreamResponse:
+                node_name: str, subresource: str) -> web.StreamResponse:
     """Upgrade `request` and splice it to the kubelet's WebSocket at `path` (query passed on unchanged)."""
-    if not web.WebSocketResponse().can_prepare(request).ok:
-        raise status.bad_request("Upgrade request required: this server streams over WebSocket "
-                                 "(v5.channel.k8s.io, v4.channel.k8s.io) only, not SPDY")
+    supported = SUBPROTOCOLS[subresource]
+    offered = offered_protocols(request)
+    if not web.WebSocketResponse().can_prepare(request).ok or (offered and not set(offered) & set(supported)):
+        raise status.bad_request(f"Upgrade request required: pods/{subresource} is served over WebSocket with "
+                                 f"{' or '.join(supported)} only (no SPDY)")
     url = connection.url(path)
     async with kubelet.session() as session:
         try:
-            upstream = await session.ws_connect(url, params=request.query, protocols=offered_protocols(request),
-                                                max_msg_size=0, autoping=True)
+            upstream = await session.ws_connect(url, params=request.query, max_msg_size=0, autoping=True,
+                                                protocols=[p for p in offered if p in supported])
         except aiohttp.WSServerHandshakeError as exc:
             raise APIError(exc.status if 400 <= exc.status < 500 else 502,
                            {400: "BadRequest", 401: "Unauthorized", 404: "NotFound"}.get(exc.status, "BadGateway"),

@@ -17,13 +17,14 @@ import hashlib
 import json
 import os
 import ssl
+import time
 from pathlib import Path
 
 import aiohttp
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config
-from kubernetes.stream import stream
+from kubernetes.stream import portforward, stream
 
 from control.client.rest import RESTClient
 from tests.e2e.conftest import KUBECTLS, Kubectl
@@ -147,3 +148,44 @@ def test_kubelet_exec_needs_credentials(workload_cluster: RunningCluster, cluste
             assert refused.value.status == 401
         probe = kubectl.run("exec", "-n", ns, name, "--", "test", "-e", "/tmp/pwned", check=False)
         assert probe.returncode == 1, (probe.stdout, probe.stderr)
+
+
+def test_python_client_port_forward_to_httpd(workload_cluster: RunningCluster, cluster_namespace: str) -> None:
+    """The Python client's `portforward()` (WebSocket, port-prefixed channels) reaches a busybox httpd that
+    listens on the pod's 127.0.0.1 only, on the host's node and on a node in its own namespace."""
+    client, ns = workload_cluster.client, cluster_namespace
+    for index, node in enumerate(workload_cluster.names[:2]):
+        client.create(f"/api/v1/namespaces/{ns}/pods", busybox(
+            f"web-{index}", node, f"mkdir /www && echo served-by-web-{index} > /www/index.html && "
+                                  "httpd -f -p 127.0.0.1:8080 -h /www"))
+    api = config.new_client_from_config(config_file=workload_cluster.kubeconfig)
+    try:
+        core = k8s.CoreV1Api(api)
+        for index in range(2):
+            wait_running(client, f"/api/v1/namespaces/{ns}/pods/web-{index}", timeout=60)
+            forward = None
+            for _ in range(20):  # httpd may not listen yet right after the container started
+                forward = portforward(core.connect_get_namespaced_pod_portforward, f"web-{index}", ns, ports="8080")
+                sock = forward.socket(8080)
+                sock.settimeout(10)
+                sock.sendall(b"GET /index.html HTTP/1.0\r\nHost: web\r\n\r\n")
+                answer = b""
+                while chunk := sock.recv(65536):
+                    answer += chunk
+                sock.close()
+                if answer:
+                    break
+                time.sleep(0.2)
+            assert answer.startswith(b"HTTP/1.") and b" 200 " in answer.split(b"\r\n")[0], answer
+            assert answer.endswith(f"served-by-web-{index}\n".encode())
+    finally:
+        api.close()
+
+
+def test_kubectl_port_forward_needs_spdy_and_says_so(workload_cluster: RunningCluster, cluster_namespace: str,
+                                                     pods: list[str], kubectl: Kubectl) -> None:
+    """kubectl 1.33 tunnels SPDY in a WebSocket for port-forward, then falls back to SPDY: neither is served,
+    and the refusal is a clear 400, not a hang."""
+    refused = kubectl.run("port-forward", "-n", cluster_namespace, pods[0], "18080:8080", check=False, timeout=30)
+    assert refused.returncode != 0
+    assert "Upgrade request required" in refused.stderr or "upgrade" in refused.stderr.lower(), refused.stderr
