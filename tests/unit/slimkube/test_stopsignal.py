@@ -89,3 +89,18 @@ def test_a_signal_before_the_wait_leaves_the_event_set_and_says_which():
         os.kill(os.getpid(), signal.SIGINT)
         assert signals.event.wait(5) and signals.received == signal.SIGINT
 
+
+
+def test_sigusr1_makes_the_cli_print_every_threads_stack_and_carry_on():
+    """The operator's (and the e2e fixture's) look into a process that seems stuck: `kill -USR1 PID`."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import os, signal, threading
+        from slimkube.cli import main
+        main(["version"], standalone_mode=False)
+        threading.Thread(target=threading.Event().wait, args=(5,), name="parked", daemon=True).start()
+        os.kill(os.getpid(), signal.SIGUSR1)
+        print("still running")
+    """)], cwd=ROOT, capture_output=True, text=True, timeout=30, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "still running"
+    assert "Current thread 0x" in done.stderr and "in wait" in done.stderr, done.stderr  # the parked thread too
