@@ -55,6 +55,17 @@ class KubeletConfig:
     cluster_domain: str = "cluster.local"
     cluster_dns: tuple[str, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)  # extra node labels (--node-labels)
+    # garbage collection (nodeagent/gc/): upstream's image GC fields and defaults; the container GC's
+    # policy is upstream's flags (--minimum-container-ttl-duration, --maximum-dead-containers-per-container,
+    # --maximum-dead-containers) and both periods are upstream constants, here configurable
+    image_gc_high_threshold_percent: int = 85  # 100 turns the image GC off, as upstream
+    image_gc_low_threshold_percent: int = 80
+    image_minimum_gc_age: float = 120.0
+    image_gc_period: float = 300.0
+    container_gc_period: float = 60.0
+    minimum_container_ttl_duration: float = 0.0
+    maximum_dead_containers_per_container: int = 1  # < 0: no limit
+    maximum_dead_containers: int = -1  # < 0: no limit
 
     @property
     def pods_dir(self) -> str:
@@ -88,6 +99,9 @@ _FIELDS: dict[str, tuple[str, _Parser]] = {
     "clusterDomain": ("cluster_domain", str),
     "clusterDNS": ("cluster_dns", "strings"),
     "runtimeRequestTimeout": ("image_pull_timeout", "duration"),
+    "imageGCHighThresholdPercent": ("image_gc_high_threshold_percent", int),
+    "imageGCLowThresholdPercent": ("image_gc_low_threshold_percent", int),
+    "imageMinimumGCAge": ("image_minimum_gc_age", "duration"),
     # slimkube's own (no upstream KubeletConfiguration field): flags upstream, or not configurable there
     "nodeName": ("node_name", str),
     "nodeIP": ("node_ip", str),
@@ -102,6 +116,11 @@ _FIELDS: dict[str, tuple[str, _Parser]] = {
     "crashLoopBackOffInitial": ("crash_loop_backoff_initial", "duration"),
     "crashLoopBackOffMax": ("crash_loop_backoff_max", "duration"),
     "nodeLabels": ("labels", "mapping"),
+    "imageGCPeriod": ("image_gc_period", "duration"),
+    "containerGCPeriod": ("container_gc_period", "duration"),
+    "minimumContainerTTLDuration": ("minimum_container_ttl_duration", "duration"),
+    "maximumDeadContainersPerContainer": ("maximum_dead_containers_per_container", int),
+    "maximumDeadContainers": ("maximum_dead_containers", int),
 }
 
 
@@ -159,7 +178,22 @@ def validate(config: KubeletConfig) -> KubeletConfig:
         raise ConfigError("crashLoopBackOffInitial must be > 0 and not above crashLoopBackOffMax")
     if config.pleg_relist_period <= 0:
         raise ConfigError("plegRelistPeriod: must be > 0")
+    _validate_gc(config)
     return config
+
+
+def _validate_gc(config: KubeletConfig) -> None:
+    """upstream's KubeletConfiguration validation of the image GC thresholds, and positive periods."""
+    high, low = config.image_gc_high_threshold_percent, config.image_gc_low_threshold_percent
+    if not 0 <= high <= 100:
+        raise ConfigError(f"imageGCHighThresholdPercent: {high} must be between 0 and 100, inclusive")
+    if not 0 <= low <= 100:
+        raise ConfigError(f"imageGCLowThresholdPercent: {low} must be between 0 and 100, inclusive")
+    if low >= high:
+        raise ConfigError(f"imageGCLowThresholdPercent ({low}) must be less than imageGCHighThresholdPercent ({high})")
+    for name, value in (("imageGCPeriod", config.image_gc_period), ("containerGCPeriod", config.container_gc_period)):
+        if value <= 0:
+            raise ConfigError(f"{name}: must be > 0")
 
 
 def default_pod_cidr(cluster_cidr: str) -> str:

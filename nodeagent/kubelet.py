@@ -10,7 +10,10 @@ Start-up order (upstream cmd/kubelet/app/server.go RunKubelet → kubelet.go Run
   5. pod sources: the API server's pods with fieldSelector spec.nodeName=<node> (an informer), and the
      static pod file/URL sources with their mirror pods;
   6. the node status/lease loop, the HTTP server, and a housekeeping loop (orphan pods, back-off GC,
-     mirror pods, bridge and rules every resync). Pod workers run `nodeagent.pod_sync.PodSync` per pod.
+     mirror pods, bridge, rules and hostPort rules every resync). Pod workers run
+     `nodeagent.pod_sync.PodSync` per pod;
+  7. garbage collection (nodeagent/gc/): dead containers and sandboxes every containerGCPeriod (1m),
+     unused images every imageGCPeriod (5m).
 `stop()` ends every thread and leaves containers, network and IPAM state in place: a later `start()` on
 the same data dir adopts them.
 """
@@ -26,7 +29,8 @@ from typing import Any
 from control.client.events import EventRecorder
 from control.client.rest import RESTClient
 from nodeagent.config import KubeletConfig
-from nodeagent.parts import KubeletError, KubeletParts, build_parts
+from nodeagent.gc.manager import run_container_gc, run_image_gc
+from nodeagent.parts import KubeletError, KubeletParts, build_parts, node_reference
 
 __all__ = ["Kubelet", "KubeletError"]
 
@@ -72,8 +76,7 @@ class Kubelet:
         config = self.config
         self._stop.clear()
         recorder = self._recorder = EventRecorder(self.client, component="kubelet", host=config.node_name)
-        node_ref = {"kind": "Node", "name": config.node_name, "uid": config.node_name, "apiVersion": "v1"}
-        recorder.event(node_ref, "Normal", "Starting", "Starting kubelet.")
+        recorder.event(node_reference(config.node_name), "Normal", "Starting", "Starting kubelet.")
         if self.oom_score_adj is not None:
             _set_oom_score_adj(self.oom_score_adj)
         parts = self._parts = build_parts(config, self.client, recorder=recorder, health=self.health,
@@ -84,6 +87,7 @@ class Kubelet:
         self._spawn("node-status", parts.reporter.run, self._stop)
         parts.server.start()
         self._spawn("housekeeping", self._housekeeping, parts)
+        self._start_garbage_collection(parts, recorder)
         log.info("kubelet %s started (podCIDR %s)", config.node_name, parts.pod_cidr)
 
     def stop(self) -> None:
@@ -117,6 +121,18 @@ class Kubelet:
         thread.start()
         self._threads.append(thread)
 
+    def _start_garbage_collection(self, parts: KubeletParts, recorder: EventRecorder) -> None:
+        """upstream StartGarbageCollection: containers every containerGCPeriod, images every imageGCPeriod
+        (unless the image GC is off), each first round at once."""
+        node_ref = node_reference(self.config.node_name)
+        self._spawn("container-gc", lambda: run_container_gc(
+            parts.container_gc, period=self.config.container_gc_period, stop=self._stop, recorder=recorder,
+            node_ref=node_ref))
+        if parts.image_gc is not None:
+            image_gc = parts.image_gc
+            self._spawn("image-gc", lambda: run_image_gc(
+                image_gc, period=self.config.image_gc_period, stop=self._stop, recorder=recorder, node_ref=node_ref))
+
     # ---- housekeeping ----
 
     def _housekeeping(self, parts: KubeletParts) -> None:
@@ -129,6 +145,7 @@ class Kubelet:
                 if time.monotonic() - last_resync >= self.config.sync_frequency:
                     last_resync = time.monotonic()
                     parts.network.manager.ensure_host()
+                    parts.hostports.resync()
                     parts.sources.sync_mirrors()
             except Exception:
                 log.exception("housekeeping failed")

@@ -10,7 +10,13 @@ depend on, in upstream's order:
   2. register the Node (NodeReporter): an API server that cannot be reached here is fatal;
   3. the pod network: podCIDR from the config, else the Node's spec.podCIDR, else a clear error; IPAM
      under `state_dir`, bridge and host rules ensured, and the addresses of sandboxes that no longer run
-     released (restart safety: running sandboxes keep theirs).
+     released (restart safety: running sandboxes keep theirs); the hostPort rules re-synced to the
+     sandboxes still running (stale KUBE-HP- chains removed);
+  4. the serving certificate of the HTTPS API, signed by the cluster CA through the API server
+     (nodeagent/servingcert.py), and the TokenReview cache that authenticates bearer tokens (nodeagent/authn.py).
+
+Service environment variables come from a Service informer (all namespaces) beside the pod informer;
+until it has listed once, containers wait with upstream's "services have not yet been read" error.
 
 No thread starts here (the caller's event recorder aside): `Kubelet.start` starts the PLEG, the pod
 sources, the status loop, the HTTP server and housekeeping in its documented order.
@@ -39,9 +45,17 @@ from control.client.informer import InformerFactory, SharedInformer
 from control.client.paths import resource_path
 from control.client.rest import RESTClient
 from control.util.iptables import detect
+from nodeagent import servingcert
+from nodeagent.authn import TokenReviewCache
 from nodeagent.config import KubeletConfig
+from nodeagent.gc.containers import ContainerGCPolicy
+from nodeagent.gc.images import ImageGCPolicy
+from nodeagent.gc.manager import ContainerGC, ImageGCManager, docker_root_usage
 from nodeagent.hooks import HookRunner
+from nodeagent.images import PAUSE_IMAGE
 from nodeagent.mirror import MirrorPods, is_mirror
+from nodeagent.network import hostport_manager
+from nodeagent.network.hostport_manager import HostportManager
 from nodeagent.network.ipam import LocalIPAM, state_path
 from nodeagent.network.manager import PodNetworkManager
 from nodeagent.network.podnet import NetlinkPodNetwork, PodInterface
@@ -56,6 +70,7 @@ from nodeagent.runtime.backoff import Backoff
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.downward import NodeFacts
 from nodeagent.runtime.interface import Runtime
+from nodeagent.runtime.service_env import ServicesNotSynced, enable_service_links, service_env_map
 from nodeagent.runtime.types import SandboxState, SandboxStatus
 from nodeagent.server import KubeletServer
 from nodeagent.sources import FileSource, URLSource
@@ -63,6 +78,8 @@ from nodeagent.status_manager import StatusManager
 from nodeagent.sync import PodSyncer
 
 log = logging.getLogger(__name__)
+SERVING_CERT_PATH = "/v1-slimkube/serving-kubelet-certificate"  # control/apiserver/kubeletcerts.py
+TOKEN_REVIEWS_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 
 
 class KubeletError(RuntimeError):
@@ -147,6 +164,7 @@ class PodSources:
             "v1", "pods", field_selector=f"spec.nodeName={config.node_name}")
         self.informer.add_event_handler(on_add=self.on_pod, on_update=lambda old, new: self.on_pod(new),
                                         on_delete=self.on_pod_delete)
+        self.services: SharedInformer = self.factory.informer("v1", "services")
         self.static_sources: list[FileSource | URLSource] = []
         if config.static_pod_path:
             self.static_sources.append(FileSource(config.static_pod_path, config.file_check_frequency,
@@ -203,6 +221,13 @@ class PodSources:
         except Exception as exc:  # noqa: BLE001 - the API server may be away; the next housekeeping retries
             log.warning("mirror pod sync failed: %s", exc)
 
+    def service_env(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        """The pod's Service variables (upstream getServiceEnvVarMap over the kubelet's service lister)."""
+        if not self.services.has_synced():
+            raise ServicesNotSynced()
+        namespace = _meta(pod).get("namespace") or "default"
+        return service_env_map(self.services.lister().list(), namespace, enable_service_links(pod))
+
     def mirror_of(self, pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
         with self._lock:
             return self._mirrors.get(_mirror_key(pod))
@@ -222,6 +247,7 @@ class KubeletParts:
     runtime: Runtime
     reporter: NodeReporter
     network: TrackedNetwork
+    hostports: HostportManager
     syncer: PodSyncer
     status: StatusManager
     probes: ProbeManager
@@ -230,6 +256,8 @@ class KubeletParts:
     sources: PodSources
     server: KubeletServer
     pod_cidr: str
+    container_gc: ContainerGC
+    image_gc: ImageGCManager | None  # None: imageGCHighThresholdPercent 100 turns it off (upstream)
 
 
 def connect_docker(config: KubeletConfig) -> docker.APIClient:
@@ -263,9 +291,13 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
 
     os.makedirs(config.state_dir, exist_ok=True)
     ipam = LocalIPAM(state_path(config.state_dir), pod_cidr)
+    iptables = detect()
     manager = PodNetworkManager(config.network(pod_cidr), ipam=ipam, network=NetlinkPodNetwork(),
-                                iptables=detect())
-    manager.start([s.id for pod in runtime.list_pods() for s in pod.sandboxes if s.state is SandboxState.READY])
+                                iptables=iptables)
+    live_sandboxes = [s.id for pod in runtime.list_pods() for s in pod.sandboxes if s.state is SandboxState.READY]
+    manager.start(live_sandboxes)
+    hostports = HostportManager(iptables, hostport_manager.state_path(config.state_dir))
+    hostports.start(live_sandboxes)
     for owner, allocation in ipam.allocations().items():
         pod_ips.set(owner, allocation.ip)
     network = TrackedNetwork(manager, pod_ips)
@@ -273,7 +305,8 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     backoff = Backoff(initial=config.crash_loop_backoff_initial, maximum=config.crash_loop_backoff_max)
     syncer = PodSyncer(runtime, network, _Objects(client), pods_dir=config.pods_dir, recorder=recorder,
                        hooks=HookRunner(runtime), backoff=backoff, node_facts=lambda: node_facts,
-                       extra_labels=extra_labels)
+                       extra_labels=extra_labels, hostports=hostports,
+                       service_env=lambda pod: sources.service_env(pod))
     workers: PodWorkers  # bound below; the PLEG's events reach the workers only once it is started
 
     def wake(uid: str, events: tuple[PodLifecycleEvent, ...]) -> None:
@@ -298,8 +331,50 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                 return latest.id if latest is not None else None
         return None
 
-    server = KubeletServer(config.address, config.port, pods=lambda: [dict(p) for p in workers.pods()],
+    try:
+        tls = servingcert.ensure(config.state_dir, config.node_name, addresses=(node_ip, config.address),
+                                 hostnames=servingcert.host_names(), ca_file=client.config.ca_file,
+                                 sign=lambda body: client.create(SERVING_CERT_PATH, body)["certificate"])
+    except Exception as exc:
+        raise KubeletError(f"getting the kubelet's serving certificate failed: {exc}") from exc
+    if config.address not in ("0.0.0.0", "::", node_ip):
+        log.warning("the kubelet API listens on %s but the node reports InternalIP %s: the API server dials "
+                    "that address and will not reach this kubelet", config.address, node_ip)
+    tokens = TokenReviewCache(lambda token: client.create(TOKEN_REVIEWS_PATH, {
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}))
+    server = KubeletServer(config.address, config.port, tls=tls, authenticate_token=tokens.authenticate,
+                           pods=lambda: [dict(p) for p in workers.pods()],
                            runtime=runtime, health=health, find_container=find_container,
                            node_name=config.node_name, fs_path=config.data_dir)
-    return KubeletParts(runtime=runtime, reporter=reporter, network=network, syncer=syncer, status=status,
-                        probes=probes, pleg=pleg, workers=workers, sources=sources, server=server, pod_cidr=pod_cidr)
+    container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)
+    return KubeletParts(runtime=runtime, reporter=reporter, network=network, hostports=hostports, syncer=syncer,
+                        status=status, probes=probes, pleg=pleg, workers=workers, sources=sources, server=server,
+                        pod_cidr=pod_cidr, container_gc=container_gc, image_gc=image_gc)
+
+
+def node_reference(node_name: str) -> dict[str, str]:
+    """The Node as the kubelet's events name it (upstream nodeRef: the uid is the node name)."""
+    return {"kind": "Node", "name": node_name, "uid": node_name, "apiVersion": "v1"}
+
+
+def _garbage_collectors(config: KubeletConfig, runtime: DockerRuntime, recorder: EventRecorder,
+                        sources: PodSources, workers: PodWorkers) -> tuple[ContainerGC, ImageGCManager | None]:
+    """The container GC, which counts a pod as deleted once every source has listed and neither a source
+    nor a pod worker has it; and the image GC on Docker's data root, the pause image pinned."""
+
+    def known_pods() -> frozenset[str] | None:
+        wanted = sources.wanted()
+        return None if wanted is None else frozenset(wanted | workers.uids())
+
+    container_gc = ContainerGC(runtime, ContainerGCPolicy(
+        min_age=config.minimum_container_ttl_duration,
+        max_per_pod_container=config.maximum_dead_containers_per_container,
+        max_containers=config.maximum_dead_containers), known_pods=known_pods)
+    if config.image_gc_high_threshold_percent >= 100:
+        return container_gc, None
+    image_gc = ImageGCManager(runtime, docker_root_usage(runtime.image_fs_path), ImageGCPolicy(
+        high_threshold_percent=config.image_gc_high_threshold_percent,
+        low_threshold_percent=config.image_gc_low_threshold_percent,
+        min_age=config.image_minimum_gc_age), recorder=recorder, node_ref=node_reference(config.node_name),
+        pinned=(PAUSE_IMAGE,))
+    return container_gc, image_gc

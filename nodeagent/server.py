@@ -6,8 +6,11 @@ last bullet. The API server's `pods/<name>/log` proxy (control/apiserver/handler
 `http://<node InternalIP>:<daemonEndpoints.kubeletEndpoint.Port>/containerLogs/<ns>/<pod>/<container>`
 with follow, previous, timestamps, tailLines, limitBytes, sinceSeconds and sinceTime, as here.
 
-Plain HTTP for now: upstream serves HTTPS with webhook authentication and authorization against the API
-server; that is a later issue, so bind it to a trusted address.
+HTTPS only, with the serving certificate of nodeagent/servingcert.py; every path but `/healthz` needs a
+caller authenticated as nodeagent/authn.py decides (a client certificate from the cluster CA, or a bearer
+token the API server vouches for through a TokenReview), checked in a middleware before any handler runs;
+anyone else gets 401 with a Status body (upstream writes the bare text "Unauthorized"; a Status is what
+every other 401 in the cluster carries). There is no read-only port.
 
 aiohttp on its own event loop thread (the kubelet's other parts are plain threads); every runtime or
 callback call is blocking, so it runs in `asyncio.to_thread`. A followed log is read on a thread and fed
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,8 +33,10 @@ from aiohttp import web
 
 from control.apimachinery.meta import format_timestamp
 from control.util.loopthread import LoopThread, serve_app
+from nodeagent import authn
 from nodeagent.runtime.interface import Runtime
 from nodeagent.runtime.types import ContainerState
+from nodeagent.servingcert import ServingTLS
 
 log = logging.getLogger(__name__)
 
@@ -73,14 +79,36 @@ def _since(request: web.Request) -> int | None:
     return None
 
 
-class KubeletServer:
-    """The HTTP API on `address:port` (port 0: any free one, see `.port` after `start`)."""
+UNAUTHORIZED = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "Unauthorized",
+                "reason": "Unauthorized", "code": 401}
+Handler = Callable[[web.Request], Any]
 
-    def __init__(self, address: str, port: int, *, pods: Callable[[], list[dict]], runtime: Runtime,
-                 health: Callable[[], list[str]], find_container: Callable[[str, str, str], str | None],
-                 node_name: str = "", fs_path: str = "/") -> None:
+
+def server_ssl_context(tls: ServingTLS) -> ssl.SSLContext:
+    """TLS 1.2+, our certificate; client certificates asked for and, when sent, verified against the cluster CA
+    (`CERT_OPTIONAL`: a caller without one may still authenticate with a token)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(tls.cert_file, tls.key_file)
+    if tls.client_ca_file:
+        context.load_verify_locations(cafile=tls.client_ca_file)
+        context.verify_mode = ssl.CERT_OPTIONAL
+    return context
+
+
+class KubeletServer:
+    """The HTTPS API on `address:port` (port 0: any free one, see `.port` after `start`); `authenticate_token`
+    is the TokenReview cache's `authenticate` (blocking: it may ask the API server)."""
+
+    def __init__(self, address: str, port: int, *, tls: ServingTLS,
+                 authenticate_token: Callable[[str], authn.User | None], pods: Callable[[], list[dict]],
+                 runtime: Runtime, health: Callable[[], list[str]],
+                 find_container: Callable[[str, str, str], str | None], node_name: str = "",
+                 fs_path: str = "/") -> None:
         self.address = address
         self.port = port
+        self._tls = tls
+        self._authenticate_token = authenticate_token
         self._pods = pods
         self._runtime = runtime
         self._health = health
@@ -95,15 +123,16 @@ class KubeletServer:
     #    which closes open log streams, then ends the loop and its thread.
 
     def start(self) -> None:
-        app = web.Application()
+        app = web.Application(middlewares=[self._authenticate])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/pods", self._pods_handler)
         app.router.add_get("/stats/summary", self._summary)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         self._thread.start()
         self._runner, self.port = self._thread.run(
-            serve_app(app, self.address, self.port, shutdown_timeout=SHUTDOWN_SECONDS))
-        log.info("kubelet API listening on %s:%d", self.address, self.port)
+            serve_app(app, self.address, self.port, shutdown_timeout=SHUTDOWN_SECONDS,
+                      ssl_context=server_ssl_context(self._tls)))
+        log.info("kubelet API listening on https://%s:%d", self.address, self.port)
 
     def stop(self) -> None:
         if not self._thread.running:
@@ -112,6 +141,21 @@ class KubeletServer:
             self._thread.run(self._runner.cleanup())
         self._thread.stop()
         self._runner = None
+
+    # -- authentication (nodeagent/authn.py), before any handler ------------------------------------------
+
+    @web.middleware
+    async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        transport = request.transport
+        decision = authn.decide(request.path, peercert=transport.get_extra_info("peercert") if transport else None,
+                                authorization=request.headers.get("Authorization", ""))
+        if decision.outcome is authn.Outcome.REVIEW:
+            if await asyncio.to_thread(self._authenticate_token, decision.token) is not None:
+                return await handler(request)
+        elif decision.outcome is not authn.Outcome.UNAUTHORIZED:
+            return await handler(request)
+        log.debug("kubelet API: 401 for %s %s from %s", request.method, request.path, request.remote)
+        return web.json_response(UNAUTHORIZED, status=401)
 
     # -- handlers ---------------------------------------------------------------------------------------
 

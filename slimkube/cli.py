@@ -309,7 +309,7 @@ def _client_config(kubeconfig: str | None, server: str | None, token: str | None
               help="Connect with this kubeconfig instead of --server/--token.")
 @click.option("--data-dir", help=f"Kubelet state (IPAM, pod volumes, the server's CA) [default: {DEFAULT_DATA_DIR}].")
 @click.option("--port", "--kubelet-port", "kubelet_port", type=click.IntRange(0, 65535),
-              help="The kubelet's HTTP port (logs, /pods, /stats) [default: 10250].")
+              help="The kubelet's HTTPS port (logs, /pods, /stats) [default: 10250].")
 @click.option("--cluster-cidr", help="Pod addresses of the whole cluster (not masqueraded between pods) "
               "[default: the config's, 10.244.0.0/16].")
 @_kubelet_options
@@ -361,7 +361,7 @@ def _default_kubelet_config_file(data_dir: str, config_file: str | None) -> str 
 @click.option("--cluster-cidr", default=None,
               help="Pod addresses; this node gets its first /24 [default: the kubelet config's, 10.244.0.0/16].")
 @click.option("--kubelet-port", "kubelet_port", type=click.IntRange(0, 65535),
-              help="The kubelet's HTTP port (logs, /pods, /stats) [default: 10250].")
+              help="The kubelet's HTTPS port (logs, /pods, /stats) [default: 10250].")
 @click.option("--nodes", "node_count", default=1, show_default=True, type=click.IntRange(1, 250),
               help="Nodes to run: node 1 here, nodes 2..N each in a network namespace named NODE-i with its own "
               "`slimkube agent` and `slimkube proxy` joined by --server/--token (see `slimkube node`).")
@@ -397,9 +397,11 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     from control.apiserver.server import ServerConfig
     from nodeagent.bootstrap import BootstrapError, join
     from nodeagent.config import default_pod_cidr
+    from nodeagent.node_status import default_ip
     from proxy.app import ProxyServer
     from slimkube.allinone import NodeError, run_up
     from slimkube.nodelock import LockHeld, NodeLock
+    from slimkube.nodes import kubelet_listen_address
     from slimkube.stopsignal import StopOnSignal
 
     for flag, value in (("--service-cidr", service_cidr), ("--cluster-cidr", cluster_cidr)):
@@ -421,6 +423,11 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     plan = _nodes_plan(node_count, nodes_cidr, config, data_dir=data_dir, bind_address=bind_address)
     if plan is not None and not config.node_ip:  # every node's address on the one node network
         config = dataclasses.replace(config, node_ip=plan.host_ip)
+    internal_ip = config.node_ip or default_ip()  # what the kubelet will report (nodeagent/parts.py)
+    if (listen := kubelet_listen_address(config.address, internal_ip)) != config.address:
+        _say(f"[up] kubelet address {config.address} is not the node's InternalIP {internal_ip}, which the API "
+             f"server dials: listening on {listen}")
+        config = dataclasses.replace(config, address=listen)
     server_config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
                                  service_cidr=service_cidr, cluster_cidr=config.cluster_cidr,
                                  advertise_address=plan.host_ip if plan is not None else None)

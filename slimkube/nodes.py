@@ -155,3 +155,10 @@ def proxy_argv(node: NodeSpec, *, python: str, server: str, token: str, cluster_
 def in_netns(netns: str, argv: list[str]) -> list[str]:
     """`ip netns exec` replaces itself with the command, so the child's pid is the command's."""
     return ["ip", "netns", "exec", netns, *argv]
+
+
+def kubelet_listen_address(address: str, internal_ip: str) -> str:
+    """Where `up`'s kubelet listens: as configured when that is a wildcard or its InternalIP, else its InternalIP.
+    The API server dials a kubelet at the InternalIP it reports (logs, exec), so a kubelet.yaml `address` of
+    127.0.0.1 on a node whose InternalIP is another address would leave it unreachable (issue 16 item 2)."""
+    return address if address in ("0.0.0.0", "::", internal_ip) else internal_ip

@@ -13,6 +13,11 @@ name, the advertise address (the `kubernetes` Endpoints' IP, which pods and `up 
 dial), and the `kubernetes` Service's cluster IP and DNS names (pods reach the API through it). A kept
 serving certificate that lacks one of these names (the server now advertises another address) is issued
 again by the same CA, so kubeconfigs and join tokens stay valid.
+
+Beside them, the API server's client certificate for calling kubelets (upstream kubeadm's
+`apiserver-kubelet-client`: CN kube-apiserver-kubelet-client, O system:masters, clientAuth only) in
+`DIR/tls/apiserver-kubelet-client.{crt,key}`, and `sign` issues certificates from a CSR with the subject
+and extensions the caller decides (control/apiserver/kubeletcerts.py: kubelet serving certificates).
 """
 
 from __future__ import annotations
@@ -21,11 +26,15 @@ import ipaddress
 import os
 import socket
 import ssl
-import subprocess
 import tempfile
 from dataclasses import dataclass
 
+from control.util import openssl
+from control.util.openssl import EC_KEY
+
 _DAYS = "3650"
+KUBELET_CLIENT = "apiserver-kubelet-client"
+KUBELET_CLIENT_SUBJECT = "/O=system:masters/CN=kube-apiserver-kubelet-client"
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,22 @@ class ServingCerts:
     ca_path: str
     cert_path: str
     key_path: str
+
+    @property
+    def directory(self) -> str:
+        return os.path.dirname(self.ca_path)
+
+    @property
+    def ca_key_path(self) -> str:
+        return os.path.join(self.directory, "ca.key")
+
+    @property
+    def kubelet_client_cert_path(self) -> str:
+        return os.path.join(self.directory, KUBELET_CLIENT + ".crt")
+
+    @property
+    def kubelet_client_key_path(self) -> str:
+        return os.path.join(self.directory, KUBELET_CLIENT + ".key")
 
     def ca_pem(self) -> bytes:
         with open(self.ca_path, "rb") as handle:
@@ -60,26 +85,6 @@ def subject_alt_names(bind_address: str, service_ip: str, extra_ips: tuple[str, 
     return list(dict.fromkeys(names))
 
 
-def _normal(entry: str) -> str:
-    """`IP:…`/`DNS:…` in one spelling (openssl prints `IP Address:` and IPv6 addresses unabbreviated)."""
-    kind, _, value = entry.strip().replace("IP Address:", "IP:").partition(":")
-    return f"IP:{ipaddress.ip_address(value)}" if kind == "IP" else f"{kind}:{value}"
-
-
-def _names_in(cert_path: str) -> set[str]:
-    """The subjectAltName entries of a certificate, normalised by `_normal`."""
-    result = subprocess.run(["openssl", "x509", "-in", cert_path, "-noout", "-ext", "subjectAltName"],
-                            capture_output=True, text=True, check=False)
-    entries = result.stdout.splitlines()[1:] if result.returncode == 0 else []
-    return {_normal(item) for line in entries for item in line.split(",") if item.strip()}
-
-
-def _openssl(*args: str) -> None:
-    result = subprocess.run(["openssl", *args], capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(f"openssl {args[0]} failed: {result.stderr.strip()}")
-
-
 def ensure_serving_certs(data_dir: str, *, bind_address: str, service_ip: str,
                          extra_ips: tuple[str, ...] = ()) -> ServingCerts:
     """The CA and serving certificate under `data_dir/tls`, created when missing; the serving certificate
@@ -91,7 +96,7 @@ def ensure_serving_certs(data_dir: str, *, bind_address: str, service_ip: str,
     ca_key = os.path.join(directory, "ca.key")
     have_ca = os.path.exists(certs.ca_path) and os.path.exists(ca_key)
     if all(os.path.exists(p) for p in (certs.ca_path, certs.cert_path, certs.key_path)) and (
-            not extra_ips or not have_ca or {_normal(n) for n in names} <= _names_in(certs.cert_path)):
+            not extra_ips or not have_ca or {openssl.normal(n) for n in names} <= openssl.alt_names(certs.cert_path)):
         return certs
     os.makedirs(directory, mode=0o700, exist_ok=True)
     old_umask = os.umask(0o077)
@@ -102,15 +107,52 @@ def ensure_serving_certs(data_dir: str, *, bind_address: str, service_ip: str,
             with open(ext, "w", encoding="utf-8") as handle:
                 handle.write("basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
                              f"extendedKeyUsage=serverAuth\nsubjectAltName={','.join(names)}\n")
-            ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
             if not have_ca:
-                _openssl("req", "-x509", *ec, "-keyout", ca_key, "-out", certs.ca_path, "-days", _DAYS,
+                openssl.run("req", "-x509", *EC_KEY, "-keyout", ca_key, "-out", certs.ca_path, "-days", _DAYS,
                          "-subj", f"/CN=slimkube-ca@{int.from_bytes(os.urandom(4), 'big')}",
                          "-addext", "basicConstraints=critical,CA:TRUE",
                          "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature")
-            _openssl("req", "-new", *ec, "-keyout", certs.key_path, "-out", csr, "-subj", "/CN=kube-apiserver")
-            _openssl("x509", "-req", "-in", csr, "-CA", certs.ca_path, "-CAkey", ca_key, "-CAcreateserial",
+            openssl.run("req", "-new", *EC_KEY, "-keyout", certs.key_path, "-out", csr, "-subj", "/CN=kube-apiserver")
+            openssl.run("x509", "-req", "-in", csr, "-CA", certs.ca_path, "-CAkey", ca_key, "-CAcreateserial",
                      "-out", certs.cert_path, "-days", _DAYS, "-sha256", "-extfile", ext)
     finally:
         os.umask(old_umask)
     return certs
+
+
+def sign(certs: ServingCerts, csr_pem: bytes, *, subject: str, extensions: str, days: str = _DAYS) -> bytes:
+    """A certificate for the key of `csr_pem` (its self-signature checked by openssl), issued by the CA with
+    `subject` (openssl `/O=…/CN=…` form) and `extensions` (an openssl extfile), whatever the CSR asked for."""
+    with tempfile.TemporaryDirectory(dir=certs.directory) as work:
+        csr, ext, out = (os.path.join(work, name) for name in ("request.csr", "request.ext", "issued.crt"))
+        with open(csr, "wb") as handle:
+            handle.write(csr_pem)
+        with open(ext, "w", encoding="utf-8") as handle:
+            handle.write(extensions)
+        openssl.run("x509", "-req", "-in", csr, "-CA", certs.ca_path, "-CAkey", certs.ca_key_path, "-CAcreateserial",
+                 "-out", out, "-days", days, "-sha256", "-extfile", ext, "-subj", subject)
+        with open(out, "rb") as handle:
+            return handle.read()
+
+
+CLIENT_EXTENSIONS = ("basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+                     "extendedKeyUsage=clientAuth\n")
+
+
+def ensure_kubelet_client_cert(certs: ServingCerts) -> None:
+    """DIR/tls/apiserver-kubelet-client.{crt,key}, made once (a CA made again makes it again: it is issued
+    after the CA, so a certificate older than the CA cannot be the CA's)."""
+    cert, key = certs.kubelet_client_cert_path, certs.kubelet_client_key_path
+    if os.path.exists(cert) and os.path.exists(key) and os.path.getmtime(cert) >= os.path.getmtime(certs.ca_path):
+        return
+    old_umask = os.umask(0o077)
+    try:
+        with tempfile.TemporaryDirectory(dir=certs.directory) as work:
+            csr = os.path.join(work, "client.csr")
+            openssl.run("req", "-new", *EC_KEY, "-keyout", key, "-out", csr, "-subj", KUBELET_CLIENT_SUBJECT)
+            with open(csr, "rb") as handle:
+                issued = sign(certs, handle.read(), subject=KUBELET_CLIENT_SUBJECT, extensions=CLIENT_EXTENSIONS)
+        with open(cert, "wb") as handle:
+            handle.write(issued)
+    finally:
+        os.umask(old_umask)

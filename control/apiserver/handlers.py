@@ -25,6 +25,7 @@ from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
 from control.apiserver import binding, eviction, status, tables
 from control.apiserver import request as req
+from control.apiserver.kubeletclient import KubeletClient, node_connection
 from control.apiserver.registry import DeleteOptions, Registry
 from control.apiserver.resources import by_path
 from control.apiserver.selection import Filter, parse_filter
@@ -34,7 +35,6 @@ from control.apiserver.watchcache import WatchCache
 
 PODS = by_path("", "v1", "pods")
 NODES = by_path("", "v1", "nodes")
-DEFAULT_KUBELET_PORT = 10250
 _VERB_FOR_METHOD = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -78,8 +78,10 @@ def _apply_scale(obj: dict[str, Any], scale: dict[str, Any]) -> dict[str, Any]:
 class ResourceHandlers:
     """Everything under `/api/v1/` and `/apis/{group}/{version}/`."""
 
-    def __init__(self, registry: Registry, cache: WatchCache, *, bookmark_seconds: float = 60.0) -> None:
+    def __init__(self, registry: Registry, cache: WatchCache, *, kubelet: KubeletClient,
+                 bookmark_seconds: float = 60.0) -> None:
         self.registry = registry
+        self.kubelet = kubelet
         self.cache = cache
         self.lines = EventLines()
         self.bookmark_seconds = bookmark_seconds
@@ -296,29 +298,24 @@ class ResourceHandlers:
         node = await asyncio.to_thread(self.registry.get, NODES, "", node_name) if node_name else None
         if node is None:
             raise status.bad_request(f"pod {target.name} does not have a host assigned")
-        addresses = (node.get("status") or {}).get("addresses") or []
-        host = next((a.get("address") for a in addresses if a.get("type") == "InternalIP"), None) or next(
-            (a.get("address") for a in addresses if a.get("address")), None)
-        endpoint = ((node.get("status") or {}).get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
-        port = endpoint.get("Port") or DEFAULT_KUBELET_PORT
-        if not host:
+        connection = node_connection(node)
+        if connection is None:
             raise status.bad_request(f"node {node_name} has no address to reach its kubelet at")
         params = {k: v for k, v in request.query.items()
                   if k in ("follow", "previous", "timestamps", "tailLines", "limitBytes", "sinceSeconds", "sinceTime")}
-        url = f"http://{host}:{port}/containerLogs/{target.namespace}/{target.name}/{container}"
+        url = connection.url(f"/containerLogs/{target.namespace}/{target.name}/{container}")
         try:
-            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(sock_connect=5)) as session:
-                async with session.get(url, params=params) as upstream:
-                    response = web.StreamResponse(status=upstream.status,
-                                                  headers={"Content-Type": upstream.headers.get(
-                                                      "Content-Type", "text/plain")})
-                    await response.prepare(request)
-                    async for chunk in upstream.content.iter_any():
-                        await response.write(chunk)
-                    return response
+            async with self.kubelet.session() as session, session.get(url, params=params) as upstream:
+                response = web.StreamResponse(status=upstream.status,
+                                              headers={"Content-Type": upstream.headers.get(
+                                                  "Content-Type", "text/plain")})
+                await response.prepare(request)
+                async for chunk in upstream.content.iter_any():
+                    await response.write(chunk)
+                return response
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise status.service_unavailable(f"cannot reach the kubelet of node {node_name} at {host}:{port}: "
-                                             f"{exc}") from None
+            raise status.service_unavailable(f"cannot reach the kubelet of node {node_name} at "
+                                             f"{connection.host}:{connection.port}: {exc}") from None
 
 
 def _content_type(request: web.Request) -> str:

@@ -19,6 +19,12 @@ an agent given only the URL and the token verifies the server before sending the
 allowed everything for now; authorization per identity and TLS
 come with the security issue, so bind to 127.0.0.1 or a private network until then. `/healthz`,
 `/livez`, `/readyz`, `/version` answer without a token, as upstream's public-info-viewer role allows.
+Who a token is (authn.py) is what `POST /apis/authentication.k8s.io/v1/tokenreviews` tells kubelets.
+
+Kubelets (issue 16 item 2): at start, beside the CA, the API server's kubelet client certificate
+(`DIR/tls/apiserver-kubelet-client.{crt,key}`, certs.py) that every call to a kubelet presents
+(kubeletclient.py), and `POST /v1-slimkube/serving-kubelet-certificate` signs kubelets' serving certificates
+(kubeletcerts.py).
 
 Overload: at most `max_inflight` non-watch requests run at once; the next gets 429 with Retry-After,
 as upstream's --max-requests-inflight filter does, so a burst degrades into client retries (the
@@ -29,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hmac
 import logging
 import os
 import platform
@@ -42,17 +47,19 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from control.apiserver import certs, discovery, master_endpoints, openapi, status
+from control.apiserver import authn, certs, discovery, kubeletcerts, master_endpoints, openapi, status
 from control.apiserver.allocators import kubernetes_service_ip
 from control.apiserver.bootstrap import bootstrap
 from control.apiserver.handlers import ResourceHandlers, json_response
+from control.apiserver.kubeletclient import KubeletClient
 from control.apiserver.registry import Registry
+from control.apiserver.request import decode_object
 from control.apiserver.status import APIError
 from control.apiserver.watchcache import WatchCache
 from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
-from control.util import jointoken
+from control.util import jointoken, openssl
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +165,8 @@ class APIServer:
         # what DIR/node-token holds: the bare password until the CA exists, then the K10 form (start())
         self.node_token = _read_or_create_secret(self._node_token_path)
         self._node_password = jointoken.parse(self.node_token).password
-        self._tokens: tuple[bytes, ...] = (self.admin_token.encode(), self._node_password.encode())
+        self.authenticator = authn.TokenAuthenticator({self.admin_token: authn.ADMIN,
+                                                        self._node_password: authn.NODE})
         self._storage = storage
         self._owns_storage = storage is None
         self._inflight = 0
@@ -196,7 +204,8 @@ class APIServer:
         if token != self.node_token:
             _write_private(self._node_token_path, token + "\n")
             self.node_token = token
-        self._tokens = (self.admin_token.encode(), self._node_password.encode(), token.encode())
+        self.authenticator.replace({self.admin_token: authn.ADMIN, self._node_password: authn.NODE,
+                                    token: authn.NODE})
 
     async def start(self) -> None:
         if self._storage is None:
@@ -206,17 +215,18 @@ class APIServer:
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
         self._cache = WatchCache(self._storage)
         await self._cache.start()
-        app = self._app()
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
-        await self._runner.setup()
         ssl_context = None
         if self.config.tls:
             self.certs = await asyncio.to_thread(certs.ensure_serving_certs, self.config.data_dir,
                                                  bind_address=self.config.bind_address,
                                                  service_ip=kubernetes_service_ip(self.config.service_cidr),
                                                  extra_ips=tuple(filter(None, [self.config.advertise_address])))
+            await asyncio.to_thread(certs.ensure_kubelet_client_cert, self.certs)
             ssl_context = self.certs.ssl_context()
             await asyncio.to_thread(self._write_join_token, self.certs.ca_pem())
+        app = self._app()
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
+        await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.bind_address, self.config.port, reuse_address=True,
                            ssl_context=ssl_context)
         await site.start()
@@ -271,9 +281,7 @@ class APIServer:
     async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in PUBLIC_PATHS or request.path.startswith(("/healthz/", "/livez/", "/readyz/")):
             return await handler(request)
-        header = request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() == "bearer" and any(hmac.compare_digest(token.strip().encode(), t) for t in self._tokens):
+        if self.authenticator.authenticate_header(request.headers.get("Authorization", "")) is not None:
             return await handler(request)
         raise APIError(401, "Unauthorized", "Unauthorized")
 
@@ -293,7 +301,11 @@ class APIServer:
         assert self.registry is not None and self._cache is not None
         app = web.Application(middlewares=[_errors, self._authenticate, self._limit_inflight],
                               client_max_size=4 * 1024 * 1024)
-        resources = ResourceHandlers(self.registry, self._cache, bookmark_seconds=self.config.bookmark_seconds)
+        kubelet = KubeletClient(ca_file=self.certs.ca_path if self.certs else None,
+                                cert_file=self.certs.kubelet_client_cert_path if self.certs else None,
+                                key_file=self.certs.kubelet_client_key_path if self.certs else None)
+        resources = ResourceHandlers(self.registry, self._cache, kubelet=kubelet,
+                                     bookmark_seconds=self.config.bookmark_seconds)
         version = discovery.version_info(platform=f"{sys.platform}/{platform.machine()}",
                                          python_version=platform.python_version())
 
@@ -327,6 +339,9 @@ class APIServer:
             app.router.add_get(path + "/", handler)
         for path, handler in other_routes:
             app.router.add_get(path, handler)
+        # before the generic resource route, which would otherwise take them
+        app.router.add_post(f"/apis/{authn.GROUP_VERSION}/tokenreviews", self._token_review)
+        app.router.add_post(kubeletcerts.PATH, self._serving_kubelet_cert)
         app.router.add_route("*", "/api/v1/{tail:.+}", resources.handle)
         app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", resources.handle)
         return app
@@ -357,6 +372,23 @@ class APIServer:
         except (StorageError, TimeoutError) as exc:
             return web.Response(status=503, text=f"[-]storage failed: {exc}\nreadyz check failed")
         return web.Response(text="ok")
+
+    async def _token_review(self, request: web.Request) -> web.Response:
+        body = decode_object(await request.read(), request.headers.get("Content-Type", ""))
+        return json_response(authn.token_review(body, self.authenticator), 201)
+
+    async def _serving_kubelet_cert(self, request: web.Request) -> web.Response:
+        """A kubelet's serving certificate (kubeletcerts.py); 404 on a server without a CA."""
+        if self.certs is None:
+            raise web.HTTPNotFound()
+        wanted = kubeletcerts.parse(decode_object(await request.read(), "application/json"))
+        try:
+            issued = await asyncio.to_thread(certs.sign, self.certs, wanted.csr_pem, subject=wanted.subject,
+                                             extensions=wanted.extensions)
+        except openssl.OpenSSLError as exc:  # openssl refused the CSR (bad PEM, bad self-signature)
+            raise status.bad_request(f"csr: {exc}") from None
+        log.info("issued a kubelet serving certificate for node %s (%s)", wanted.node_name, ", ".join(wanted.alt_names))
+        return json_response({"certificate": issued.decode()}, 201)
 
     async def _cacerts(self, request: web.Request) -> web.Response:
         """The CA bundle, byte for byte as on disk (the join token's hash is over these bytes)."""

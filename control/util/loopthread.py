@@ -10,6 +10,7 @@ the port it really got (port 0 picks a free one).
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -53,12 +54,13 @@ class LoopThread:
         self._loop = self._thread = None
 
 
-async def serve_app(app: web.Application, host: str, port: int, *,
-                    shutdown_timeout: float) -> tuple[web.AppRunner, int]:
-    """Serve `app` on host:port; the runner (to `cleanup()` at stop) and the port actually bound."""
+async def serve_app(app: web.Application, host: str, port: int, *, shutdown_timeout: float,
+                    ssl_context: ssl.SSLContext | None = None) -> tuple[web.AppRunner, int]:
+    """Serve `app` on host:port (https with `ssl_context`); the runner (to `cleanup()` at stop) and the port
+    actually bound."""
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=shutdown_timeout)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     try:
         await site.start()
     except BaseException:  # e.g. the address is in use: nothing half-made stays behind

@@ -23,8 +23,10 @@ exec.go) under kuberuntime. What it does the same way:
   (`_translated`);
 - a create that meets an existing name (a create whose reply was lost) retries with a random suffix, as
   the dockershim's randomizeName did.
-Image pulls stream the engine's progress and fail on its first error line: a registry that refuses the
-connection fails in well under a second with ErrImagePull.
+Image pulls (`pull_image`) stream the engine's progress and fail on its first error line: a registry
+that refuses the connection fails in well under a second with ErrImagePull. Credentials go as the SDK's
+`auth_config` (the X-Registry-Auth header); what to pull, when and with which credentials is decided by
+nodeagent.image_manager, not here.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import docker.errors
 
 from nodeagent.images import PAUSE_IMAGE, ensure_pause_image
 from nodeagent.runtime import labels as L
-from nodeagent.runtime.docker_status import AnyStatus, assemble, container_status, sandbox_status
+from nodeagent.runtime.docker_status import AnyStatus, assemble, container_status, list_state, sandbox_status
 from nodeagent.runtime.interface import (
     ContainerConfig,
     ContainerNotFound,
@@ -51,13 +53,14 @@ from nodeagent.runtime.interface import (
     ExecResult,
     ExecTimeout,
     ImageInspectError,
-    ImageNeverPullError,
     ImagePullError,
     ImageRecord,
     InvalidImageNameError,
     Mount,
     PidNamespace,
     Propagation,
+    PulledImage,
+    RegistryAuth,
     Resources,
     RuntimeFailure,
     RuntimeOperationError,
@@ -66,7 +69,7 @@ from nodeagent.runtime.interface import (
     StartContainerError,
 )
 from nodeagent.runtime.spechash import container_hash
-from nodeagent.runtime.types import PodStatus, SandboxStatus
+from nodeagent.runtime.types import ContainerRecord, PodStatus, SandboxStatus
 
 MAX_TERMINATION_MESSAGE = 4096  # upstream's per-container limit on the message file
 FALLBACK_LOG_LINES = 80  # upstream: kubecontainer.MaxContainerTerminationMessageLogLines
@@ -92,6 +95,8 @@ class DockerAPI(Protocol):
     def inspect_image(self, image: str) -> dict: ...
     def pull(self, repository: str, tag: str | None = None, **kwargs: Any) -> Any: ...
     def images(self, **kwargs: Any) -> list[dict]: ...
+    def remove_image(self, image: str, force: bool = False, noprune: bool = False) -> None: ...
+    def info(self) -> dict: ...
     def stats(self, container: str, **kwargs: Any) -> Any: ...
     def import_image_from_data(self, data: bytes, repository: str | None = None, tag: str | None = None,
                                changes: list[str] | None = None) -> object: ...
@@ -110,14 +115,6 @@ def split_reference(image: str) -> tuple[str, str]:
     if colon > slash:
         return image[:colon], image[colon + 1 :]
     return image, "latest"
-
-
-def default_pull_policy(image: str) -> str:
-    """Upstream's defaulting: Always for `:latest` or no tag, else IfNotPresent."""
-    if "@" in image:
-        return "IfNotPresent"
-    slash, colon = image.rfind("/"), image.rfind(":")
-    return "Always" if colon <= slash or image[colon + 1 :] == "latest" else "IfNotPresent"
 
 
 def pod_hostname(pod: Mapping[str, Any]) -> str:
@@ -286,6 +283,21 @@ class DockerRuntime:
             grouped.setdefault(identity.pod_uid, []).append((identity, status))
         return [assemble(uid, items, pod_ip=self.pod_ip) for uid, items in grouped.items()]
 
+    def container_records(self) -> list[ContainerRecord]:
+        """This node's containers and sandboxes from the low-level list alone, for the container GC.
+        One carrying the node label whose identity cannot be read comes back with kind None."""
+        records = []
+        for entry in self.list_containers():
+            identity = L.parse_entry(entry)
+            common = {"id": entry["Id"], "state": list_state(entry), "created": float(entry.get("Created", 0))}
+            if identity is None:
+                records.append(ContainerRecord(kind=None, pod_uid="", name="", **common))
+                continue
+            records.append(ContainerRecord(kind=identity.kind, pod_uid=identity.pod_uid, name=identity.container_name,
+                                           attempt=identity.attempt, sandbox_id=identity.sandbox_id,
+                                           grace_period=identity.grace_period, **common))
+        return records
+
     # ---- sandboxes ----
 
     def run_sandbox(
@@ -450,31 +462,30 @@ class DockerRuntime:
         except (docker.errors.DockerException, OSError) as exc:
             raise RuntimeUnavailable(f'inspecting image "{image}": {exc}') from exc
 
-    def ensure_image(self, image: str, pull_policy: str) -> str:
-        repository, tag = split_reference(image)
-        policy = pull_policy or default_pull_policy(image)
-        present = self._image_id(image)
-        if policy == "Never":
-            if present is None:
-                raise ImageNeverPullError(f'Container image "{image}" is not present with pull policy of Never')
-            return present
-        if policy == "IfNotPresent" and present is not None:
-            return present
-        self._pull(image, repository, tag)
-        pulled = self._image_id(image)
-        if pulled is None:
-            raise ImagePullError(f'pull of "{image}" reported success but the image is missing')
-        return pulled
+    def image_ref(self, image: str) -> str | None:
+        split_reference(image)  # InvalidImageName before asking the engine
+        return self._image_id(image)
 
-    def _pull(self, image: str, repository: str, tag: str) -> None:
+    def pull_image(self, image: str, auth: RegistryAuth | None) -> PulledImage:
+        repository, tag = split_reference(image)
+        auth_config = None if auth is None else {
+            "username": auth.username, "password": auth.password, "email": auth.email,
+            "serveraddress": auth.server_address}
         try:
-            for line in self.api.pull(repository, tag=tag, stream=True, decode=True):
+            for line in self.api.pull(repository, tag=tag, stream=True, decode=True, auth_config=auth_config):
                 if isinstance(line, dict) and line.get("error"):
-                    raise ImagePullError(f'failed to pull image "{image}": {line["error"]}')
+                    raise ImagePullError(str(line["error"]))
         except docker.errors.APIError as exc:
-            raise ImagePullError(f'failed to pull image "{image}": {_explain(exc)}') from exc
+            raise ImagePullError(_explain(exc)) from exc
         except (docker.errors.DockerException, OSError) as exc:
             raise RuntimeUnavailable(f'pulling image "{image}": {exc}') from exc
+        try:
+            inspected = self.api.inspect_image(image)
+        except docker.errors.ImageNotFound as exc:
+            raise ImagePullError(f'pull of "{image}" reported success but the image is missing') from exc
+        except (docker.errors.DockerException, OSError) as exc:
+            raise ImageInspectError(f'failed to inspect image "{image}": {exc}') from exc
+        return PulledImage(inspected["Id"], int(inspected.get("Size") or 0))
 
     def images(self) -> list[ImageRecord]:
         with _translated("listing images"):
@@ -489,6 +500,27 @@ class DockerRuntime:
             )
             for item in items
         ]
+
+    def image_ids_in_use(self) -> set[str]:
+        """The image of every container on the engine, ours or not, running or not: Docker refuses to
+        remove an image a container still has, and the image GC must not try."""
+        with _translated("listing containers"):
+            return {entry["ImageID"] for entry in self.api.containers(all=True) if entry.get("ImageID")}
+
+    def remove_image(self, image_id: str, tags: tuple[str, ...]) -> None:
+        """Remove an image without force (an image some container uses stays). An image with several tags
+        is removed tag by tag, as the dockershim did: removing it by id would be refused."""
+        with _translated(f"removing image {image_id}"):
+            for ref in tags if len(tags) > 1 else (image_id,):
+                try:
+                    self.api.remove_image(ref)
+                except docker.errors.NotFound:
+                    pass
+
+    def image_fs_path(self) -> str:
+        """Docker's data root (`docker info` DockerRootDir): the filesystem the image GC watches."""
+        with _translated("docker info"):
+            return str(self.api.info()["DockerRootDir"])
 
     def stats(self, container_id: str) -> ContainerStats | None:
         """One sample (`one_shot`: the engine skips its second sample, so this does not wait ~1 s)."""

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 
+from nodeagent.runtime.labels import Kind
+
 
 class ContainerState(str, Enum):
     """Upstream's ContainerState: Docker's created/running/exited/(dead, removing...) folded into four."""
@@ -81,3 +83,21 @@ class PodStatus:
 
     def running(self) -> tuple[ContainerStatus, ...]:
         return tuple(c for c in self.containers if c.state is ContainerState.RUNNING)
+
+
+@dataclass(frozen=True)
+class ContainerRecord:
+    """One container of this kubelet as the runtime's cheap list shows it (no inspection): what the
+    container GC decides from (upstream's runtimeapi.Container from ListContainers, sandboxes included).
+    `kind` None marks an unidentified container: it carries this node's label but its pod identity
+    cannot be read back (seed 000's unidentifiedContainers)."""
+
+    id: str
+    kind: Kind | None  # None: unidentified
+    pod_uid: str
+    name: str  # the spec container's name; "POD" for sandboxes
+    state: ContainerState  # a sandbox that runs is RUNNING (upstream SANDBOX_READY)
+    created: float  # unix seconds
+    attempt: int = 0  # restartCount for containers, the sandbox attempt for sandboxes
+    sandbox_id: str = ""  # for app/init containers: the sandbox whose namespaces they joined
+    grace_period: int = 30  # the pod's terminationGracePeriodSeconds, to stop one in an unknown state

@@ -2,7 +2,8 @@
 registration makes a Node with labels, capacity and a Ready condition; the Lease is renewed; a static
 pod file gets a mirror pod that goes with the file; the kubelet's HTTP API answers /healthz, /pods,
 /stats/summary and /containerLogs for a real busybox container, and the API server's pods/log proxy
-reaches it through the Node's InternalIP (127.0.0.1) and daemonEndpoints port."""
+reaches it through the Node's InternalIP (127.0.0.1) and daemonEndpoints port. The kubelet serves HTTPS with a
+certificate the API server signed; the test calls it with the API server's kubelet-client certificate."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ import requests
 
 from control.client.errors import NotFound
 from control.client.rest import RESTClient
-from nodeagent import node_lifecycle
+from nodeagent import node_lifecycle, servingcert
 from nodeagent.config import KubeletConfig
 from nodeagent.images import BUSYBOX_IMAGE
 from nodeagent.mirror import MirrorPods
 from nodeagent.node_lifecycle import NodeReporter, runtime_facts
+from nodeagent.parts import SERVING_CERT_PATH
 from nodeagent.runtime import labels as L
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.spechash import container_hash
@@ -37,9 +39,13 @@ spec:
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RESTClient]:
-    with running_server(str(tmp_path_factory.mktemp("apiserver"))) as endpoint, \
-            RESTClient.from_kubeconfig(endpoint.kubeconfig) as rest:
+def server_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("apiserver"))
+
+
+@pytest.fixture(scope="module")
+def client(server_dir: str) -> Iterator[RESTClient]:
+    with running_server(server_dir) as endpoint, RESTClient.from_kubeconfig(endpoint.kubeconfig) as rest:
         yield rest
 
 
@@ -105,7 +111,8 @@ def test_static_pod_gets_a_mirror_that_goes_with_its_file(client, setup, tmp_pat
         client.get(path)
 
 
-def test_kubelet_server_and_the_api_servers_log_proxy(client, setup, docker_api, container_labels, cleanup):
+def test_kubelet_server_and_the_api_servers_log_proxy(client, server_dir, setup, docker_api, container_labels,
+                                                      cleanup):
     config, runtime, reporter = setup
     reporter.register()
     spec = {"nodeName": config.node_name, "containers": [{"name": "echo", "image": BUSYBOX_IMAGE}]}
@@ -122,27 +129,35 @@ def test_kubelet_server_and_the_api_servers_log_proxy(client, setup, docker_api,
     cleanup(lambda: docker_api.remove_container(cid, force=True))
     docker_api.start(cid)
     failed: list[str] = []
-    server = KubeletServer("127.0.0.1", config.port, pods=lambda: [pod], runtime=runtime, health=lambda: list(failed),
+    tls = servingcert.ensure(config.state_dir, config.node_name, addresses=["127.0.0.1"], ca_file=client.config.ca_file,
+                             sign=lambda body: client.create(SERVING_CERT_PATH, body)["certificate"])
+    server = KubeletServer("127.0.0.1", config.port, tls=tls, authenticate_token=lambda token: None,
+                           pods=lambda: [pod], runtime=runtime, health=lambda: list(failed),
                            find_container=lambda ns, name, c: cid if (name, c) == (pod["metadata"]["name"], "echo")
                            else None, node_name=config.node_name)
     server.start()
     cleanup(server.stop)
-    base = f"http://127.0.0.1:{server.port}"
-    assert requests.get(f"{base}/healthz", timeout=5).text == "ok"
+    base = f"https://127.0.0.1:{server.port}"
+    session = requests.Session()  # what the API server presents; tests/integration/test_kubelet_authn_api.py
+    session.cert = (os.path.join(server_dir, "tls", "apiserver-kubelet-client.crt"),  # has the refusals
+                    os.path.join(server_dir, "tls", "apiserver-kubelet-client.key"))
+    session.verify, session.trust_env = client.config.ca_file, False  # REQUESTS_CA_BUNDLE would override verify
+    cleanup(session.close)
+    assert session.get(f"{base}/healthz", timeout=5).text == "ok"
     failed.append("pleg")
-    answer = requests.get(f"{base}/healthz", timeout=5)
+    answer = session.get(f"{base}/healthz", timeout=5)
     assert answer.status_code == 500 and "[-]pleg failed" in answer.text
-    pods = requests.get(f"{base}/pods", timeout=5).json()
+    pods = session.get(f"{base}/pods", timeout=5).json()
     assert pods["kind"] == "PodList" and pods["items"][0]["metadata"]["uid"] == pod["metadata"]["uid"]
     url = f"{base}/containerLogs/default/{pod['metadata']['name']}/echo"
-    assert wait_until(lambda: requests.get(url, timeout=5).text == "line-1\nline-2\nline-3\n",
+    assert wait_until(lambda: session.get(url, timeout=5).text == "line-1\nline-2\nline-3\n",
                       timeout=10, interval=0.1)
-    assert requests.get(url, params={"tailLines": "1"}, timeout=5).text == "line-3\n"
-    assert requests.get(url, params={"limitBytes": "6"}, timeout=5).text == "line-1"
-    assert requests.get(f"{base}/containerLogs/default/nope/echo", timeout=5).status_code == 404
-    with requests.get(url, params={"follow": "true"}, stream=True, timeout=5) as followed:
+    assert session.get(url, params={"tailLines": "1"}, timeout=5).text == "line-3\n"
+    assert session.get(url, params={"limitBytes": "6"}, timeout=5).text == "line-1"
+    assert session.get(f"{base}/containerLogs/default/nope/echo", timeout=5).status_code == 404
+    with session.get(url, params={"follow": "true"}, stream=True, timeout=5) as followed:
         assert next(followed.iter_lines()) == b"line-1"
-    summary = requests.get(f"{base}/stats/summary", timeout=10).json()
+    summary = session.get(f"{base}/stats/summary", timeout=10).json()
     assert summary["node"]["memory"]["availableBytes"] > 0 and summary["node"]["fs"]["capacityBytes"] > 0
     ours = [p for p in summary["pods"] if p["podRef"]["uid"] == pod["metadata"]["uid"]]
     assert ours and ours[0]["containers"][0]["memory"]["usageBytes"] > 0

@@ -72,3 +72,34 @@ def test_unreadable_and_invalid_files(tmp_path: Path) -> None:
     bad.write_text("port: [\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load(str(bad))
+
+
+def test_garbage_collection_fields_and_upstream_defaults() -> None:
+    defaults = KubeletConfig()
+    assert (defaults.image_gc_high_threshold_percent, defaults.image_gc_low_threshold_percent,
+            defaults.image_minimum_gc_age, defaults.image_gc_period) == (85, 80, 120.0, 300.0)
+    assert (defaults.container_gc_period, defaults.minimum_container_ttl_duration,
+            defaults.maximum_dead_containers_per_container, defaults.maximum_dead_containers) == (60.0, 0.0, 1, -1)
+    config = from_document({"imageGCHighThresholdPercent": 90, "imageGCLowThresholdPercent": 70,
+                            "imageMinimumGCAge": "5m", "imageGCPeriod": "30s", "containerGCPeriod": "10s",
+                            "minimumContainerTTLDuration": "1m", "maximumDeadContainersPerContainer": 2,
+                            "maximumDeadContainers": 100})
+    assert (config.image_gc_high_threshold_percent, config.image_gc_low_threshold_percent,
+            config.image_minimum_gc_age, config.image_gc_period, config.container_gc_period,
+            config.minimum_container_ttl_duration, config.maximum_dead_containers_per_container,
+            config.maximum_dead_containers) == (90, 70, 300.0, 30.0, 10.0, 60.0, 2, 100)
+
+
+@pytest.mark.parametrize("document, message", [
+    pytest.param({"imageGCHighThresholdPercent": 101}, "imageGCHighThresholdPercent: 101 must be between 0 and 100",
+                 id="high-above-100"),
+    pytest.param({"imageGCLowThresholdPercent": -1}, "imageGCLowThresholdPercent: -1 must be between 0 and 100",
+                 id="low-negative"),
+    pytest.param({"imageGCHighThresholdPercent": 70, "imageGCLowThresholdPercent": 70},
+                 r"imageGCLowThresholdPercent \(70\) must be less than imageGCHighThresholdPercent \(70\)",
+                 id="low-not-below-high"),
+    pytest.param({"containerGCPeriod": "0s"}, "containerGCPeriod: must be > 0", id="container-gc-period-zero"),
+])
+def test_bad_garbage_collection_settings_name_the_field(document: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        from_document(document)

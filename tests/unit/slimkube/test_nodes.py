@@ -74,3 +74,14 @@ def test_agents_and_proxies_join_with_server_and_token_inside_their_namespace():
     assert proxy == ["py", "-m", "slimkube.cli", "proxy", "--server", "https://s:1", "--token", "t",
                      "--hostname-override", "host-2", "--cluster-cidr", "10.244.0.0/16",
                      "--data-dir", "/d/nodes/host-2"]
+
+
+@pytest.mark.parametrize(("address", "internal_ip", "expected"), [
+    pytest.param("127.0.0.1", "10.250.0.1", "10.250.0.1", id="loopback-hides-the-kubelet"),
+    pytest.param("0.0.0.0", "10.250.0.1", "0.0.0.0", id="wildcard-kept"),
+    pytest.param("::", "10.250.0.1", "::", id="v6-wildcard-kept"),
+    pytest.param("10.250.0.1", "10.250.0.1", "10.250.0.1", id="already-the-internal-ip"),
+    pytest.param("127.0.0.1", "127.0.0.1", "127.0.0.1", id="loopback-node"),
+])
+def test_kubelet_listens_where_it_advertises(address: str, internal_ip: str, expected: str) -> None:
+    assert nodes.kubelet_listen_address(address, internal_ip) == expected
