@@ -139,8 +139,8 @@ def test_the_kubelet_client_certificate_and_valid_tokens_get_through(kubelet: di
     pods = requests.get(f"{base}/pods", cert=client_cert, verify=ca, timeout=5)
     assert pods.status_code == 200 and pods.json()["kind"] == "PodList"
     assert requests.get(f"{base}/containerLogs/default/web/app", cert=client_cert, verify=ca,
-                        timeout=5).status_code == 404  # authenticated: the handler ran and found no container
-    assert kubelet["calls"] == ["pods", "logs default/web/app"] and kubelet["reviews"] == []
+                        timeout=5).status_code == 404  # authenticated: the handler ran and found no pod
+    assert kubelet["calls"] == ["pods", "pods"] and kubelet["reviews"] == []  # the logs handler listed the pods
     for token in (cluster["endpoint"].token, cluster["node_token"]):
         answer = requests.get(f"{base}/stats/summary", headers={"Authorization": f"Bearer {token}"}, verify=ca,
                               timeout=10)
