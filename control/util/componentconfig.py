@@ -16,8 +16,6 @@ from typing import Any, TypeVar
 
 import yaml
 
-from control.apimachinery.quantity import Quantity
-
 C = TypeVar("C")
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -45,23 +43,11 @@ def parse_duration(value: Any, *, name: str) -> float:
     return seconds
 
 
-def parse_bytes(value: Any, *, name: str) -> int:
-    """Bytes from a resource quantity ("10Mi", "500k") as upstream's size fields take, or a plain integer."""
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ConfigError(f"{name}: expected a quantity such as \"10Mi\", got {value!r}")
-    try:
-        return Quantity.parse(str(value)).value()
-    except ValueError as exc:
-        raise ConfigError(f"{name}: {exc}") from None
-
-
 def convert(name: str, parser: Any, value: Any) -> Any:
-    """One field's value checked against its kind: "duration", "bytes" (a quantity), "strings" (a list),
-    "mapping" (str → str), or the Python type bool/int/str; anything else is passed through."""
+    """One field's value checked against its kind: "duration", "strings" (a list), "mapping" (str → str),
+    or the Python type bool/int/str; anything else is passed through."""
     if parser == "duration":
         return parse_duration(value, name=name)
-    if parser == "bytes":
-        return parse_bytes(value, name=name)
     if parser == "strings":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{name}: expected a list of strings")
