@@ -38,7 +38,7 @@ from control.api import podlogoptions
 from control.apimachinery.meta import format_timestamp
 from control.util.loopthread import LoopThread, serve_app
 from nodeagent import authn, logs
-from nodeagent.runtime.interface import Runtime
+from nodeagent.runtime.interface import ContainerNotFound, Runtime, RuntimeFailure
 from nodeagent.runtime.types import ContainerState
 from nodeagent.servingcert import ServingTLS
 
@@ -184,9 +184,14 @@ class KubeletServer:
             container_id = logs.log_container_id(name, container, status, previous=options.previous)
         except logs.LogUnavailable as exc:
             raise web.HTTPBadRequest(text=str(exc)) from None
-        output = await asyncio.to_thread(self._runtime.logs, container_id, tail=options.tail_lines,
-                                         timestamps=options.timestamps, follow=options.follow,
-                                         since=options.since(time.time()))
+        try:
+            output = await asyncio.to_thread(self._runtime.logs, container_id, tail=options.tail_lines,
+                                             timestamps=options.timestamps, follow=options.follow,
+                                             since=options.since(time.time()))
+        except ContainerNotFound:  # removed since the status was written (upstream: the runtime's error, 400)
+            raise web.HTTPBadRequest(text=f'container "{container}" in pod "{name}" is not available') from None
+        except RuntimeFailure as exc:
+            raise web.HTTPInternalServerError(text=f"reading the log of {container_id[:12]}: {exc}") from None
         source: Iterable[bytes] = [bytes(output)] if isinstance(output, (bytes, bytearray)) else output
         chunks = logs.limit(logs.restamp(source) if options.timestamps else source, options.limit_bytes)
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
