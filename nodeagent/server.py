@@ -19,7 +19,8 @@ callback call is blocking, so it runs in `asyncio.to_thread`. Logs: the options 
 podlogoptions.py's (shared with the API server), the instance and the timestamp format nodeagent/logs.py's.
 A log is read on a thread and fed to the chunked response through a queue, each line written as Docker
 hands it over; a followed one ends when the container ends (Docker ends the stream), at limitBytes, or
-when the client goes (the Docker stream is closed, which wakes a read waiting for the next line).
+within a second of the client going, even while the container is silent (the Docker stream is then
+closed, which wakes the read waiting for the next line).
 The Summary is a subset: node cpu/memory/fs from psutil, per-pod container cpu/memory from Docker stats.
 """
 
@@ -50,6 +51,7 @@ log = logging.getLogger(__name__)
 
 _END = object()
 SHUTDOWN_SECONDS = 2.0  # open log streams (kubectl logs -f) get this long before stop closes them
+CLIENT_CHECK_SECONDS = 1.0  # how soon a followed log of a silent container notices its client went away
 
 
 def _now() -> str:
@@ -220,14 +222,17 @@ class KubeletServer:
         chunks = logs.limit(logs.restamp(source) if options.timestamps else source, options.limit_bytes)
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
         await response.prepare(request)
-        await self._stream(response, chunks, getattr(source, "close", None))
+        await self._stream(response, chunks, getattr(source, "close", None),
+                           client_gone=lambda: request.transport is None or request.transport.is_closing())
         await response.write_eof()
         return response
 
     async def _stream(self, response: web.StreamResponse, chunks: Iterator[bytes],
-                      close: Callable[[], object] | None) -> None:
+                      close: Callable[[], object] | None, *, client_gone: Callable[[], bool]) -> None:
         """Copy `chunks` (a blocking iterator, read on its own thread) to `response` as each arrives, until
-        it ends or the client goes; then `close` the source, which also wakes a read blocked on Docker."""
+        it ends or the client goes (a write fails, or `client_gone` says so while the container is silent,
+        checked every CLIENT_CHECK_SECONDS); then `close` the source, which also wakes a read blocked on
+        Docker."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
         gone = threading.Event()
@@ -246,7 +251,15 @@ class KubeletServer:
 
         threading.Thread(target=pump, name="kubelet-log-pump", daemon=True).start()
         try:
-            while (chunk := await queue.get()) is not _END:
+            while True:
+                try:
+                    chunk = await asyncio.wait_for(queue.get(), CLIENT_CHECK_SECONDS)
+                except TimeoutError:
+                    if client_gone():
+                        break
+                    continue
+                if chunk is _END:
+                    break
                 await response.write(chunk)
         finally:
             gone.set()
