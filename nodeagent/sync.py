@@ -9,7 +9,9 @@ pkg/kubelet/images (EnsureImageExists, through nodeagent.image_manager) and seed
      `containers_to_kill`: preStop hook within the grace period, then stop with what is left of it
      (upstream's minimum of 2 s);
   2. create the sandbox: pause container, then the network (veth into the pause pid's netns, IP from
-     IPAM); a network failure removes the sandbox again;
+     IPAM), then the pod's hostPorts opened to that IP (network/hostport_manager.py; a clash with another
+     pod fails the sandbox as upstream's kubenet SetUpPod does); a failure removes the sandbox again, and
+     a sandbox's hostPorts close whenever its network is torn down;
   3. volumes and the pod's /etc/hosts and resolv.conf, whenever a container is to start (idempotent; a
      failure blocks every container, shown as ContainerCreating: upstream waits for volumes the same way);
   4. the next init container, through back-off when the previous run failed;
@@ -42,8 +44,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from control.util.iptables import IptablesError
 from nodeagent.hooks import DEFAULT_POST_START_TIMEOUT, HookRunner
 from nodeagent.image_manager import ImageManager
+from nodeagent.network.hostport import HostportError
 from nodeagent.network.manager import NETWORK_ERRORS
 from nodeagent.network.podnet import PodInterface
 from nodeagent.runtime import pod_files
@@ -54,6 +58,7 @@ from nodeagent.runtime.downward import NodeFacts
 from nodeagent.runtime.env import CreateContainerConfigError, ObjectGetter, make_environment
 from nodeagent.runtime.interface import Runtime, RuntimeFailure
 from nodeagent.runtime.labels import grace_period
+from nodeagent.runtime.service_env import ServicesNotSynced
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState
 from nodeagent.volumes import pod_volumes
@@ -63,6 +68,9 @@ log = logging.getLogger(__name__)
 
 # What one step of a sync may meet and record (then go on): the runtime's and the pod network's errors.
 STEP_ERRORS: tuple[type[Exception], ...] = (*NETWORK_ERRORS, RuntimeFailure)
+# Tearing a sandbox's network down also closes its hostPorts (iptables); opening them may clash.
+TEARDOWN_ERRORS: tuple[type[Exception], ...] = (*STEP_ERRORS, IptablesError)
+HOSTPORT_ERRORS: tuple[type[Exception], ...] = (*TEARDOWN_ERRORS, HostportError)
 MIN_GRACE_SECONDS = 2.0  # upstream minimumGracePeriodInSeconds
 KEEP_PER_CONTAINER = 2  # instances kept per container name: the running one and the last dead one
 
@@ -71,6 +79,14 @@ class PodNetwork(Protocol):
     def attach(self, sandbox_id: str, pod_uid: str, pid_or_netns_path: int | str) -> PodInterface: ...
 
     def detach(self, sandbox_id: str) -> str | None: ...
+
+
+class Hostports(Protocol):
+    """Opens a sandbox's hostPorts to its IP and closes them (network/hostport_manager.HostportManager)."""
+
+    def add(self, sandbox_id: str, pod: Mapping[str, Any], ip: str) -> object: ...
+
+    def remove(self, sandbox_id: str) -> object: ...
 
 
 class Recorder(Protocol):
@@ -168,6 +184,8 @@ class PodSyncer:
                  recorder: Recorder | None = None, hooks: HookRunner | None = None,
                  backoff: Backoff | None = None, image_backoff: Backoff | None = None,
                  node_facts: Callable[[], NodeFacts] = NodeFacts, extra_labels: Mapping[str, str] | None = None,
+                 hostports: Hostports | None = None,
+                 service_env: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.runtime = runtime
         self.network = network
@@ -181,6 +199,9 @@ class PodSyncer:
                                    if image_backoff is None else image_backoff, clock=clock)
         self.node_facts = node_facts
         self.extra_labels = dict(extra_labels or {})
+        self.hostports = hostports
+        # pod → its Service variables (service_env.py); raises ServicesNotSynced before the first list
+        self.service_env = service_env
         self.clock = clock
         self._lock = threading.Lock()
 
@@ -315,18 +336,32 @@ class PodSyncer:
                 self._event(pod, "Warning", "FailedCreatePodSandBox", message)
                 self._remove_sandbox(sandbox_id, detach=False)
                 return None
+            if self.hostports is not None:
+                try:
+                    self.hostports.add(sandbox_id, pod, interface.ip)
+                except HOSTPORT_ERRORS as exc:
+                    message = f"Failed to open the hostPorts of sandbox {sandbox_id[:12]}: {exc}"
+                    steps.append(StepResult("CreatePodSandbox", uid, "CreatePodSandboxError", message))
+                    self._event(pod, "Warning", "FailedCreatePodSandBox", message)
+                    self._remove_sandbox(sandbox_id)
+                    return None
         steps.append(StepResult("CreatePodSandbox", uid))
         return sandbox_id, pod_ips
 
+    def _close_hostports(self, sandbox_id: str) -> None:
+        if self.hostports is not None:
+            self.hostports.remove(sandbox_id)
+
     def _remove_sandbox(self, sandbox_id: str, *, detach: bool = True) -> None:
-        for action in ((lambda: self.network.detach(sandbox_id)) if detach else None,
+        for action in ((lambda: self._close_hostports(sandbox_id)) if detach else None,
+                       (lambda: self.network.detach(sandbox_id)) if detach else None,
                        lambda: self.runtime.stop_sandbox(sandbox_id),
                        lambda: self.runtime.remove_sandbox(sandbox_id)):
             if action is None:
                 continue
             try:
                 action()
-            except STEP_ERRORS:  # keep going: the next sync or the pod's removal retries
+            except TEARDOWN_ERRORS:  # keep going: the next sync or the pod's removal retries
                 log.exception("removing sandbox %s", sandbox_id[:12])
 
     def _remove_old_sandboxes(self, status: PodStatus, *, keep: str) -> None:
@@ -405,14 +440,16 @@ class PodSyncer:
             self._event(pod, "Warning", "Failed", f"Error: {exc.reason}", name)
             return StepResult(action, name, exc.reason, str(exc))
         try:
-            env = make_environment(pod, spec, self.getter, pod_ips=pod_ips, node=self.node_facts())
+            services = self.service_env(pod) if self.service_env is not None else None
+            env = make_environment(pod, spec, self.getter, pod_ips=pod_ips, node=self.node_facts(),
+                                   service_env=services)
             mounts = container_mounts(spec, volumes, env=env.as_dict())
             directory = str(pod_volumes.pod_dir(self.pods_dir, uid))
             pod_files.ensure_termination_log(directory, name, attempt)
             config = build_container_config(pod, spec, env=env.variables, mounts=mounts.binds, tmpfs=mounts.tmpfs,
                                             image=spec.get("image", ""), pod_dir=directory, attempt=attempt,
                                             pod_ips=pod_ips)
-        except (CreateContainerConfigError, pod_volumes.VolumeError, ValueError, OSError) as exc:
+        except (CreateContainerConfigError, ServicesNotSynced, pod_volumes.VolumeError, ValueError, OSError) as exc:
             self._event(pod, "Warning", "Failed", f"Error: {exc}", name)
             return StepResult(action, name, CreateContainerConfigError.reason, str(exc))
         try:
@@ -464,11 +501,12 @@ class PodSyncer:
         for sandbox in status.sandboxes:
             try:
                 if not sandbox.host_network:
+                    self._close_hostports(sandbox.id)
                     self.network.detach(sandbox.id)
                 if sandbox.state is SandboxState.READY:
                     self.runtime.stop_sandbox(sandbox.id)
                 steps.append(StepResult("KillPodSandbox", sandbox.id))
-            except STEP_ERRORS as exc:
+            except TEARDOWN_ERRORS as exc:
                 steps.append(StepResult("KillPodSandbox", sandbox.id, "KillPodSandboxError", str(exc)))
         if remove and not any(not s.ok for s in steps):
             steps += self._remove_all(uid, status)
