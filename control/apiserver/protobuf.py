@@ -165,35 +165,48 @@ def _map_entry(value: Any, field: Field) -> tuple[str, Any]:
     return key, None if item is _OMIT else item
 
 
+def _parts(value: bytes, *, varints: tuple[int, ...] = (), lengths: tuple[int, ...] = ()) -> dict[int, Any]:
+    """The fields of a small well-known message, each checked for the wire type its proto gives it."""
+    parts: dict[int, Any] = {}
+    for number, wire, part in _fields(value):
+        if (number in varints and wire != 0) or (number in lengths and wire != 2):
+            raise ProtobufError(f"field {number}: unexpected wire type")
+        parts[number] = part
+    return parts
+
+
 def _time(value: bytes, *, micro: bool = False) -> Any:
     """metav1.Time / MicroTime {seconds, nanos} → RFC 3339 in UTC (MicroTime with six fraction digits)."""
-    parts = {number: part for number, _, part in _fields(value)}
+    parts = _parts(value, varints=(1, 2))
     seconds, nanos = _scalar("int64", parts.get(1, 0)), parts.get(2, 0)
     if not seconds and not nanos:
         return _OMIT
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    try:
+        moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    except (OverflowError, OSError, ValueError):
+        raise ProtobufError(f"time out of range: {seconds}") from None
     text = moment.strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{text}.{nanos // 1000:06d}Z" if micro else f"{text}Z"
+    return f"{text}.{nanos // 1000 % 1_000_000:06d}Z" if micro else f"{text}Z"
 
 
 def _quantity(value: bytes) -> str:
-    return next((_text(part) for number, _, part in _fields(value) if number == 1), "")
+    return _text(_parts(value, lengths=(1,)).get(1, b""))
 
 
 def _int_or_string(value: bytes) -> int | str:
     """intstr.IntOrString {type: 0 int / 1 string, intVal, strVal}."""
-    parts = {number: part for number, _, part in _fields(value)}
+    parts = _parts(value, varints=(1, 2), lengths=(3,))
     return _text(parts.get(3, b"")) if parts.get(1) == 1 else _scalar("int32", parts.get(2, 0))
 
 
 def _embedded_json(value: bytes) -> Any:
     """runtime.RawExtension / metav1.FieldsV1 {raw}: the raw bytes are the JSON document."""
-    raw = next((part for number, _, part in _fields(value) if number == 1), b"")
+    raw = _parts(value, lengths=(1,)).get(1, b"")
     if not raw:
         return _OMIT
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ProtobufError("an embedded object is not JSON") from None
 
 

@@ -5,6 +5,7 @@ commands (kubectl_bodies/, made by its capture.py), which must decode to the sam
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,20 @@ def test_unknown_kind_is_none_and_garbage_is_an_error() -> None:
         protobuf.decode_object(envelope("v1", "ServiceAccount", length_delimited(1, varint_field(1, 7))))
 
 
+@pytest.mark.parametrize("meta", [
+    pytest.param(length_delimited(8, length_delimited(1, b"x")), id="time-seconds-as-bytes"),
+    pytest.param(length_delimited(8, varint_field(1, 1 << 62)), id="time-out-of-range"),
+    pytest.param(length_delimited(13, length_delimited(1, b"a") + length_delimited(
+        5, b"v1") + varint_field(3, 1)), id="owner-name-as-varint"),
+])
+def test_malformed_well_known_messages_are_protobuf_errors(meta: bytes) -> None:
+    with pytest.raises(protobuf.ProtobufError):
+        protobuf.decode_object(envelope("v1", "ConfigMap", length_delimited(1, meta)))
+    spec = length_delimited(1, length_delimited(2, b"x"))  # PDB minAvailable: intVal as bytes
+    with pytest.raises(protobuf.ProtobufError):
+        protobuf.decode_object(envelope("policy/v1", "PodDisruptionBudget", metadata("p") + length_delimited(2, spec)))
+
+
 BODIES = Path(__file__).with_name("kubectl_bodies")
 
 
@@ -173,3 +188,20 @@ def test_times_raw_extensions_and_packed_integers() -> None:
     pod_spec = length_delimited(14, context)
     decoded = protobuf.decode_object(envelope("v1", "Pod", metadata("p") + length_delimited(2, pod_spec)))
     assert decoded is not None and decoded["spec"]["securityContext"] == {"supplementalGroups": [1000, 2000, 3000]}
+
+
+def test_mutated_kubectl_bodies_decode_or_are_protobuf_errors() -> None:
+    """Whatever a damaged body holds, the answer is an object, None (415) or ProtobufError (400), never a
+    crash (500)."""
+    rng = random.Random(17)
+    bodies = [path.read_bytes() for path in sorted(BODIES.glob("*.pb"))]
+    for _ in range(3000):
+        body = bytearray(rng.choice(bodies))
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(protobuf.MAGIC), len(body))
+            body[at:at + rng.randint(0, 1)] = bytes([rng.randrange(256)] * rng.randint(0, 1))
+        try:
+            decoded = protobuf.decode_object(bytes(body))
+        except protobuf.ProtobufError:
+            continue
+        assert decoded is None or isinstance(decoded, dict)
