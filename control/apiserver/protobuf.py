@@ -27,7 +27,7 @@ import datetime
 import json
 from typing import Any
 
-from control.apiserver.protoschema import META, Field, schemas
+from control.apiserver.protoschema import META, SCALARS, Field, schemas
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
@@ -109,7 +109,7 @@ def decode_message(data: bytes, message: str) -> dict[str, Any]:
 
 def _is_zero(field: Field, value: Any) -> bool:
     """Go's omitempty: zero scalars and empty strings go, structs never do."""
-    return field.type in ("string", "bytes", "bool", "int32", "int64", "uint32", "uint64") and value in ("", 0)
+    return field.type in SCALARS and value in ("", 0)
 
 
 def _repeated(field: Field, wire: int, value: Any) -> list[Any]:
@@ -145,9 +145,7 @@ def _value(field: Field, wire: int, value: Any) -> Any:
         return special(value)
     if type_name in schemas().list_wrappers:
         return next(iter(decode_message(value, type_name).values()), [])
-    if type_name not in schemas().messages:
-        raise ProtobufError(f"{field.json}: no schema for {type_name}")
-    return decode_message(value, type_name)
+    return decode_message(value, type_name)  # every message a field names has a table (protoschema.build)
 
 
 def _map_entry(value: Any, field: Field) -> tuple[str, Any]:
