@@ -31,6 +31,7 @@ complete before either runs.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -75,6 +76,7 @@ from nodeagent.runtime.types import SandboxState, SandboxStatus
 from nodeagent.server import KubeletServer
 from nodeagent.sources import FileSource, URLSource
 from nodeagent.status_manager import StatusManager
+from nodeagent.streaming import portforward
 from nodeagent.sync import PodSyncer
 
 log = logging.getLogger(__name__)
@@ -345,7 +347,8 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     server = KubeletServer(config.address, config.port, tls=tls, authenticate_token=tokens.authenticate,
                            pods=lambda: [dict(p) for p in workers.pods()],
                            runtime=runtime, health=health, find_container=find_container,
-                           node_name=config.node_name, fs_path=config.data_dir)
+                           node_name=config.node_name, fs_path=config.data_dir, streams=runtime,
+                           open_port=functools.partial(portforward.connect_in_pod, runtime))
     container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)
     return KubeletParts(runtime=runtime, reporter=reporter, network=network, hostports=hostports, syncer=syncer,
                         status=status, probes=probes, pleg=pleg, workers=workers, sources=sources, server=server,
