@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from control.util.componentconfig import ConfigError, convert, read_document, with_overrides
+from nodeagent import eviction
 from nodeagent.network.manager import NetworkConfig
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -66,6 +67,8 @@ class KubeletConfig:
     minimum_container_ttl_duration: float = 0.0
     maximum_dead_containers_per_container: int = 1  # < 0: no limit
     maximum_dead_containers: int = -1  # < 0: no limit
+    # hard eviction thresholds: only the MemoryPressure/DiskPressure conditions (nodeagent/eviction.py)
+    eviction_hard: Mapping[str, str] = field(default_factory=lambda: dict(eviction.DEFAULT_EVICTION_HARD))
 
     @property
     def pods_dir(self) -> str:
@@ -102,6 +105,7 @@ _FIELDS: dict[str, tuple[str, _Parser]] = {
     "imageGCHighThresholdPercent": ("image_gc_high_threshold_percent", int),
     "imageGCLowThresholdPercent": ("image_gc_low_threshold_percent", int),
     "imageMinimumGCAge": ("image_minimum_gc_age", "duration"),
+    "evictionHard": ("eviction_hard", "mapping"),
     # slimkube's own (no upstream KubeletConfiguration field): flags upstream, or not configurable there
     "nodeName": ("node_name", str),
     "nodeIP": ("node_ip", str),
@@ -179,6 +183,10 @@ def validate(config: KubeletConfig) -> KubeletConfig:
     if config.pleg_relist_period <= 0:
         raise ConfigError("plegRelistPeriod: must be > 0")
     _validate_gc(config)
+    try:
+        eviction.parse_thresholds(config.eviction_hard)
+    except ValueError as exc:
+        raise ConfigError(f"evictionHard: {exc}") from None
     return config
 
 

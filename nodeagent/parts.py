@@ -67,6 +67,8 @@ from nodeagent.runtime.interface import Runtime
 from nodeagent.runtime.types import SandboxState, SandboxStatus
 from nodeagent.server import KubeletServer
 from nodeagent.sources import FileSource, URLSource
+from nodeagent.stats.kubelet_metrics import KubeletMetrics
+from nodeagent.stats.provider import StatsProvider
 from nodeagent.status_manager import StatusManager
 from nodeagent.sync import PodSyncer
 
@@ -260,7 +262,7 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     pod_ips = PodIPs()
     runtime = DockerRuntime(connect_docker(config), node_name=config.node_name, pod_ip=pod_ips.ip_of)
 
-    reporter = NodeReporter(client, config, facts=runtime_facts(config, runtime), health=health)
+    reporter = NodeReporter(client, config, facts=runtime_facts(config, runtime, runtime.image_fs_path), health=health)
     try:
         node = reporter.register()
     except Exception as exc:
@@ -291,8 +293,9 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     def wake(uid: str, events: tuple[PodLifecycleEvent, ...]) -> None:
         workers.wake(uid)
 
-    pleg = GenericPLEG(runtime, on_events=wake,
-                       period=config.pleg_relist_period, threshold=config.pleg_relist_threshold)
+    metrics = KubeletMetrics(runtime.list_pods)
+    pleg = GenericPLEG(runtime, on_events=wake, period=config.pleg_relist_period,
+                       threshold=config.pleg_relist_threshold, on_relist=metrics.pleg_relist_duration.observe)
     sources: PodSources  # bound below, before anything reads a status
     status = StatusManager(client, host_ip=node_ip, mirror_of=lambda pod: sources.mirror_of(pod))
     # A probe result that changes wakes its pod's worker (upstream syncLoop on the results' updates).
@@ -324,7 +327,9 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     server = KubeletServer(config.address, config.port, tls=tls, authenticate_token=tokens.authenticate,
                            pods=lambda: [dict(p) for p in workers.pods()],
                            runtime=runtime, health=health, find_container=find_container,
-                           node_name=config.node_name, fs_path=config.data_dir)
+                           node_name=config.node_name, fs_path=config.data_dir, metrics=metrics,
+                           stats=StatsProvider(runtime, node_name=config.node_name, fs_path=config.data_dir,
+                                               pods_dir=config.pods_dir, image_fs_path=runtime.image_fs_path))
     container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)
     return KubeletParts(runtime=runtime, reporter=reporter, network=network, syncer=syncer, status=status,
                         probes=probes, pleg=pleg, workers=workers, sources=sources, server=server, pod_cidr=pod_cidr,

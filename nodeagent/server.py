@@ -1,4 +1,5 @@
-"""The kubelet's HTTP API: /healthz, /pods, /stats/summary, /containerLogs/{namespace}/{pod}/{container}.
+"""The kubelet's HTTP API: /healthz, /pods, /stats/summary, /metrics, /metrics/resource,
+/containerLogs/{namespace}/{pod}/{container}.
 
 Upstream: pkg/kubelet/server/server.go (InstallDefaultHandlers, getContainerLogs), pkg/kubelet/server/
 stats/summary.go and the Summary API types (k8s.io/kubelet/pkg/apis/stats/v1alpha1); DESIGN.md "Kubelet"
@@ -15,7 +16,8 @@ every other 401 in the cluster carries). There is no read-only port.
 aiohttp on its own event loop thread (the kubelet's other parts are plain threads); every runtime or
 callback call is blocking, so it runs in `asyncio.to_thread`. A followed log is read on a thread and fed
 to the response through a queue; it ends when the container stops logging for good or the client goes.
-The Summary is a subset: node cpu/memory/fs from psutil, per-pod container cpu/memory from Docker stats.
+The Summary (nodeagent/stats/) comes from psutil, /proc and Docker's stats; /metrics/resource renders it
+with upstream's resource metric names, /metrics is the kubelet's own metrics (nodeagent/stats/kubelet_metrics.py).
 """
 
 from __future__ import annotations
@@ -26,26 +28,23 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from aiohttp import web
 
-from control.apimachinery.meta import format_timestamp
 from control.util.loopthread import LoopThread, serve_app
 from nodeagent import authn
 from nodeagent.runtime.interface import Runtime
-from nodeagent.runtime.types import ContainerState
 from nodeagent.servingcert import ServingTLS
+from nodeagent.stats import resource_metrics
+from nodeagent.stats.kubelet_metrics import KubeletMetrics
+from nodeagent.stats.provider import StatsProvider
 
 log = logging.getLogger(__name__)
 
 _END = object()
 SHUTDOWN_SECONDS = 2.0  # open log streams (kubectl logs -f) get this long before stop closes them
-
-
-def _now() -> str:
-    return format_timestamp(datetime.now(UTC))
 
 
 def _int(request: web.Request, name: str) -> int | None:
@@ -104,7 +103,8 @@ class KubeletServer:
                  authenticate_token: Callable[[str], authn.User | None], pods: Callable[[], list[dict]],
                  runtime: Runtime, health: Callable[[], list[str]],
                  find_container: Callable[[str, str, str], str | None], node_name: str = "",
-                 fs_path: str = "/") -> None:
+                 fs_path: str = "/", stats: StatsProvider | None = None,
+                 metrics: KubeletMetrics | None = None) -> None:
         self.address = address
         self.port = port
         self._tls = tls
@@ -113,11 +113,10 @@ class KubeletServer:
         self._runtime = runtime
         self._health = health
         self._find_container = find_container
-        self._node_name = node_name
-        self._fs_path = fs_path
+        self._stats = stats or StatsProvider(runtime, node_name=node_name, fs_path=fs_path)
+        self._metrics = metrics or KubeletMetrics(runtime.list_pods)
         self._thread = LoopThread("kubelet-server")
         self._runner: web.AppRunner | None = None
-        self._last_cpu: tuple[float, float] | None = None  # (monotonic, busy core-seconds)
 
     # -- lifecycle: start binds before returning (a port in use raises here); stop cleans up the runner,
     #    which closes open log streams, then ends the loop and its thread.
@@ -127,6 +126,8 @@ class KubeletServer:
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/pods", self._pods_handler)
         app.router.add_get("/stats/summary", self._summary)
+        app.router.add_get("/metrics", self._kubelet_metrics)
+        app.router.add_get("/metrics/resource", self._resource_metrics)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         self._thread.start()
         self._runner, self.port = self._thread.run(
@@ -172,6 +173,19 @@ class KubeletServer:
 
     async def _summary(self, request: web.Request) -> web.Response:
         return web.json_response(await asyncio.to_thread(self.summary))
+
+    async def _kubelet_metrics(self, request: web.Request) -> web.Response:
+        body = await asyncio.to_thread(self._metrics.render)
+        return web.Response(body=body, headers={"Content-Type": resource_metrics.CONTENT_TYPE})
+
+    async def _resource_metrics(self, request: web.Request) -> web.Response:
+        try:
+            summary: dict[str, Any] | None = await asyncio.to_thread(self.summary)
+        except Exception:  # Docker down or a stats call failing: upstream answers scrape_error 1
+            log.exception("kubelet: gathering resource metrics failed")
+            summary = None
+        return web.Response(body=resource_metrics.render(summary),
+                            headers={"Content-Type": resource_metrics.CONTENT_TYPE})
 
     async def _logs(self, request: web.Request) -> web.StreamResponse:
         namespace, pod, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
@@ -242,46 +256,5 @@ class KubeletServer:
         return None
 
     def summary(self) -> dict[str, Any]:
-        """The Summary API (stats/v1alpha1) subset: node cpu, memory, fs; pods' containers cpu, memory."""
-        import psutil
-
-        now = _now()
-        times = psutil.cpu_times()
-        busy = sum(times) - times.idle - getattr(times, "iowait", 0.0)
-        moment = time.monotonic()
-        cpu: dict[str, Any] = {"time": now, "usageCoreNanoSeconds": int(busy * 1e9)}
-        if self._last_cpu is not None and moment > self._last_cpu[0]:
-            cpu["usageNanoCores"] = max(0, int((busy - self._last_cpu[1]) / (moment - self._last_cpu[0]) * 1e9))
-        self._last_cpu = (moment, busy)
-        memory = psutil.virtual_memory()
-        disk = psutil.disk_usage(self._fs_path)
-        node = {
-            "nodeName": self._node_name, "startTime": format_timestamp(datetime.fromtimestamp(psutil.boot_time(), UTC)),
-            "cpu": cpu,
-            "memory": {"time": now, "availableBytes": memory.available, "usageBytes": memory.total - memory.free,
-                       "workingSetBytes": memory.total - memory.available},
-            "fs": {"time": now, "availableBytes": disk.free, "capacityBytes": disk.total, "usedBytes": disk.used},
-        }
-        pods = []
-        for status in self._runtime.list_pods():
-            containers = []
-            for container in status.containers:
-                if container.state is not ContainerState.RUNNING:
-                    continue
-                stats = self._runtime.stats(container.id)
-                if stats is None:
-                    continue
-                entry: dict[str, Any] = {
-                    "name": container.name,
-                    "cpu": {"time": now, "usageCoreNanoSeconds": stats.cpu_usage_ns},
-                    "memory": {"time": now, "usageBytes": stats.memory_usage_bytes},
-                }
-                if container.started_at is not None:
-                    entry["startTime"] = format_timestamp(container.started_at)
-                containers.append(entry)
-            pods.append({"podRef": {"name": status.name, "namespace": status.namespace, "uid": status.uid},
-                         "containers": containers,
-                         "cpu": {"time": now, "usageCoreNanoSeconds": sum(c["cpu"]["usageCoreNanoSeconds"]
-                                                                          for c in containers)},
-                         "memory": {"time": now, "usageBytes": sum(c["memory"]["usageBytes"] for c in containers)}})
-        return {"node": node, "pods": pods}
+        """The Summary API document (stats/v1alpha1) now."""
+        return self._stats.summary()
