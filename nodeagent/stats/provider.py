@@ -103,8 +103,7 @@ class StatsProvider:
             if not self._rates.known(NODE_KEY) or any(not self._rates.known(c.id) for _, c in running):
                 self._prime([c.id for _, c in running if not self._rates.known(c.id)])
             node = self._node()
-            samples = dict(zip([c.id for _, c in running],
-                               self._pool.map(self._runtime.stats, [c.id for _, c in running]), strict=True))
+            samples = self._sample([c.id for _, c in running])
             at = self._clock()
             self._rates.retain([NODE_KEY, *samples])
             pod_samples = [self._pod(p, samples, at) for p in pods]
@@ -113,10 +112,16 @@ class StatsProvider:
     def _prime(self, container_ids: list[str]) -> None:
         """First samples for the node and for containers new to us, then wait so the real ones make a rate."""
         self._rates.rate(NODE_KEY, _node_cpu_ns(), self._clock())
-        for cid, stats in zip(container_ids, self._pool.map(self._runtime.stats, container_ids), strict=True):
+        for cid, stats in self._sample(container_ids).items():
             if stats is not None:
                 self._rates.rate(cid, stats.cpu_usage_ns, self._clock())
         self._sleep(PRIME_SECONDS)
+
+    def _sample(self, container_ids: list[str]) -> dict[str, ContainerStats | None]:
+        """One Docker stats call per container, a few at a time (each is a round trip to dockerd)."""
+        if not container_ids:
+            return {}
+        return dict(zip(container_ids, self._pool.map(self._runtime.stats, container_ids), strict=True))
 
     def _image_fs(self) -> FsStats | None:
         if self._image_fs_path is None:
