@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what slimkube needs on a Debian 12 host (root), idempotently: Debian packages, a running dockerd,
-# Debian's kubectl 1.20 beside the machine's own kubectl, a virtualenv with slimkube, and the two images.
+# Debian's kubectl 1.20 beside the machine's own kubectl, Debian's docker-registry binary (for pull tests),
+# a virtualenv with slimkube, and the two images.
 # With --role, also the systemd units of that role, enabled and started where systemd runs (as k3s's
 # installer does). Used by the README, by .ci/run and by the Vagrant provisioning. Safe to run again.
 #
@@ -20,8 +21,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 venv=${SLIMKUBE_VENV:-$here/.venv}
 kubectl120_dir=/opt/slimkube/kubectl-1.20
+registry_dir=/opt/slimkube/docker-registry
 log() { printf '[install] %s\n' "$*"; }
-usage() { sed -n '7,11p' "$here/install.sh" | sed 's/^# \{0,1\}//' >&2; echo "install.sh: $*" >&2; exit 2; }
+usage() { sed -n '8,12p' "$here/install.sh" | sed 's/^# \{0,1\}//' >&2; echo "install.sh: $*" >&2; exit 2; }
 
 role='' server_url='' token='' units_only=false daemon_args=()
 original_args=("$@")
@@ -115,6 +117,19 @@ setup_host() {
     (cd "$tmp" && apt-get download -qq kubernetes-client >/dev/null 2>&1) || { apt-get update -qq; (cd "$tmp" && apt-get download -qq kubernetes-client); }
     mkdir -p "$kubectl120_dir"
     dpkg -x "$tmp"/kubernetes-client_*.deb "$kubectl120_dir"
+    rm -rf "$tmp"
+  fi
+
+  # 4b. Debian's docker-registry, only its binary (tests/integration/test_image_pulls.py runs throwaway
+  #     registries on 127.0.0.1 with their own configs): unpacked, not installed, so its service is never
+  #     enabled or started and no system user is added.
+  if [ ! -x "$registry_dir/docker-registry" ]; then
+    log "unpacking Debian's docker-registry binary into $registry_dir"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && apt-get download -qq docker-registry >/dev/null 2>&1) || { apt-get update -qq; (cd "$tmp" && apt-get download -qq docker-registry); }
+    dpkg -x "$tmp"/docker-registry_*.deb "$tmp/root"
+    mkdir -p "$registry_dir"
+    install -m 0755 "$tmp/root/usr/bin/docker-registry" "$registry_dir/docker-registry"
     rm -rf "$tmp"
   fi
 

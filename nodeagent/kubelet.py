@@ -10,7 +10,8 @@ Start-up order (upstream cmd/kubelet/app/server.go RunKubelet → kubelet.go Run
   5. pod sources: the API server's pods with fieldSelector spec.nodeName=<node> (an informer), and the
      static pod file/URL sources with their mirror pods;
   6. the node status/lease loop, the HTTP server, and a housekeeping loop (orphan pods, back-off GC,
-     mirror pods, bridge and rules every resync). Pod workers run `nodeagent.pod_sync.PodSync` per pod;
+     mirror pods, bridge, rules and hostPort rules every resync). Pod workers run
+     `nodeagent.pod_sync.PodSync` per pod;
   7. garbage collection (nodeagent/gc/): dead containers and sandboxes every containerGCPeriod (1m),
      unused images every imageGCPeriod (5m).
 `stop()` ends every thread and leaves containers, network and IPAM state in place: a later `start()` on
@@ -144,6 +145,7 @@ class Kubelet:
                 if time.monotonic() - last_resync >= self.config.sync_frequency:
                     last_resync = time.monotonic()
                     parts.network.manager.ensure_host()
+                    parts.hostports.resync()
                     parts.sources.sync_mirrors()
             except Exception:
                 log.exception("housekeeping failed")

@@ -10,9 +10,13 @@ depend on, in upstream's order:
   2. register the Node (NodeReporter): an API server that cannot be reached here is fatal;
   3. the pod network: podCIDR from the config, else the Node's spec.podCIDR, else a clear error; IPAM
      under `state_dir`, bridge and host rules ensured, and the addresses of sandboxes that no longer run
-     released (restart safety: running sandboxes keep theirs);
+     released (restart safety: running sandboxes keep theirs); the hostPort rules re-synced to the
+     sandboxes still running (stale KUBE-HP- chains removed);
   4. the serving certificate of the HTTPS API, signed by the cluster CA through the API server
      (nodeagent/servingcert.py), and the TokenReview cache that authenticates bearer tokens (nodeagent/authn.py).
+
+Service environment variables come from a Service informer (all namespaces) beside the pod informer;
+until it has listed once, containers wait with upstream's "services have not yet been read" error.
 
 No thread starts here (the caller's event recorder aside): `Kubelet.start` starts the PLEG, the pod
 sources, the status loop, the HTTP server and housekeeping in its documented order.
@@ -50,6 +54,8 @@ from nodeagent.gc.manager import ContainerGC, ImageGCManager, docker_root_usage
 from nodeagent.hooks import HookRunner
 from nodeagent.images import PAUSE_IMAGE
 from nodeagent.mirror import MirrorPods, is_mirror
+from nodeagent.network import hostport_manager
+from nodeagent.network.hostport_manager import HostportManager
 from nodeagent.network.ipam import LocalIPAM, state_path
 from nodeagent.network.manager import PodNetworkManager
 from nodeagent.network.podnet import NetlinkPodNetwork, PodInterface
@@ -64,6 +70,7 @@ from nodeagent.runtime.backoff import Backoff
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.downward import NodeFacts
 from nodeagent.runtime.interface import Runtime
+from nodeagent.runtime.service_env import ServicesNotSynced, enable_service_links, service_env_map
 from nodeagent.runtime.types import SandboxState, SandboxStatus
 from nodeagent.server import KubeletServer
 from nodeagent.sources import FileSource, URLSource
@@ -159,6 +166,7 @@ class PodSources:
             "v1", "pods", field_selector=f"spec.nodeName={config.node_name}")
         self.informer.add_event_handler(on_add=self.on_pod, on_update=lambda old, new: self.on_pod(new),
                                         on_delete=self.on_pod_delete)
+        self.services: SharedInformer = self.factory.informer("v1", "services")
         self.static_sources: list[FileSource | URLSource] = []
         if config.static_pod_path:
             self.static_sources.append(FileSource(config.static_pod_path, config.file_check_frequency,
@@ -215,6 +223,13 @@ class PodSources:
         except Exception as exc:  # noqa: BLE001 - the API server may be away; the next housekeeping retries
             log.warning("mirror pod sync failed: %s", exc)
 
+    def service_env(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        """The pod's Service variables (upstream getServiceEnvVarMap over the kubelet's service lister)."""
+        if not self.services.has_synced():
+            raise ServicesNotSynced()
+        namespace = _meta(pod).get("namespace") or "default"
+        return service_env_map(self.services.lister().list(), namespace, enable_service_links(pod))
+
     def mirror_of(self, pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
         with self._lock:
             return self._mirrors.get(_mirror_key(pod))
@@ -234,6 +249,7 @@ class KubeletParts:
     runtime: Runtime
     reporter: NodeReporter
     network: TrackedNetwork
+    hostports: HostportManager
     syncer: PodSyncer
     status: StatusManager
     probes: ProbeManager
@@ -277,9 +293,13 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
 
     os.makedirs(config.state_dir, exist_ok=True)
     ipam = LocalIPAM(state_path(config.state_dir), pod_cidr)
+    iptables = detect()
     manager = PodNetworkManager(config.network(pod_cidr), ipam=ipam, network=NetlinkPodNetwork(),
-                                iptables=detect())
-    manager.start([s.id for pod in runtime.list_pods() for s in pod.sandboxes if s.state is SandboxState.READY])
+                                iptables=iptables)
+    live_sandboxes = [s.id for pod in runtime.list_pods() for s in pod.sandboxes if s.state is SandboxState.READY]
+    manager.start(live_sandboxes)
+    hostports = HostportManager(iptables, hostport_manager.state_path(config.state_dir))
+    hostports.start(live_sandboxes)
     for owner, allocation in ipam.allocations().items():
         pod_ips.set(owner, allocation.ip)
     network = TrackedNetwork(manager, pod_ips)
@@ -287,7 +307,8 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     backoff = Backoff(initial=config.crash_loop_backoff_initial, maximum=config.crash_loop_backoff_max)
     syncer = PodSyncer(runtime, network, _Objects(client), pods_dir=config.pods_dir, recorder=recorder,
                        hooks=HookRunner(runtime), backoff=backoff, node_facts=lambda: node_facts,
-                       extra_labels=extra_labels)
+                       extra_labels=extra_labels, hostports=hostports,
+                       service_env=lambda pod: sources.service_env(pod))
     workers: PodWorkers  # bound below; the PLEG's events reach the workers only once it is started
 
     def wake(uid: str, events: tuple[PodLifecycleEvent, ...]) -> None:
@@ -331,9 +352,9 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                            stats=StatsProvider(runtime, node_name=config.node_name, fs_path=config.data_dir,
                                                pods_dir=config.pods_dir, image_fs_path=runtime.image_fs_path))
     container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)
-    return KubeletParts(runtime=runtime, reporter=reporter, network=network, syncer=syncer, status=status,
-                        probes=probes, pleg=pleg, workers=workers, sources=sources, server=server, pod_cidr=pod_cidr,
-                        container_gc=container_gc, image_gc=image_gc)
+    return KubeletParts(runtime=runtime, reporter=reporter, network=network, hostports=hostports, syncer=syncer,
+                        status=status, probes=probes, pleg=pleg, workers=workers, sources=sources, server=server,
+                        pod_cidr=pod_cidr, container_gc=container_gc, image_gc=image_gc)
 
 
 def node_reference(node_name: str) -> dict[str, str]:

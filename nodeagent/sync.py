@@ -2,21 +2,24 @@
 
 Upstream: pkg/kubelet/kuberuntime/kuberuntime_manager.go SyncPod (numbered steps below) and KillPod /
 killPodWithSyncResult, kuberuntime_container.go startContainer / killContainer / executePreStopHook,
-pkg/kubelet/images/image_manager.go (EnsureImageExists' pull back-off) and seed 002. Steps:
+pkg/kubelet/images (EnsureImageExists, through nodeagent.image_manager) and seed 002. Steps:
 
   1. kill the pod (every container, then the sandbox; network released) when the actions say so, and
      stop there unless a new sandbox follows (old init containers are then purged); otherwise kill
      `containers_to_kill`: preStop hook within the grace period, then stop with what is left of it
      (upstream's minimum of 2 s);
   2. create the sandbox: pause container, then the network (veth into the pause pid's netns, IP from
-     IPAM); a network failure removes the sandbox again;
+     IPAM), then the pod's hostPorts opened to that IP (network/hostport_manager.py; a clash with another
+     pod fails the sandbox as upstream's kubenet SetUpPod does); a failure removes the sandbox again, and
+     a sandbox's hostPorts close whenever its network is torn down;
   3. volumes and the pod's /etc/hosts and resolv.conf, whenever a container is to start (idempotent; a
      failure blocks every container, shown as ContainerCreating: upstream waits for volumes the same way);
   4. the next init container, through back-off when the previous run failed;
-  5. app containers, each through the CrashLoopBackOff gate: image (pull policy; ErrImagePull, then
-     ImagePullBackOff while the pull back-off runs), environment (CreateContainerConfigError), mounts,
-     termination-log file, Docker config, create (CreateContainerError), start (RunContainerError), and
-     the postStart hook (a failure kills the container, as upstream: FailedPostStartHook).
+  5. app containers, each through the CrashLoopBackOff gate: image (pull policy, pull secrets;
+     ErrImagePull, then ImagePullBackOff while the pull back-off runs; ErrImageNeverPull), environment
+     (CreateContainerConfigError), mounts, termination-log file, Docker config, create
+     (CreateContainerError), start (RunContainerError), and the postStart hook (a failure kills the
+     container, as upstream: FailedPostStartHook).
 
 Runtime calls raise only the interface's RuntimeFailure types and the network's NETWORK_ERRORS, so each
 step catches exactly those; anything else is a bug and reaches the pod worker (which logs and retries).
@@ -41,7 +44,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from control.util.iptables import IptablesError
 from nodeagent.hooks import DEFAULT_POST_START_TIMEOUT, HookRunner
+from nodeagent.image_manager import ImageManager
+from nodeagent.network.hostport import HostportError
 from nodeagent.network.manager import NETWORK_ERRORS
 from nodeagent.network.podnet import PodInterface
 from nodeagent.runtime import pod_files
@@ -50,8 +56,9 @@ from nodeagent.runtime.backoff import Backoff, backoff_key
 from nodeagent.runtime.container_config import build_container_config
 from nodeagent.runtime.downward import NodeFacts
 from nodeagent.runtime.env import CreateContainerConfigError, ObjectGetter, make_environment
-from nodeagent.runtime.interface import ImagePullError, Runtime, RuntimeFailure
+from nodeagent.runtime.interface import Runtime, RuntimeFailure
 from nodeagent.runtime.labels import grace_period
+from nodeagent.runtime.service_env import ServicesNotSynced
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState
 from nodeagent.volumes import pod_volumes
@@ -61,6 +68,9 @@ log = logging.getLogger(__name__)
 
 # What one step of a sync may meet and record (then go on): the runtime's and the pod network's errors.
 STEP_ERRORS: tuple[type[Exception], ...] = (*NETWORK_ERRORS, RuntimeFailure)
+# Tearing a sandbox's network down also closes its hostPorts (iptables); opening them may clash.
+TEARDOWN_ERRORS: tuple[type[Exception], ...] = (*STEP_ERRORS, IptablesError)
+HOSTPORT_ERRORS: tuple[type[Exception], ...] = (*TEARDOWN_ERRORS, HostportError)
 MIN_GRACE_SECONDS = 2.0  # upstream minimumGracePeriodInSeconds
 KEEP_PER_CONTAINER = 2  # instances kept per container name: the running one and the last dead one
 
@@ -69,6 +79,14 @@ class PodNetwork(Protocol):
     def attach(self, sandbox_id: str, pod_uid: str, pid_or_netns_path: int | str) -> PodInterface: ...
 
     def detach(self, sandbox_id: str) -> str | None: ...
+
+
+class Hostports(Protocol):
+    """Opens a sandbox's hostPorts to its IP and closes them (network/hostport_manager.HostportManager)."""
+
+    def add(self, sandbox_id: str, pod: Mapping[str, Any], ip: str) -> object: ...
+
+    def remove(self, sandbox_id: str) -> object: ...
 
 
 class Recorder(Protocol):
@@ -166,6 +184,8 @@ class PodSyncer:
                  recorder: Recorder | None = None, hooks: HookRunner | None = None,
                  backoff: Backoff | None = None, image_backoff: Backoff | None = None,
                  node_facts: Callable[[], NodeFacts] = NodeFacts, extra_labels: Mapping[str, str] | None = None,
+                 hostports: Hostports | None = None,
+                 service_env: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.runtime = runtime
         self.network = network
@@ -175,10 +195,13 @@ class PodSyncer:
         self.hooks = HookRunner(runtime) if hooks is None else hooks
         # `is None`, not `or`: an empty Backoff is falsy (it has __len__)
         self.backoff = Backoff() if backoff is None else backoff
-        self.image_backoff = Backoff(initial=self.backoff.initial, maximum=self.backoff.maximum) \
-            if image_backoff is None else image_backoff
+        self.images = ImageManager(runtime, getter, Backoff(initial=self.backoff.initial, maximum=self.backoff.maximum)
+                                   if image_backoff is None else image_backoff, clock=clock)
         self.node_facts = node_facts
         self.extra_labels = dict(extra_labels or {})
+        self.hostports = hostports
+        # pod → its Service variables (service_env.py); raises ServicesNotSynced before the first list
+        self.service_env = service_env
         self.clock = clock
         self._lock = threading.Lock()
 
@@ -187,7 +210,7 @@ class PodSyncer:
         now = self.clock()
         with self._lock:
             self.backoff.gc(now)
-            self.image_backoff.gc(now)
+        self.images.gc()
 
     # ---- events ----
 
@@ -273,8 +296,11 @@ class PodSyncer:
                 self._gc_container_instances(status, name)
             else:
                 waiting[name] = (step.reason, step.message)
-                if step.reason in ("ErrImagePull", "ImagePullBackOff", "RunContainerError"):
-                    retry.append(self._pull_or_start_retry(pod, spec, step.reason))
+                if step.reason in ("ErrImagePull", "ImagePullBackOff"):
+                    retry.append(self.images.retry_after((pod.get("metadata") or {}).get("uid", ""),
+                                                         spec.get("image", "")))
+                elif step.reason == "RunContainerError":
+                    retry.append(self._start_retry(pod, spec))
         return SyncResult(actions, tuple(steps), waiting, tuple(started), min(retry) if retry else None)
 
     # ---- step helpers ----
@@ -310,18 +336,32 @@ class PodSyncer:
                 self._event(pod, "Warning", "FailedCreatePodSandBox", message)
                 self._remove_sandbox(sandbox_id, detach=False)
                 return None
+            if self.hostports is not None:
+                try:
+                    self.hostports.add(sandbox_id, pod, interface.ip)
+                except HOSTPORT_ERRORS as exc:
+                    message = f"Failed to open the hostPorts of sandbox {sandbox_id[:12]}: {exc}"
+                    steps.append(StepResult("CreatePodSandbox", uid, "CreatePodSandboxError", message))
+                    self._event(pod, "Warning", "FailedCreatePodSandBox", message)
+                    self._remove_sandbox(sandbox_id)
+                    return None
         steps.append(StepResult("CreatePodSandbox", uid))
         return sandbox_id, pod_ips
 
+    def _close_hostports(self, sandbox_id: str) -> None:
+        if self.hostports is not None:
+            self.hostports.remove(sandbox_id)
+
     def _remove_sandbox(self, sandbox_id: str, *, detach: bool = True) -> None:
-        for action in ((lambda: self.network.detach(sandbox_id)) if detach else None,
+        for action in ((lambda: self._close_hostports(sandbox_id)) if detach else None,
+                       (lambda: self.network.detach(sandbox_id)) if detach else None,
                        lambda: self.runtime.stop_sandbox(sandbox_id),
                        lambda: self.runtime.remove_sandbox(sandbox_id)):
             if action is None:
                 continue
             try:
                 action()
-            except STEP_ERRORS:  # keep going: the next sync or the pod's removal retries
+            except TEARDOWN_ERRORS:  # keep going: the next sync or the pod's removal retries
                 log.exception("removing sandbox %s", sandbox_id[:12])
 
     def _remove_old_sandboxes(self, status: PodStatus, *, keep: str) -> None:
@@ -380,36 +420,10 @@ class PodSyncer:
                                                 f"pod {pod_desc(pod)}", spec.get("name", ""))
         return remaining, message
 
-    def _pull_or_start_retry(self, pod: Mapping[str, Any], spec: Mapping[str, Any], reason: str) -> float:
-        uid = (pod.get("metadata") or {}).get("uid", "")
-        now = self.clock()
+    def _start_retry(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> float:
+        key = backoff_key((pod.get("metadata") or {}).get("uid", ""), spec.get("name", ""), container_hash(spec))
         with self._lock:
-            if reason == "RunContainerError":
-                key = backoff_key(uid, spec.get("name", ""), container_hash(spec))
-                return self.backoff.remaining(key, now) or self.backoff.initial
-            return self.image_backoff.remaining(self._image_key(uid, spec), now) or self.image_backoff.initial
-
-    @staticmethod
-    def _image_key(uid: str, spec: Mapping[str, Any]) -> str:
-        return f"{spec.get('image', '')}_{uid}"
-
-    def _ensure_image(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> str:
-        """upstream EnsureImageExists with its pull back-off: ImagePullBackOff while it runs."""
-        image = spec.get("image", "")
-        key = self._image_key((pod.get("metadata") or {}).get("uid", ""), spec)
-        now = self.clock()
-        with self._lock:
-            if self.image_backoff.in_backoff(key, now):
-                raise _ImagePullBackOff(f'Back-off pulling image "{image}"')
-        try:
-            image_id = self.runtime.ensure_image(image, spec.get("imagePullPolicy") or "")
-        except ImagePullError:
-            with self._lock:
-                self.image_backoff.next(key, now)
-            raise
-        with self._lock:
-            self.image_backoff.reset(key)
-        return image_id
+            return self.backoff.remaining(key, self.clock()) or self.backoff.initial
 
     def _start_container(self, pod: Mapping[str, Any], spec: Mapping[str, Any], status: PodStatus, *,
                          sandbox_id: str, pod_ips: Sequence[str], volumes: Mapping[str, pod_volumes.VolumeInfo],
@@ -420,19 +434,22 @@ class PodSyncer:
         attempt = latest.restart_count + 1 if latest is not None else 0
         uid = (pod.get("metadata") or {}).get("uid", "")
         try:
-            self._ensure_image(pod, spec)
-        except (_ImagePullBackOff, RuntimeFailure) as exc:
-            self._event(pod, "Warning", "Failed", f"Failed to pull image \"{spec.get('image', '')}\": {exc}", name)
+            self.images.ensure_image_exists(pod, spec, lambda kind, reason, message:
+                                            self._event(pod, kind, reason, message, name))
+        except RuntimeFailure as exc:
+            self._event(pod, "Warning", "Failed", f"Error: {exc.reason}", name)
             return StepResult(action, name, exc.reason, str(exc))
         try:
-            env = make_environment(pod, spec, self.getter, pod_ips=pod_ips, node=self.node_facts())
+            services = self.service_env(pod) if self.service_env is not None else None
+            env = make_environment(pod, spec, self.getter, pod_ips=pod_ips, node=self.node_facts(),
+                                   service_env=services)
             mounts = container_mounts(spec, volumes, env=env.as_dict())
             directory = str(pod_volumes.pod_dir(self.pods_dir, uid))
             pod_files.ensure_termination_log(directory, name, attempt)
             config = build_container_config(pod, spec, env=env.variables, mounts=mounts.binds, tmpfs=mounts.tmpfs,
                                             image=spec.get("image", ""), pod_dir=directory, attempt=attempt,
                                             pod_ips=pod_ips)
-        except (CreateContainerConfigError, pod_volumes.VolumeError, ValueError, OSError) as exc:
+        except (CreateContainerConfigError, ServicesNotSynced, pod_volumes.VolumeError, ValueError, OSError) as exc:
             self._event(pod, "Warning", "Failed", f"Error: {exc}", name)
             return StepResult(action, name, CreateContainerConfigError.reason, str(exc))
         try:
@@ -484,11 +501,12 @@ class PodSyncer:
         for sandbox in status.sandboxes:
             try:
                 if not sandbox.host_network:
+                    self._close_hostports(sandbox.id)
                     self.network.detach(sandbox.id)
                 if sandbox.state is SandboxState.READY:
                     self.runtime.stop_sandbox(sandbox.id)
                 steps.append(StepResult("KillPodSandbox", sandbox.id))
-            except STEP_ERRORS as exc:
+            except TEARDOWN_ERRORS as exc:
                 steps.append(StepResult("KillPodSandbox", sandbox.id, "KillPodSandboxError", str(exc)))
         if remove and not any(not s.ok for s in steps):
             steps += self._remove_all(uid, status)
@@ -556,6 +574,3 @@ class PodSyncer:
             return StepResult("KillContainer", name, "KillContainerError", str(exc))
         return StepResult("KillContainer", name)
 
-
-class _ImagePullBackOff(Exception):
-    reason = "ImagePullBackOff"

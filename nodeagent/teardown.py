@@ -7,7 +7,8 @@ Removed, in this order:
    with anonymous volumes, a few at a time; the host end of each sandbox's veth goes with it (and is
    deleted explicitly when it outlived its netns);
 2. the node's pod bridge, then our iptables jumps and chains (nodeagent/network/rules.py `remove`:
-   only those, never another chain);
+   only those, never another chain), and the hostPort jumps and chains (KUBE-HOSTPORTS, KUBE-HP-*;
+   before the proxy's cleanup, since they jump to its KUBE-MARK-MASQ) with their state file;
 3. the IPAM table and its lock (nodeagent/network/ipam.py), and the pods' directories (volumes,
    etc-hosts, termination logs) under `<data dir>/kubelet/pods`.
 
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nodeagent.config import KubeletConfig, default_pod_cidr
-from nodeagent.network import rules
+from nodeagent.network import hostport_manager, rules
 from nodeagent.network.ipam import state_path
 from nodeagent.network.podnet import veth_name
 from nodeagent.runtime import labels
@@ -132,7 +133,7 @@ def _remove_ipam_state(config: KubeletConfig) -> bool:
     return found
 
 
-def teardown(config: KubeletConfig, *, docker_api: DockerAPI, iptables: rules.IptablesClient,
+def teardown(config: KubeletConfig, *, docker_api: DockerAPI, iptables: hostport_manager.IptablesClient,
              network: HostNetwork, log: Callable[[str], None] = lambda line: None) -> TeardownReport:
     """Remove the node's containers, pod network, rules and IPAM state (see the module notes)."""
     errors: list[str] = []
@@ -159,6 +160,11 @@ def teardown(config: KubeletConfig, *, docker_api: DockerAPI, iptables: rules.Ip
         chains = (net.forward_chain, net.masq_chain)
     except Exception as exc:  # noqa: BLE001
         errors.append(f"iptables: {exc}")
+    try:
+        hostport_manager.remove_rules(iptables)
+        hostport_manager.state_path(config.state_dir).unlink(missing_ok=True)
+    except Exception as exc:  # noqa: BLE001
+        errors.append(f"hostport rules: {exc}")
     ipam_state = _remove_ipam_state(config)
     pod_dirs = _remove_pod_dirs(config.pods_dir, errors)
     if os.path.isdir(config.pods_dir) and not os.listdir(config.pods_dir):

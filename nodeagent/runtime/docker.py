@@ -23,8 +23,10 @@ exec.go) under kuberuntime. What it does the same way:
   (`_translated`);
 - a create that meets an existing name (a create whose reply was lost) retries with a random suffix, as
   the dockershim's randomizeName did.
-Image pulls stream the engine's progress and fail on its first error line: a registry that refuses the
-connection fails in well under a second with ErrImagePull.
+Image pulls (`pull_image`) stream the engine's progress and fail on its first error line: a registry
+that refuses the connection fails in well under a second with ErrImagePull. Credentials go as the SDK's
+`auth_config` (the X-Registry-Auth header); what to pull, when and with which credentials is decided by
+nodeagent.image_manager, not here.
 """
 
 from __future__ import annotations
@@ -51,13 +53,14 @@ from nodeagent.runtime.interface import (
     ExecResult,
     ExecTimeout,
     ImageInspectError,
-    ImageNeverPullError,
     ImagePullError,
     ImageRecord,
     InvalidImageNameError,
     Mount,
     PidNamespace,
     Propagation,
+    PulledImage,
+    RegistryAuth,
     Resources,
     RuntimeFailure,
     RuntimeOperationError,
@@ -112,14 +115,6 @@ def split_reference(image: str) -> tuple[str, str]:
     if colon > slash:
         return image[:colon], image[colon + 1 :]
     return image, "latest"
-
-
-def default_pull_policy(image: str) -> str:
-    """Upstream's defaulting: Always for `:latest` or no tag, else IfNotPresent."""
-    if "@" in image:
-        return "IfNotPresent"
-    slash, colon = image.rfind("/"), image.rfind(":")
-    return "Always" if colon <= slash or image[colon + 1 :] == "latest" else "IfNotPresent"
 
 
 def pod_hostname(pod: Mapping[str, Any]) -> str:
@@ -467,31 +462,30 @@ class DockerRuntime:
         except (docker.errors.DockerException, OSError) as exc:
             raise RuntimeUnavailable(f'inspecting image "{image}": {exc}') from exc
 
-    def ensure_image(self, image: str, pull_policy: str) -> str:
-        repository, tag = split_reference(image)
-        policy = pull_policy or default_pull_policy(image)
-        present = self._image_id(image)
-        if policy == "Never":
-            if present is None:
-                raise ImageNeverPullError(f'Container image "{image}" is not present with pull policy of Never')
-            return present
-        if policy == "IfNotPresent" and present is not None:
-            return present
-        self._pull(image, repository, tag)
-        pulled = self._image_id(image)
-        if pulled is None:
-            raise ImagePullError(f'pull of "{image}" reported success but the image is missing')
-        return pulled
+    def image_ref(self, image: str) -> str | None:
+        split_reference(image)  # InvalidImageName before asking the engine
+        return self._image_id(image)
 
-    def _pull(self, image: str, repository: str, tag: str) -> None:
+    def pull_image(self, image: str, auth: RegistryAuth | None) -> PulledImage:
+        repository, tag = split_reference(image)
+        auth_config = None if auth is None else {
+            "username": auth.username, "password": auth.password, "email": auth.email,
+            "serveraddress": auth.server_address}
         try:
-            for line in self.api.pull(repository, tag=tag, stream=True, decode=True):
+            for line in self.api.pull(repository, tag=tag, stream=True, decode=True, auth_config=auth_config):
                 if isinstance(line, dict) and line.get("error"):
-                    raise ImagePullError(f'failed to pull image "{image}": {line["error"]}')
+                    raise ImagePullError(str(line["error"]))
         except docker.errors.APIError as exc:
-            raise ImagePullError(f'failed to pull image "{image}": {_explain(exc)}') from exc
+            raise ImagePullError(_explain(exc)) from exc
         except (docker.errors.DockerException, OSError) as exc:
             raise RuntimeUnavailable(f'pulling image "{image}": {exc}') from exc
+        try:
+            inspected = self.api.inspect_image(image)
+        except docker.errors.ImageNotFound as exc:
+            raise ImagePullError(f'pull of "{image}" reported success but the image is missing') from exc
+        except (docker.errors.DockerException, OSError) as exc:
+            raise ImageInspectError(f'failed to inspect image "{image}": {exc}') from exc
+        return PulledImage(inspected["Id"], int(inspected.get("Size") or 0))
 
     def images(self) -> list[ImageRecord]:
         with _translated("listing images"):

@@ -14,8 +14,10 @@ Order of resolution, as upstream:
    and upstream's message (`couldn't find key K in ConfigMap NS/NAME`; the API's `configmaps "x" not
    found` for an object) unless the reference is `optional: true`, in which case the variable is left out.
 
-Service environment variables (`FOO_SERVICE_HOST`, ...) are not made: they need a service lister, which
-the kubelet does not have yet; `enableServiceLinks` is therefore a no-op for now.
+4. Service environment variables (`FOO_SERVICE_HOST`, ...; service_env.py, computed by the caller from
+   the kubelet's Service informer) come last and only where the name is still free: the container's
+   own env and envFrom win. `$(VAR)` in env values can refer to them, as upstream's
+   MappingFuncFor(tmpEnv, serviceEnv).
 
 ConfigMaps and Secrets come through the `ObjectGetter` protocol (one API GET each, cached per call as
 upstream does per container); Secret `data` values are base64 and decoded here.
@@ -189,21 +191,25 @@ def _value_from(source: Mapping[str, Any], pod: Mapping[str, Any], container: Ma
 
 
 def make_environment(pod: Mapping[str, Any], container: Mapping[str, Any], getter: ObjectGetter, *,
-                     pod_ips: Sequence[str] = (), node: NodeFacts = UNKNOWN_NODE) -> Environment:
-    """Resolve `container`'s envFrom and env (see the module notes); raises CreateContainerConfigError."""
+                     pod_ips: Sequence[str] = (), node: NodeFacts = UNKNOWN_NODE,
+                     service_env: Mapping[str, str] | None = None) -> Environment:
+    """Resolve `container`'s envFrom and env, then add `service_env` where free (see the module notes);
+    raises CreateContainerConfigError."""
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
     objects = _Objects(getter, namespace)
     env: dict[str, str] = {}
     warnings: list[EnvWarning] = []
+    services = dict(service_env or {})
     _from_sources(container, objects, namespace, env, warnings)
     for var in container.get("env") or []:
         name = var.get("name", "")
         if var.get("value"):
-            value: str | None = expand(str(var["value"]), mapping_for(env))
+            value: str | None = expand(str(var["value"]), mapping_for(env, services))
         elif var.get("valueFrom"):
             value = _value_from(var["valueFrom"], pod, container, objects, namespace, pod_ips, node)
         else:
             value = ""
         if value is not None:
             env[name] = value
-    return Environment(tuple(env.items()), tuple(warnings))
+    extra = [(name, value) for name, value in services.items() if name not in env]
+    return Environment((*env.items(), *extra), tuple(warnings))

@@ -1,7 +1,7 @@
 """The container runtime as the pod-sync code sees it: upstream's kubecontainer.Runtime (pkg/kubelet/
 container/runtime.go) cut down to what one Docker engine and slimkube's syncPod need, plus the typed
 errors whose `reason` becomes a container's waiting reason (pkg/kubelet/images/types.go: ErrImagePull,
-ErrImageNeverPull, ImageInspectError, InvalidImageName).
+ImagePullBackOff, ErrImageNeverPull, ImageInspectError, InvalidImageName).
 
 Pod and container specs are the API's dicts; what goes in to create a container is the kubelet's own
 `ContainerConfig` (upstream's CRI runtimeapi.ContainerConfig, cut down: image, command and args, env,
@@ -54,6 +54,12 @@ class ImagePullError(RuntimeFailure):
 
 class ImageNeverPullError(RuntimeFailure):
     reason = "ErrImageNeverPull"
+
+
+class ImagePullBackOffError(RuntimeFailure):
+    """A pull of this image for this pod failed recently and its back-off still runs (ErrImagePullBackOff)."""
+
+    reason = "ImagePullBackOff"
 
 
 class ImageInspectError(RuntimeFailure):
@@ -168,6 +174,24 @@ class ImageRecord:
 
 
 @dataclass(frozen=True)
+class RegistryAuth:
+    """Credentials for one pull (CRI AuthConfig; Docker's X-Registry-Auth): from the pod's pull secrets."""
+
+    username: str
+    password: str
+    email: str = ""
+    server_address: str = ""
+
+
+@dataclass(frozen=True)
+class PulledImage:
+    """What a successful pull left on the node: the image id and its size (for the Pulled event)."""
+
+    id: str
+    size: int
+
+
+@dataclass(frozen=True)
 class ContainerStats:
     """One sample of Docker's stats of a container (cumulative cpu; memory as the cgroup reports it)."""
 
@@ -249,9 +273,13 @@ class Runtime(Protocol):
         """The container's stdout+stderr: bytes, or an iterator of chunks when `follow`."""
         ...
 
-    def ensure_image(self, image: str, pull_policy: str) -> str:
-        """Make `image` present per pull policy (Always/IfNotPresent/Never, "" = upstream's default);
-        returns the image id, or raises one of the image errors above."""
+    def image_ref(self, image: str) -> str | None:
+        """The id of the local image `image` names, or None when it is absent (CRI ImageStatus).
+        Raises InvalidImageNameError or ImageInspectError."""
+        ...
+
+    def pull_image(self, image: str, auth: RegistryAuth | None) -> PulledImage:
+        """Pull `image` (with `auth`, or anonymously); raises ImagePullError with the engine's reason."""
         ...
 
     def images(self) -> list[ImageRecord]: ...

@@ -17,7 +17,6 @@ from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.interface import (
     ContainerConfig,
     ExecTimeout,
-    ImageNeverPullError,
     ImagePullError,
     InvalidImageNameError,
     Mount,
@@ -201,20 +200,17 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_image_policies_and_a_pull_that_fails_fast(runtime):
-    image_id = runtime.ensure_image(BUSYBOX_IMAGE, "IfNotPresent")
-    assert image_id.startswith("sha256:")
-    assert runtime.ensure_image(BUSYBOX_IMAGE, "Never") == image_id
+def test_image_lookup_and_a_pull_that_fails_fast(runtime):
+    image_id = runtime.image_ref(BUSYBOX_IMAGE)
+    assert image_id is not None and image_id.startswith("sha256:")
     missing = f"127.0.0.1:{closed_port()}/sktest/nothing:1"
-    with pytest.raises(ImageNeverPullError) as never:
-        runtime.ensure_image(missing, "Never")
-    assert never.value.reason == "ErrImageNeverPull"
+    assert runtime.image_ref(missing) is None
     began = time.monotonic()
     with pytest.raises(ImagePullError) as pull:
-        runtime.ensure_image(missing, "")  # pinned tag: IfNotPresent, and it is not present
+        runtime.pull_image(missing, None)
     assert time.monotonic() - began < 5
     assert pull.value.reason == "ErrImagePull" and "127.0.0.1" in str(pull.value)
     with pytest.raises(InvalidImageNameError):
-        runtime.ensure_image("bad name", "IfNotPresent")
+        runtime.image_ref("bad name")
     [busybox] = [i for i in runtime.images() if BUSYBOX_IMAGE in i.repo_tags]
     assert busybox.id == image_id and busybox.size > 0

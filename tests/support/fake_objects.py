@@ -18,9 +18,11 @@ Key = str | tuple[str, str]
 
 class FakeObjects:
     def __init__(self, configmaps: Mapping[Key, Mapping[str, str]] | None = None,
-                 secrets: Mapping[Key, Mapping[str, str | bytes]] | None = None) -> None:
+                 secrets: Mapping[Key, Mapping[str, str | bytes]] | None = None,
+                 secret_types: Mapping[Key, str] | None = None) -> None:
         self.configmaps = dict(configmaps or {})
         self.secrets = dict(secrets or {})
+        self.secret_types = dict(secret_types or {})  # a secret's `type` where given (Opaque otherwise)
         self.calls: list[tuple[str, str, str]] = []
 
     @staticmethod
@@ -39,4 +41,5 @@ class FakeObjects:
         self.calls.append(("secret", namespace, name))
         data = self._find(self.secrets, "secrets", namespace, name)
         encoded = {k: base64.b64encode(v if isinstance(v, bytes) else v.encode()).decode() for k, v in data.items()}
-        return {"metadata": {"name": name, "namespace": namespace}, "data": encoded}
+        kind = next((self.secret_types[k] for k in ((namespace, name), name) if k in self.secret_types), "Opaque")
+        return {"metadata": {"name": name, "namespace": namespace}, "type": kind, "data": encoded}

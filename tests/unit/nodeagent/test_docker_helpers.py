@@ -1,4 +1,4 @@
-"""Pure helpers of the Docker runtime: image references, pull-policy defaults, hostnames, Docker times,
+"""Pure helpers of the Docker runtime: image references, hostnames, Docker times,
 exit reasons and PodStatus assembly order."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from nodeagent.runtime import labels as L
-from nodeagent.runtime.docker import default_pull_policy, pod_hostname, split_reference
+from nodeagent.runtime.docker import pod_hostname, split_reference
 from nodeagent.runtime.docker_status import (
     assemble,
     container_status,
@@ -38,15 +38,6 @@ def test_split_reference(image, expected):
 def test_invalid_image_names(image):
     with pytest.raises(InvalidImageNameError):
         split_reference(image)
-
-
-@pytest.mark.parametrize(
-    "image, policy",
-    [("busybox", "Always"), ("busybox:latest", "Always"), ("host:5000/app", "Always"),
-     ("slimkube/busybox:1", "IfNotPresent"), ("app@sha256:abc", "IfNotPresent")],
-)
-def test_default_pull_policy(image, policy):
-    assert default_pull_policy(image) == policy
 
 
 def test_pod_hostname_prefers_spec_hostname_and_truncates():

@@ -12,7 +12,7 @@ import pytest
 from nodeagent.hooks import HookRunner
 from nodeagent.network.podnet import PodInterface, PodNetworkError
 from nodeagent.runtime.backoff import Backoff
-from nodeagent.runtime.interface import ContainerConfig, ExecResult, ImagePullError, StartContainerError
+from nodeagent.runtime.interface import ContainerConfig, ExecResult, ImagePullError, PulledImage, StartContainerError
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState, SandboxStatus
 from nodeagent.sync import PodSyncer, go_duration
@@ -44,11 +44,14 @@ class FakeRuntime:
     def remove_sandbox(self, sandbox_id: str) -> None:
         self.calls.append(("remove_sandbox", sandbox_id))
 
-    def ensure_image(self, image: str, pull_policy: str) -> str:
-        self.calls.append(("ensure_image", image))
+    def image_ref(self, image: str) -> str | None:
+        return None  # never present: IfNotPresent pulls
+
+    def pull_image(self, image: str, auth: Any) -> PulledImage:
+        self.calls.append(("pull_image", image))
         if image in self.bad_images:
-            raise ImagePullError(f'failed to pull image "{image}"')
-        return "sha256:abc"
+            raise ImagePullError("manifest unknown")
+        return PulledImage("sha256:abc", 42)
 
     def create_container(self, pod: Mapping[str, Any], container: Mapping[str, Any], *, sandbox_id: str,
                          attempt: int, config: ContainerConfig, extra_labels: Any = None) -> str:
@@ -145,7 +148,7 @@ def test_new_pod_creates_sandbox_network_then_first_init_container_only(parts, t
     init, app = container("init"), container("app")
     result = syncer.sync_pod(make_pod(app, inits=(init,)), PodStatus("uid-1", "p", "ns"))
     assert network.calls == [("attach", "sandbox-new", "4242")]
-    assert runtime.calls == [("run_sandbox", "0"), ("ensure_image", "img-init:1"),
+    assert runtime.calls == [("run_sandbox", "0"), ("pull_image", "img-init:1"),
                              ("create", "init", "0", "sandbox-new"), ("start", "init")]
     assert [s.action for s in result.steps] == ["CreatePodSandbox", "InitContainer"] and not result.errors
     assert result.started == ("init",)
@@ -166,7 +169,7 @@ def test_after_init_all_app_containers_start_and_errors_do_not_stop_the_rest(par
     # the pull back-off is running: the next sync does not even try
     again = syncer.sync_pod(make_pod(bad, good, inits=(init,)), status)
     assert again.waiting["bad"] == ("ImagePullBackOff", 'Back-off pulling image "img-bad:1"')
-    assert runtime.calls.count(("ensure_image", "img-bad:1")) == 1
+    assert runtime.calls.count(("pull_image", "img-bad:1")) == 1
     assert "Failed" in events.reasons and "Started" in events.reasons
 
 
@@ -295,3 +298,57 @@ def test_liveness_failure_kills_with_the_probes_grace_and_restarts(parts) -> Non
     status = pod_status(cstatus("a1", app, ContainerState.RUNNING))
     syncer.sync_pod(make_pod(app), status, startup_failed=frozenset({"a1"}))
     assert runtime.stops["a1"] == pytest.approx(30.0, abs=0.5)  # no startup probe grace here: the pod's
+
+
+def test_hostports_open_with_the_sandbox_and_close_with_its_network(tmp_path) -> None:
+    from nodeagent.network.hostport_manager import HostportManager
+    from tests.support.fake_iptables import FakeIptables
+
+    runtime, network, events, fake = FakeRuntime(), FakeNetwork(), Events(), FakeIptables()
+    sandbox_ids = iter(["sb-first", "sb-second"])
+    runtime.run_sandbox = lambda pod, **kwargs: next(sandbox_ids)
+    hostports = HostportManager(fake, None)
+    syncer = PodSyncer(runtime, network, FakeObjects(), pods_dir=str(tmp_path), recorder=events, hostports=hostports)
+    app = container("app", ports=[{"containerPort": 80, "hostPort": 18080}])
+    result = syncer.sync_pod(make_pod(app), PodStatus("uid-1", "p", "ns"))
+    assert not result.errors and set(hostports.entries()) == {"sb-first"}
+    assert hostports.entries()["sb-first"].ip == "10.244.9.5"
+    # a second pod wanting the same port: its sandbox fails and is removed, with upstream's event
+    runtime.calls.clear()
+    other = make_pod(container("app", ports=[{"containerPort": 81, "hostPort": 18080}]), uid="uid-2", name="q")
+    clash = syncer.sync_pod(other, PodStatus("uid-2", "q", "ns"))
+    assert [(e.action, e.reason) for e in clash.errors] == [("CreatePodSandbox", "CreatePodSandboxError")]
+    assert "cannot open hostport 18080/TCP for pod q_ns: already used by pod p_ns" in clash.errors[0].message
+    assert "FailedCreatePodSandBox" in events.reasons
+    assert runtime.calls[-2:] == [("stop_sandbox", "sb-second"), ("remove_sandbox", "sb-second")]
+    assert ("detach", "sb-second") in network.calls and set(hostports.entries()) == {"sb-first"}
+    # killing the first pod (its sandbox is sb1 in pod_status) closes its ports
+    hostports.remove("sb-first")
+    hostports.add("sb1", make_pod(app), "10.244.9.5")
+    syncer.kill_pod(make_pod(app), pod_status(cstatus("a1", app, ContainerState.RUNNING)), grace=1)
+    assert hostports.entries() == {} and "KUBE-HOSTPORTS" not in fake.chains("nat")
+
+
+def test_service_env_reaches_the_container_and_not_synced_waits(parts) -> None:
+    from nodeagent.runtime.service_env import ServicesNotSynced
+
+    syncer, runtime, _, _, _ = parts
+    seen: list[dict[str, str]] = []
+    original = runtime.create_container
+
+    def create(pod, spec, *, config, **kwargs):
+        seen.append(dict(config.env))
+        return original(pod, spec, config=config, **kwargs)
+
+    runtime.create_container = create
+    syncer.service_env = lambda pod: {"WEB_SERVICE_HOST": "10.96.0.7"}
+    syncer.sync_pod(make_pod(container("app", env=[{"name": "A", "value": "1"}])), pod_status())
+    assert seen[-1]["WEB_SERVICE_HOST"] == "10.96.0.7" and seen[-1]["A"] == "1"
+
+    def not_synced(pod):
+        raise ServicesNotSynced()
+
+    syncer.service_env = not_synced
+    result = syncer.sync_pod(make_pod(container("app")), pod_status())
+    assert result.waiting["app"] == ("CreateContainerConfigError",
+                                      "services have not yet been read at least once, cannot construct envvars")
