@@ -45,12 +45,17 @@ def test_kubectl_top_nodes_and_a_busy_pod(workload_cluster: RunningCluster, clus
 
     # the node's kubelet, asked as the API server asks it
     tls = os.path.join(workload_cluster.data_dir, "tls")
-    session = requests.Session()
-    session.verify = os.path.join(tls, "ca.crt")
     client_cert = os.path.join(tls, "apiserver-kubelet-client")
-    session.cert = (f"{client_cert}.crt", f"{client_cert}.key")
     base = kubelet_url(client, node)
-    summary = session.get(f"{base}/stats/summary", timeout=20).json()
+
+    def kubelet_get(path: str) -> requests.Response:
+        # verify per request: a Session's verify loses to REQUESTS_CA_BUNDLE from the environment
+        answer = requests.get(base + path, verify=os.path.join(tls, "ca.crt"),
+                              cert=(f"{client_cert}.crt", f"{client_cert}.key"), timeout=20)
+        assert answer.status_code == 200, answer.text
+        return answer
+
+    summary = kubelet_get("/stats/summary").json()
     assert summary["node"]["nodeName"] == node
     assert summary["node"]["cpu"]["usageNanoCores"] >= 0 and summary["node"]["memory"]["workingSetBytes"] > 0
     assert summary["node"]["fs"]["capacityBytes"] > 0 and summary["node"]["runtime"]["imageFs"]["capacityBytes"] > 0
@@ -59,11 +64,11 @@ def test_kubectl_top_nodes_and_a_busy_pod(workload_cluster: RunningCluster, clus
     assert container["name"] == "spin" and container["cpu"]["usageNanoCores"] > 20_000_000  # > 20m of 200m
     assert container["memory"]["workingSetBytes"] > 0 and container["memory"]["availableBytes"] <= 64 * 2 ** 20
     assert pod["network"]["name"] == "eth0" and pod["network"]["rxBytes"] >= 0
-    resource = session.get(f"{base}/metrics/resource", timeout=20).text
+    resource = kubelet_get("/metrics/resource").text
     series = f'container_cpu_usage_seconds_total{{container="spin",namespace="{ns}",pod="busy"}}'
     assert re.search(re.escape(series) + r" [0-9.e+-]+ \d+", resource), resource
     assert "scrape_error 0.0" in resource and "node_memory_working_set_bytes " in resource
-    kubelet_metrics = session.get(f"{base}/metrics", timeout=20).text
+    kubelet_metrics = kubelet_get("/metrics").text
     running = re.search(r"^kubelet_running_pods (\S+)$", kubelet_metrics, re.M)
     assert running is not None and float(running.group(1)) >= 1
     assert "kubelet_pleg_relist_duration_seconds_count" in kubelet_metrics
