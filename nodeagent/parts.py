@@ -31,6 +31,7 @@ complete before either runs.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -77,6 +78,7 @@ from nodeagent.sources import FileSource, URLSource
 from nodeagent.stats.kubelet_metrics import KubeletMetrics
 from nodeagent.stats.provider import StatsProvider
 from nodeagent.status_manager import StatusManager
+from nodeagent.streaming import portforward
 from nodeagent.sync import PodSyncer
 
 log = logging.getLogger(__name__)
@@ -348,7 +350,8 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     server = KubeletServer(config.address, config.port, tls=tls, authenticate_token=tokens.authenticate,
                            pods=lambda: [dict(p) for p in workers.pods()],
                            runtime=runtime, health=health, find_container=find_container,
-                           node_name=config.node_name, fs_path=config.data_dir, metrics=metrics,
+                           node_name=config.node_name, fs_path=config.data_dir, streams=runtime,
+                           open_port=functools.partial(portforward.connect_in_pod, runtime), metrics=metrics,
                            stats=StatsProvider(runtime, node_name=config.node_name, fs_path=config.data_dir,
                                                pods_dir=config.pods_dir, image_fs_path=runtime.image_fs_path))
     container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)

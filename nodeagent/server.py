@@ -1,5 +1,6 @@
 """The kubelet's HTTP API: /healthz, /pods, /stats/summary, /metrics, /metrics/resource,
-/containerLogs/{namespace}/{pod}/{container}.
+/containerLogs/{namespace}/{pod}/{container}, /exec and /attach/{namespace}/{pod}/{container},
+/portForward/{namespace}/{pod} (WebSocket, nodeagent/streaming/).
 
 Upstream: pkg/kubelet/server/server.go (InstallDefaultHandlers, getContainerLogs), pkg/kubelet/server/
 stats/summary.go and the Summary API types (k8s.io/kubelet/pkg/apis/stats/v1alpha1); DESIGN.md "Kubelet"
@@ -23,6 +24,7 @@ with upstream's resource metric names, /metrics is the kubelet's own metrics (no
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import ssl
 import threading
@@ -35,11 +37,12 @@ from aiohttp import web
 
 from control.util.loopthread import LoopThread, serve_app
 from nodeagent import authn
-from nodeagent.runtime.interface import Runtime
+from nodeagent.runtime.interface import Runtime, StreamingRuntime
 from nodeagent.servingcert import ServingTLS
 from nodeagent.stats import resource_metrics
 from nodeagent.stats.kubelet_metrics import KubeletMetrics
 from nodeagent.stats.provider import StatsProvider
+from nodeagent.streaming import portforward, remotecommand
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +106,8 @@ class KubeletServer:
                  authenticate_token: Callable[[str], authn.User | None], pods: Callable[[], list[dict]],
                  runtime: Runtime, health: Callable[[], list[str]],
                  find_container: Callable[[str, str, str], str | None], node_name: str = "",
-                 fs_path: str = "/", stats: StatsProvider | None = None,
+                 fs_path: str = "/", streams: StreamingRuntime | None = None,
+                 open_port: portforward.Opener | None = None, stats: StatsProvider | None = None,
                  metrics: KubeletMetrics | None = None) -> None:
         self.address = address
         self.port = port
@@ -115,6 +119,8 @@ class KubeletServer:
         self._find_container = find_container
         self._stats = stats or StatsProvider(runtime, node_name=node_name, fs_path=fs_path)
         self._metrics = metrics or KubeletMetrics(runtime.list_pods)
+        self._streams = streams
+        self._open_port = open_port
         self._thread = LoopThread("kubelet-server")
         self._runner: web.AppRunner | None = None
 
@@ -129,6 +135,14 @@ class KubeletServer:
         app.router.add_get("/metrics", self._kubelet_metrics)
         app.router.add_get("/metrics/resource", self._resource_metrics)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
+        if self._streams is not None:
+            for kind in ("exec", "attach"):
+                for method in ("GET", "POST"):
+                    app.router.add_route(method, f"/{kind}/{{namespace}}/{{pod}}/{{container}}",
+                                         functools.partial(self._remotecommand, exec_=kind == "exec"))
+        if self._open_port is not None:
+            for method in ("GET", "POST"):
+                app.router.add_route(method, "/portForward/{namespace}/{pod}", self._portforward)
         self._thread.start()
         self._runner, self.port = self._thread.run(
             serve_app(app, self.address, self.port, shutdown_timeout=SHUTDOWN_SECONDS,
@@ -186,6 +200,15 @@ class KubeletServer:
             summary = None
         return web.Response(body=resource_metrics.render(summary),
                             headers={"Content-Type": resource_metrics.CONTENT_TYPE})
+
+    async def _remotecommand(self, request: web.Request, *, exec_: bool) -> web.StreamResponse:
+        assert self._streams is not None
+        return await remotecommand.serve(request, runtime=self._streams, find_container=self._find_container,
+                                         exec_=exec_)
+
+    async def _portforward(self, request: web.Request) -> web.StreamResponse:
+        assert self._open_port is not None
+        return await portforward.serve(request, open_port=self._open_port)
 
     async def _logs(self, request: web.Request) -> web.StreamResponse:
         namespace, pod, container = (request.match_info[k] for k in ("namespace", "pod", "container"))

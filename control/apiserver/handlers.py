@@ -23,9 +23,9 @@ from multidict import MultiMapping
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
-from control.apiserver import binding, eviction, status, tables
+from control.apiserver import binding, eviction, status, streaming, tables
 from control.apiserver import request as req
-from control.apiserver.kubeletclient import KubeletClient, node_connection
+from control.apiserver.kubeletclient import KubeletClient, NodeConnection, node_connection
 from control.apiserver.registry import DeleteOptions, Registry
 from control.apiserver.resources import by_path
 from control.apiserver.selection import Filter, parse_filter
@@ -97,7 +97,7 @@ class ResourceHandlers:
             raise status.method_not_allowed()
         if target.subresource:
             allowed = resource.subresources[target.subresource].verbs
-            if verb not in allowed and not (verb == "get" and target.subresource == "exec"):
+            if verb not in allowed and not (verb == "get" and target.subresource in ("exec", "attach", "portforward")):
                 raise status.method_not_allowed()
             return await self._subresource(request, target)
         if not target.name:
@@ -235,6 +235,8 @@ class ResourceHandlers:
             return await self._bind(target, body)
         if sub == "log":
             return await self._log(request, target)
+        if sub in ("exec", "attach", "portforward"):
+            return await self._stream(request, target)
         if sub == "eviction":
             body = req.decode_object(await _read(request), _content_type(request))
             options = _delete_options(request.query, eviction.parse(body, target.name))
@@ -280,8 +282,8 @@ class ResourceHandlers:
         await asyncio.to_thread(binding.bind, self.registry, target.namespace, name, node)
         return json_response(status.success_status(), 201)
 
-    async def _log(self, request: web.Request, target: req.Target) -> web.StreamResponse:
-        """Proxy `pods/log` to the kubelet of the pod's node, streaming when `follow` is set."""
+    async def _pod_container(self, request: web.Request, target: req.Target) -> tuple[str, str, NodeConnection]:
+        """(container, node name, kubelet connection) for a pod subresource the kubelet serves."""
         assert PODS is not None and NODES is not None
         pod = await asyncio.to_thread(self.registry.must_get, PODS, target.namespace, target.name)
         names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
@@ -291,9 +293,14 @@ class ResourceHandlers:
             if len(names) != 1:
                 raise status.bad_request(f"a container name must be specified for pod {target.name}, choose one "
                                          f"of: [{' '.join(str(n) for n in names)}]")
-            container = names[0]
+            container = str(names[0])
         elif container not in names:
             raise status.bad_request(f"container {container} is not valid for pod {target.name}")
+        return (container, *await self._pod_node(target, pod))
+
+    async def _pod_node(self, target: req.Target, pod: dict[str, Any]) -> tuple[str, NodeConnection]:
+        """(node name, kubelet connection) of the node `pod` is bound to."""
+        assert NODES is not None
         node_name = (pod.get("spec") or {}).get("nodeName")
         node = await asyncio.to_thread(self.registry.get, NODES, "", node_name) if node_name else None
         if node is None:
@@ -301,6 +308,24 @@ class ResourceHandlers:
         connection = node_connection(node)
         if connection is None:
             raise status.bad_request(f"node {node_name} has no address to reach its kubelet at")
+        return str(node_name), connection
+
+    async def _stream(self, request: web.Request, target: req.Target) -> web.StreamResponse:
+        """`pods/exec`, `pods/attach`, `pods/portforward`: relayed to the kubelet's WebSocket endpoint
+        (streaming.py)."""
+        if target.subresource == "portforward":
+            assert PODS is not None
+            pod = await asyncio.to_thread(self.registry.must_get, PODS, target.namespace, target.name)
+            node_name, connection = await self._pod_node(target, pod)
+            path = f"/portForward/{target.namespace}/{target.name}"
+        else:
+            container, node_name, connection = await self._pod_container(request, target)
+            path = f"/{target.subresource}/{target.namespace}/{target.name}/{container}"
+        return await streaming.relay(request, self.kubelet, connection, path, node_name, target.subresource)
+
+    async def _log(self, request: web.Request, target: req.Target) -> web.StreamResponse:
+        """Proxy `pods/log` to the kubelet of the pod's node, streaming when `follow` is set."""
+        container, node_name, connection = await self._pod_container(request, target)
         params = {k: v for k, v in request.query.items()
                   if k in ("follow", "previous", "timestamps", "tailLines", "limitBytes", "sinceSeconds", "sinceTime")}
         url = connection.url(f"/containerLogs/{target.namespace}/{target.name}/{container}")

@@ -91,6 +91,8 @@ RESOURCES: tuple[Resource, ...] = (
           subresources=_subresources(status=_status("Pod"), binding=SubResource("Binding", ("create",)),
                                      log=SubResource("Pod", ("get",)),
                                      exec=SubResource("PodExecOptions", ("create", "get")),
+                                     attach=SubResource("PodAttachOptions", ("create", "get")),
+                                     portforward=SubResource("PodPortForwardOptions", ("create", "get")),
                                      eviction=SubResource("Eviction", ("create",), group="policy", version="v1"))),
     _core("services", "service", "Service", short_names=("svc",), categories=("all",),
           subresources=_subresources(status=_status("Service"))),

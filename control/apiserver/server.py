@@ -128,6 +128,9 @@ def _status_response(error: APIError) -> web.Response:
     return response
 
 
+LONG_RUNNING_SUFFIXES = ("/log", "/exec", "/attach", "/portforward")
+
+
 @web.middleware
 async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every failure leaves as a Status with upstream's code; an unexpected exception is a 500 that is
@@ -288,7 +291,7 @@ class APIServer:
 
     @web.middleware
     async def _limit_inflight(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.query.get("watch") in ("1", "true") or request.path.endswith("/log"):
+        if request.query.get("watch") in ("1", "true") or request.path.endswith(LONG_RUNNING_SUFFIXES):
             return await handler(request)  # long-running requests are not counted, as upstream
         if self._inflight >= self.config.max_inflight:
             raise status.too_many_requests(1)

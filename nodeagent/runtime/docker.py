@@ -36,6 +36,7 @@ import math
 import secrets
 import tarfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -49,6 +50,7 @@ from nodeagent.runtime.interface import (
     ContainerConfig,
     ContainerNotFound,
     ContainerStats,
+    ContainerStream,
     CreateContainerError,
     ExecResult,
     ExecTimeout,
@@ -75,6 +77,7 @@ MAX_TERMINATION_MESSAGE = 4096  # upstream's per-container limit on the message 
 FALLBACK_LOG_LINES = 80  # upstream: kubecontainer.MaxContainerTerminationMessageLogLines
 FALLBACK_LOG_BYTES = 2048  # upstream: kubecontainer.MaxContainerTerminationMessageLogLength
 MAX_EXEC_OUTPUT = 16 * 1024
+EXIT_CODE_WAIT = 5.0  # seconds an ended exec's output may precede Docker's record of its exit
 
 
 class DockerAPI(Protocol):
@@ -92,6 +95,9 @@ class DockerAPI(Protocol):
     def exec_create(self, container: str, cmd: list[str], **kwargs: Any) -> dict: ...
     def exec_start(self, exec_id: str, **kwargs: Any) -> Any: ...
     def exec_inspect(self, exec_id: str) -> dict: ...
+    def exec_resize(self, exec_id: str, height: int | None = None, width: int | None = None) -> None: ...
+    def attach_socket(self, container: str, params: dict | None = None, ws: bool = False) -> Any: ...
+    def resize(self, container: str, height: int, width: int) -> None: ...
     def inspect_image(self, image: str) -> dict: ...
     def pull(self, repository: str, tag: str | None = None, **kwargs: Any) -> Any: ...
     def images(self, **kwargs: Any) -> list[dict]: ...
@@ -101,6 +107,23 @@ class DockerAPI(Protocol):
     def import_image_from_data(self, data: bytes, repository: str | None = None, tag: str | None = None,
                                changes: list[str] | None = None) -> object: ...
     def version(self) -> dict: ...
+
+
+def _hijacked(raw: Any, *, multiplexed: bool, resize: Callable[[int, int], None],
+              exit_code: Callable[[], int | None]) -> ContainerStream:
+    """The socket under docker's `socket=True` answer (a `SocketIO` over the daemon's unix socket, which
+    owns the HTTP response: it is kept until `close` so collecting it does not close the connection)."""
+    sock = getattr(raw, "_sock", raw)
+
+    def close() -> None:
+        for closer in (getattr(raw, "close", None), sock.close):
+            try:
+                if closer is not None:
+                    closer()
+            except OSError:
+                pass
+
+    return ContainerStream(socket=sock, multiplexed=multiplexed, resize=resize, exit_code=exit_code, close=close)
 
 
 def split_reference(image: str) -> tuple[str, str]:
@@ -436,6 +459,39 @@ class DockerRuntime:
         with _translated(f"exec in {container_id[:12]}"):
             exit_code = self.api.exec_inspect(exec_id).get("ExitCode")
         return ExecResult(exit_code=-1 if exit_code is None else int(exit_code), output=result.get("output", b""))
+
+    def exec_stream(self, container_id: str, argv: list[str], *, stdin: bool, tty: bool) -> ContainerStream:
+        with _translated(f"exec in {container_id[:12]}"):
+            exec_id = self.api.exec_create(container_id, argv, stdin=stdin, tty=tty, stdout=True, stderr=True)["Id"]
+            raw = self.api.exec_start(exec_id, socket=True, tty=tty)
+
+        def exit_code() -> int | None:
+            deadline = time.monotonic() + EXIT_CODE_WAIT
+            while True:  # the output ends a moment before Docker records the process as ended
+                with _translated(f"exec in {container_id[:12]}"):
+                    info = self.api.exec_inspect(exec_id)
+                if not info.get("Running") or time.monotonic() > deadline:
+                    code = info.get("ExitCode")
+                    return None if code is None or info.get("Running") else int(code)
+                time.sleep(0.02)
+
+        def resize(width: int, height: int) -> None:
+            with _translated(f"resizing exec in {container_id[:12]}"):
+                self.api.exec_resize(exec_id, height=height, width=width)
+
+        return _hijacked(raw, multiplexed=not tty, resize=resize, exit_code=exit_code)
+
+    def attach_stream(self, container_id: str, *, stdin: bool) -> ContainerStream:
+        with _translated(f"attach to {container_id[:12]}"):
+            tty = bool((self.api.inspect_container(container_id).get("Config") or {}).get("Tty"))
+            raw = self.api.attach_socket(container_id, params={"stdin": int(stdin), "stdout": 1, "stderr": 1,
+                                                               "stream": 1})
+
+        def resize(width: int, height: int) -> None:
+            with _translated(f"resizing {container_id[:12]}"):
+                self.api.resize(container_id, height=height, width=width)
+
+        return _hijacked(raw, multiplexed=not tty, resize=resize, exit_code=lambda: None)
 
     def logs(
         self,

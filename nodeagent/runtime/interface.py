@@ -18,7 +18,8 @@ the call), and the image/create/start errors whose `reason` is a container's wai
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import socket
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
@@ -163,6 +164,20 @@ class ExecResult:
 
 
 @dataclass(frozen=True)
+class ContainerStream:
+    """A process's stdio in a container, hijacked from the runtime (exec or attach). `socket` carries the
+    raw output (Docker's multiplexed frames unless `multiplexed` is false, i.e. a TTY) and takes stdin;
+    shutting down its write side closes the process's stdin. `exit_code` blocks until the process has
+    ended (None: unknown, or attach, where the container goes on). `close` releases the connection."""
+
+    socket: socket.socket
+    multiplexed: bool
+    resize: Callable[[int, int], None]  # (width, height)
+    exit_code: Callable[[], int | None]
+    close: Callable[[], None]
+
+
+@dataclass(frozen=True)
 class ImageRecord:
     """One local image as node status lists it (`status.images`: names and sizeBytes)."""
 
@@ -289,3 +304,15 @@ class Runtime(Protocol):
         ...
 
     def stats(self, container_id: str) -> ContainerStats | None: ...
+
+
+class StreamingRuntime(Protocol):
+    """What the kubelet's exec and attach endpoints call (upstream: the CRI's Exec/Attach streaming)."""
+
+    def exec_stream(self, container_id: str, argv: list[str], *, stdin: bool, tty: bool) -> ContainerStream:
+        """Start `argv` in the container with its stdio on a hijacked connection."""
+        ...
+
+    def attach_stream(self, container_id: str, *, stdin: bool) -> ContainerStream:
+        """Attach to the container's main process (its TTY setting decides the framing)."""
+        ...

@@ -105,6 +105,9 @@ def test_deployment_rollouts_with_kubectl(workload_cluster: RunningCluster, clus
     manifest["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1
     kubectl.run("create", "-n", ns, "-f", "-", input=json.dumps(manifest))
     wait_for(lambda: running(client, ns, 3, FIRST), 60, "3 pods of the deployment Running")
+    # The scheduler's default topology spread (the ReplicaSet selects them) puts one replica on each node.
+    placed = sorted(p["spec"]["nodeName"] for p in pods(client, ns))
+    assert placed == sorted(workload_cluster.names), placed
     kubectl.run("rollout", "status", "deployment/web", "-n", ns, f"--timeout={ROLLOUT_TIMEOUT}", timeout=120)
     d = client.get(f"{deployments}/web")
     assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"

@@ -67,7 +67,7 @@ def test_verbs(plural, verbs):
 @pytest.mark.parametrize(
     ("group", "plural", "subresources"),
     [
-        pytest.param("", "pods", {"status", "binding", "log", "exec", "eviction"}, id="pods"),
+        pytest.param("", "pods", {"status", "binding", "log", "exec", "attach", "portforward", "eviction"}, id="pods"),
         pytest.param("policy", "poddisruptionbudgets", {"status"}, id="pdb"),
         pytest.param("", "namespaces", {"status", "finalize"}, id="namespaces"),
         pytest.param("", "replicationcontrollers", {"status", "scale"}, id="rc"),

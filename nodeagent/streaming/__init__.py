@@ -1,0 +1,1 @@
+"""Streaming from containers: exec and attach over WebSocket channel protocols (kubelet side)."""

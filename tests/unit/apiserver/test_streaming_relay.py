@@ -1,0 +1,64 @@
+"""What the API server's streaming relay refuses before it dials a kubelet (control/apiserver/streaming.py):
+a request that is no WebSocket upgrade (kubectl ≤ 1.29's SPDY), and a WebSocket offering only protocols
+the kubelets do not speak (kubectl ≥ 1.31's SPDY-in-WebSocket port-forward tunnel) — both a 400 Status,
+so kubectl falls back or stops at once instead of hanging."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from control.apiserver import streaming
+from control.apiserver.kubeletclient import KubeletClient, NodeConnection
+from control.apiserver.status import APIError
+
+
+class NoKubelet(KubeletClient):
+    def __init__(self) -> None:
+        self.dialled = False
+
+    def session(self) -> aiohttp.ClientSession:
+        self.dialled = True
+        raise AssertionError("the relay dialled a kubelet for a request it should refuse")
+
+
+def refusal(subresource: str, headers: dict[str, str], *, websocket_protocols: tuple[str, ...] = ()) -> tuple[int, str]:
+    kubelet = NoKubelet()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        try:
+            return await streaming.relay(request, kubelet, NodeConnection("127.0.0.1", 1), "/x", "n1", subresource)
+        except APIError as exc:
+            return web.json_response({"message": exc.message}, status=exc.code)
+
+    app = web.Application()
+    app.router.add_route("*", "/", handler)
+    answer: dict[str, tuple[int, str]] = {}
+
+    async def main() -> None:
+        async with TestClient(TestServer(app)) as client:
+            if websocket_protocols:
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    await client.ws_connect("/", protocols=websocket_protocols)
+                answer["x"] = (refused.value.status, "")
+            else:
+                response = await client.post("/", headers=headers)
+                answer["x"] = (response.status, (await response.json())["message"])
+    asyncio.run(main())
+    assert not kubelet.dialled
+    return answer["x"]
+
+
+def test_spdy_upgrade_is_refused_with_a_message() -> None:
+    code, message = refusal("exec", {"Connection": "Upgrade", "Upgrade": "SPDY/3.1",
+                                     "X-Stream-Protocol-Version": "v4.channel.k8s.io"})
+    assert code == 400 and message.startswith("Upgrade request required")
+
+
+def test_port_forward_tunnel_protocol_is_refused() -> None:
+    assert refusal("portforward", {}, websocket_protocols=("SPDY/3.1+portforward.k8s.io",))[0] == 400
+    assert refusal("exec", {}, websocket_protocols=("base64.channel.k8s.io",))[0] == 400
