@@ -17,8 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from control.apimachinery.quantity import Quantity
 from control.util.componentconfig import ConfigError, convert, read_document, with_overrides
 from nodeagent import eviction
+from nodeagent.logs import DEFAULT_MAX_FILES, DEFAULT_MAX_SIZE
 from nodeagent.network.manager import NetworkConfig
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -69,6 +71,9 @@ class KubeletConfig:
     maximum_dead_containers: int = -1  # < 0: no limit
     # hard eviction thresholds: only the MemoryPressure/DiskPressure conditions (nodeagent/eviction.py)
     eviction_hard: Mapping[str, str] = field(default_factory=lambda: dict(eviction.DEFAULT_EVICTION_HARD))
+    # log rotation (nodeagent/logs.py): upstream's fields and defaults, carried out by Docker's json-file driver
+    container_log_max_size: int = DEFAULT_MAX_SIZE  # bytes; the file is a quantity ("10Mi")
+    container_log_max_files: int = DEFAULT_MAX_FILES
 
     @property
     def pods_dir(self) -> str:
@@ -106,6 +111,8 @@ _FIELDS: dict[str, tuple[str, _Parser]] = {
     "imageGCLowThresholdPercent": ("image_gc_low_threshold_percent", int),
     "imageMinimumGCAge": ("image_minimum_gc_age", "duration"),
     "evictionHard": ("eviction_hard", "mapping"),
+    "containerLogMaxSize": ("container_log_max_size", "quantity"),
+    "containerLogMaxFiles": ("container_log_max_files", int),
     # slimkube's own (no upstream KubeletConfiguration field): flags upstream, or not configurable there
     "nodeName": ("node_name", str),
     "nodeIP": ("node_ip", str),
@@ -142,8 +149,18 @@ def from_document(document: Mapping[str, Any], base: KubeletConfig | None = None
         if name not in _FIELDS:
             raise ConfigError(f"unknown field {name!r} (known: {', '.join(sorted(_FIELDS))})")
         attr, parser = _FIELDS[name]
-        changes[attr] = convert(name, parser, value)
+        changes[attr] = _bytes(name, value) if parser == "quantity" else convert(name, parser, value)
     return validate(dataclasses.replace(base or KubeletConfig(), **changes))
+
+
+def _bytes(name: str, value: Any) -> int:
+    """Bytes from a resource quantity ("10Mi", "500k") as upstream's size fields take, or a plain integer."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ConfigError(f"{name}: expected a quantity such as \"10Mi\", got {value!r}")
+    try:
+        return Quantity.parse(str(value)).value()
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
 
 
 def load(path: str | None, *, overrides: Mapping[str, Any] | None = None) -> KubeletConfig:
@@ -187,6 +204,10 @@ def validate(config: KubeletConfig) -> KubeletConfig:
         eviction.parse_thresholds(config.eviction_hard)
     except ValueError as exc:
         raise ConfigError(f"evictionHard: {exc}") from None
+    if config.container_log_max_files < 2:  # upstream: "must be greater than 1"
+        raise ConfigError(f"containerLogMaxFiles: {config.container_log_max_files} must be greater than 1")
+    if config.container_log_max_size < 1:
+        raise ConfigError(f"containerLogMaxSize: {config.container_log_max_size} must be greater than 0")
     return config
 
 
