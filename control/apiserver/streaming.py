@@ -14,8 +14,10 @@ copied both ways unchanged until either side closes. A kubelet that refuses (404
 Port-forward is relayed the same way to the kubelet's `/portForward/{namespace}/{pod}` (upstream
 PortForwardREST), with the WebSocket protocol of nodeagent/streaming/portforward.py.
 
-Departures: no SPDY — kubectl ≤ 1.29 (exec, attach, cp, port-forward) and kubectl ≥ 1.31's port-forward,
-which tunnels SPDY inside a WebSocket (`SPDY/3.1+portforward.k8s.io`), get 400 "Upgrade request required".
+SPDY/3.1 upgrades (kubectl ≤ 1.29's exec, attach and cp, and every kubectl's port-forward) are ended here
+and translated to the same kubelet WebSockets by control/apiserver/spdystreaming.py. Departure: kubectl ≥
+1.31's SPDY-in-WebSocket port-forward tunnel (`SPDY/3.1+portforward.k8s.io`) gets 400 "Upgrade request
+required" before any upgrade, and kubectl falls back to plain SPDY.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ pod's, and `kubectl cp` copies a file in and back out (tar over exec, both direc
 Python client's `stream()` returns a command's output. A client offering only v4.channel.k8s.io gets
 upstream's Status on the error channel (NonZeroExitCode, cause ExitCode "3"). kubectl attach sees the
 main process's output. The kubelet's /exec without credentials is refused with 401 and runs nothing.
+kubectl 1.20 (SPDY/3.1 only) gets the same exit status, stdin close, separate stdout/stderr and `kubectl cp`
+in, through the API server's SPDY translation; `kubectl port-forward` (1.33 after the refused tunnel, and
+1.20) carries HTTP requests to a busybox httpd on the pod's loopback.
 """
 
 from __future__ import annotations
@@ -193,11 +196,14 @@ def old_kubectl(workload_cluster: RunningCluster, tmp_path: Path) -> Kubectl:
     return Kubectl(binary, workload_cluster.kubeconfig, str(cache))
 
 
-def test_kubectl_1_20_exec_and_cp_over_spdy(cluster_namespace: str, pods: list[str], old_kubectl: Kubectl,
-                                            tmp_path: Path) -> None:
+def test_kubectl_1_20_exec_attach_and_cp_over_spdy(workload_cluster: RunningCluster, cluster_namespace: str,
+                                                   pods: list[str], old_kubectl: Kubectl, tmp_path: Path) -> None:
     """kubectl 1.20 speaks SPDY/3.1 only (v4.channel.k8s.io streams): exit status from the Status on the
-    error stream, stdin's FIN ends `cat`, stdout and stderr apart, `kubectl cp` in (tar over stdin)."""
-    ns = cluster_namespace
+    error stream, stdin's FIN ends `cat`, stdout and stderr apart, `kubectl cp` in (tar over stdin) and a
+    file larger than one 64 KiB window back out, attach to the main process."""
+    client, ns = workload_cluster.client, cluster_namespace
+    client.create(f"/api/v1/namespaces/{ns}/pods", busybox(
+        "ticker-old", workload_cluster.names[1], "sleep 3; for i in 1 2 3; do echo tick-$i; sleep 0.5; done"))
     for name in pods:
         failed = old_kubectl.run("exec", "-n", ns, name, "--", "sh", "-c", "exit 3", check=False, timeout=30)
         assert failed.returncode == 3, (failed.stdout, failed.stderr)
@@ -213,6 +219,9 @@ def test_kubectl_1_20_exec_and_cp_over_spdy(cluster_namespace: str, pods: list[s
         assert inside.stdout.split()[0] == hashlib.md5(payload.encode()).hexdigest()
         big = old_kubectl.run("exec", "-n", ns, name, "--", "cat", "/tmp/spdy.txt", timeout=20)
         assert big.stdout == payload
+    wait_running(client, f"/api/v1/namespaces/{ns}/pods/ticker-old", timeout=60)
+    attached = old_kubectl.run("attach", "-n", ns, "ticker-old", check=False, timeout=30)
+    assert "tick-3" in attached.stdout, (attached.returncode, attached.stdout, attached.stderr)
 
 
 def free_port() -> int:
