@@ -210,7 +210,8 @@ def main() -> None:
     parser.add_argument("--skip-api", action="store_true", help="only the in-process round (profiling)")
     args = parser.parse_args()
     node_counts = [int(n) for n in args.nodes.split(",")]
-    print(f"nproc {os.cpu_count()}, Python {platform.python_version()}, {platform.platform()}")
+    print(f"nproc {os.cpu_count()}, Python {platform.python_version()}, {platform.platform()}, "
+          f"load average {os.getloadavg()[0]:.1f}")
     rows: list[tuple[int, Result | None, Result]] = []
     with tempfile.TemporaryDirectory(prefix="bench-scheduler-") as tmp:
         for nodes in node_counts:
@@ -221,7 +222,8 @@ def main() -> None:
             if api is not None:
                 print(f"  [api, {nodes} nodes] {api.pods_per_second:.0f} pods/s ({api.extra})", flush=True)
             rows.append((nodes, api, local))
-    print(f"\n{args.pods} pods per row\n")
+    print(f"\n{args.pods} pods per row; load average at the end {os.getloadavg()[0]:.1f} (other processes on the "
+          "machine slow both columns down)\n")
     print("| nodes | api pods/s | api p50 ms | api p99 ms | in-process pods/s | in-process p50 ms | "
           "in-process p99 ms | ratio (API cost ×) |")
     print("|------:|-----------:|-----------:|-----------:|------------------:|------------------:|"

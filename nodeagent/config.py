@@ -17,7 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from control.apimachinery.quantity import Quantity
 from control.util.componentconfig import ConfigError, convert, read_document, with_overrides
+from nodeagent.logs import DEFAULT_MAX_FILES, DEFAULT_MAX_SIZE
 from nodeagent.network.manager import NetworkConfig
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -66,6 +68,9 @@ class KubeletConfig:
     minimum_container_ttl_duration: float = 0.0
     maximum_dead_containers_per_container: int = 1  # < 0: no limit
     maximum_dead_containers: int = -1  # < 0: no limit
+    # log rotation (nodeagent/logs.py): upstream's fields and defaults, carried out by Docker's json-file driver
+    container_log_max_size: int = DEFAULT_MAX_SIZE  # bytes; the file is a quantity ("10Mi")
+    container_log_max_files: int = DEFAULT_MAX_FILES
 
     @property
     def pods_dir(self) -> str:
@@ -102,6 +107,8 @@ _FIELDS: dict[str, tuple[str, _Parser]] = {
     "imageGCHighThresholdPercent": ("image_gc_high_threshold_percent", int),
     "imageGCLowThresholdPercent": ("image_gc_low_threshold_percent", int),
     "imageMinimumGCAge": ("image_minimum_gc_age", "duration"),
+    "containerLogMaxSize": ("container_log_max_size", "quantity"),
+    "containerLogMaxFiles": ("container_log_max_files", int),
     # slimkube's own (no upstream KubeletConfiguration field): flags upstream, or not configurable there
     "nodeName": ("node_name", str),
     "nodeIP": ("node_ip", str),
@@ -138,8 +145,18 @@ def from_document(document: Mapping[str, Any], base: KubeletConfig | None = None
         if name not in _FIELDS:
             raise ConfigError(f"unknown field {name!r} (known: {', '.join(sorted(_FIELDS))})")
         attr, parser = _FIELDS[name]
-        changes[attr] = convert(name, parser, value)
+        changes[attr] = _bytes(name, value) if parser == "quantity" else convert(name, parser, value)
     return validate(dataclasses.replace(base or KubeletConfig(), **changes))
+
+
+def _bytes(name: str, value: Any) -> int:
+    """Bytes from a resource quantity ("10Mi", "500k") as upstream's size fields take, or a plain integer."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ConfigError(f"{name}: expected a quantity such as \"10Mi\", got {value!r}")
+    try:
+        return Quantity.parse(str(value)).value()
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
 
 
 def load(path: str | None, *, overrides: Mapping[str, Any] | None = None) -> KubeletConfig:
@@ -179,6 +196,10 @@ def validate(config: KubeletConfig) -> KubeletConfig:
     if config.pleg_relist_period <= 0:
         raise ConfigError("plegRelistPeriod: must be > 0")
     _validate_gc(config)
+    if config.container_log_max_files < 2:  # upstream: "must be greater than 1"
+        raise ConfigError(f"containerLogMaxFiles: {config.container_log_max_files} must be greater than 1")
+    if config.container_log_max_size < 1:
+        raise ConfigError(f"containerLogMaxSize: {config.container_log_max_size} must be greater than 0")
     return config
 
 

@@ -54,6 +54,7 @@ from nodeagent.gc.images import ImageGCPolicy
 from nodeagent.gc.manager import ContainerGC, ImageGCManager, docker_root_usage
 from nodeagent.hooks import HookRunner
 from nodeagent.images import PAUSE_IMAGE
+from nodeagent.logs import log_config
 from nodeagent.mirror import MirrorPods, is_mirror
 from nodeagent.network import hostport_manager
 from nodeagent.network.hostport_manager import HostportManager
@@ -276,7 +277,8 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     """Build the kubelet's parts with the start-up I/O between them (see the module notes). `health` is
     the kubelet's own check (the node status and /healthz report it); raises KubeletError."""
     pod_ips = PodIPs()
-    runtime = DockerRuntime(connect_docker(config), node_name=config.node_name, pod_ip=pod_ips.ip_of)
+    runtime = DockerRuntime(connect_docker(config), node_name=config.node_name, pod_ip=pod_ips.ip_of,
+                            log_config=log_config(config.container_log_max_size, config.container_log_max_files))
 
     reporter = NodeReporter(client, config, facts=runtime_facts(config, runtime), health=health)
     try:
@@ -346,7 +348,7 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
         "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}))
     server = KubeletServer(config.address, config.port, tls=tls, authenticate_token=tokens.authenticate,
                            pods=lambda: [dict(p) for p in workers.pods()],
-                           runtime=runtime, health=health, find_container=find_container,
+                           runtime=runtime, health=health, find_container=find_container, pod_status=status.get,
                            node_name=config.node_name, fs_path=config.data_dir, streams=runtime,
                            open_port=functools.partial(portforward.connect_in_pod, runtime))
     container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)

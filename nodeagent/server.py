@@ -15,8 +15,12 @@ anyone else gets 401 with a Status body (upstream writes the bare text "Unauthor
 every other 401 in the cluster carries). There is no read-only port.
 
 aiohttp on its own event loop thread (the kubelet's other parts are plain threads); every runtime or
-callback call is blocking, so it runs in `asyncio.to_thread`. A followed log is read on a thread and fed
-to the response through a queue; it ends when the container stops logging for good or the client goes.
+callback call is blocking, so it runs in `asyncio.to_thread`. Logs: the options are control/api/
+podlogoptions.py's (shared with the API server), the instance and the timestamp format nodeagent/logs.py's.
+A log is read on a thread and fed to the chunked response through a queue, each line written as Docker
+hands it over; a followed one ends when the container ends (Docker ends the stream), at limitBytes, or
+within a second of the client going, even while the container is silent (the Docker stream is then
+closed, which wakes the read waiting for the next line).
 The Summary is a subset: node cpu/memory/fs from psutil, per-pod container cpu/memory from Docker stats.
 """
 
@@ -28,16 +32,17 @@ import logging
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 
+from control.api import podlogoptions
 from control.apimachinery.meta import format_timestamp
 from control.util.loopthread import LoopThread, serve_app
-from nodeagent import authn
-from nodeagent.runtime.interface import Runtime, StreamingRuntime
+from nodeagent import authn, logs
+from nodeagent.runtime.interface import ContainerNotFound, Runtime, RuntimeFailure, StreamingRuntime
 from nodeagent.runtime.types import ContainerState
 from nodeagent.servingcert import ServingTLS
 from nodeagent.streaming import portforward, remotecommand
@@ -46,41 +51,23 @@ log = logging.getLogger(__name__)
 
 _END = object()
 SHUTDOWN_SECONDS = 2.0  # open log streams (kubectl logs -f) get this long before stop closes them
+CLIENT_CHECK_SECONDS = 1.0  # how soon a followed log of a silent container notices its client went away
 
 
 def _now() -> str:
     return format_timestamp(datetime.now(UTC))
 
 
-def _int(request: web.Request, name: str) -> int | None:
-    value = request.query.get(name)
-    if value in (None, ""):
-        return None
+def _is(pod: Mapping[str, Any], namespace: str, name: str) -> bool:
+    meta = pod.get("metadata") or {}
+    return meta.get("name") == name and (meta.get("namespace") or "default") == namespace
+
+
+def _quietly(close: Callable[[], object]) -> None:
     try:
-        number = int(value)
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"{name}: {value!r} is not an integer") from None
-    if number < 0:
-        raise web.HTTPBadRequest(text=f"{name}: must not be negative")
-    return number
-
-
-def _flag(request: web.Request, name: str) -> bool:
-    return request.query.get(name, "").lower() in ("1", "true")
-
-
-def _since(request: web.Request) -> int | None:
-    """Unix seconds from sinceSeconds or sinceTime (RFC 3339), whichever is given."""
-    seconds = _int(request, "sinceSeconds")
-    if seconds is not None:
-        return int(time.time()) - seconds
-    stamp = request.query.get("sinceTime")
-    if stamp:
-        try:
-            return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
-        except ValueError:
-            raise web.HTTPBadRequest(text=f"sinceTime: {stamp!r} is not an RFC 3339 time") from None
-    return None
+        close()
+    except Exception as exc:  # noqa: BLE001 - closing a stream Docker already ended
+        log.debug("closing a log stream: %s", exc)
 
 
 UNAUTHORIZED = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "Unauthorized",
@@ -107,7 +94,8 @@ class KubeletServer:
     def __init__(self, address: str, port: int, *, tls: ServingTLS,
                  authenticate_token: Callable[[str], authn.User | None], pods: Callable[[], list[dict]],
                  runtime: Runtime, health: Callable[[], list[str]],
-                 find_container: Callable[[str, str, str], str | None], node_name: str = "",
+                 find_container: Callable[[str, str, str], str | None],
+                 pod_status: Callable[[str], Mapping[str, Any] | None] = lambda uid: None, node_name: str = "",
                  fs_path: str = "/", streams: StreamingRuntime | None = None,
                  open_port: portforward.Opener | None = None) -> None:
         self.address = address
@@ -118,6 +106,7 @@ class KubeletServer:
         self._runtime = runtime
         self._health = health
         self._find_container = find_container
+        self._pod_status = pod_status
         self._node_name = node_name
         self._fs_path = fs_path
         self._streams = streams
@@ -198,31 +187,52 @@ class KubeletServer:
         return await portforward.serve(request, open_port=self._open_port)
 
     async def _logs(self, request: web.Request) -> web.StreamResponse:
-        namespace, pod, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
-        tail, limit = _int(request, "tailLines"), _int(request, "limitBytes")
-        since, follow, timestamps = _since(request), _flag(request, "follow"), _flag(request, "timestamps")
-        if _flag(request, "previous"):
-            container_id = await asyncio.to_thread(self._previous, namespace, pod, container)
-            if container_id is None:
-                raise web.HTTPBadRequest(text=f'previous terminated container "{container}" in pod "{pod}" '
-                                              "not found")
-        else:
-            container_id = await asyncio.to_thread(self._find_container, namespace, pod, container)
-            if container_id is None:
-                raise web.HTTPNotFound(text=f'container "{container}" in pod "{pod}" not found')
-        output = await asyncio.to_thread(self._runtime.logs, container_id, tail=tail, timestamps=timestamps,
-                                         follow=follow, since=since)
+        """upstream getContainerLogs: the pod and container must be this kubelet's, the options valid, and
+        the instance is chosen from the pod's status (nodeagent/logs.py); then Docker's log, streamed."""
+        namespace, name, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
+        try:
+            options = podlogoptions.parse(request.query)
+        except ValueError as exc:
+            raise web.HTTPBadRequest(text=str(exc)) from None
+        errors = podlogoptions.validate(options)
+        if errors:
+            raise web.HTTPUnprocessableEntity(text="; ".join(e.message for e in errors))
+        pod = next((p for p in await asyncio.to_thread(self._pods) if _is(p, namespace, name)), None)
+        if pod is None:
+            raise web.HTTPNotFound(text=f'pod "{name}" does not exist\n')
+        spec = pod.get("spec") or {}
+        if not any(c.get("name") == container for key in ("initContainers", "containers", "ephemeralContainers")
+                   for c in spec.get(key) or [] if isinstance(c, Mapping)):
+            raise web.HTTPNotFound(text=f'container "{container}" not found in pod "{name}"\n')
+        uid = (pod.get("metadata") or {}).get("uid", "")
+        status = await asyncio.to_thread(self._pod_status, uid) or pod.get("status") or {}
+        try:
+            container_id = logs.log_container_id(name, container, status, previous=options.previous)
+        except logs.LogUnavailable as exc:
+            raise web.HTTPBadRequest(text=str(exc)) from None
+        try:
+            output = await asyncio.to_thread(self._runtime.logs, container_id, tail=options.tail_lines,
+                                             timestamps=options.timestamps, follow=options.follow,
+                                             since=options.since(time.time()))
+        except ContainerNotFound:  # removed since the status was written (upstream: the runtime's error, 400)
+            raise web.HTTPBadRequest(text=f'container "{container}" in pod "{name}" is not available') from None
+        except RuntimeFailure as exc:
+            raise web.HTTPInternalServerError(text=f"reading the log of {container_id[:12]}: {exc}") from None
+        source: Iterable[bytes] = [bytes(output)] if isinstance(output, (bytes, bytearray)) else output
+        chunks = logs.limit(logs.restamp(source) if options.timestamps else source, options.limit_bytes)
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
         await response.prepare(request)
-        if isinstance(output, (bytes, bytearray)):
-            await response.write(bytes(output[:limit] if limit is not None else output))
-        else:
-            await self._stream(response, output, limit)
+        await self._stream(response, chunks, getattr(source, "close", None),
+                           client_gone=lambda: request.transport is None or request.transport.is_closing())
         await response.write_eof()
         return response
 
-    async def _stream(self, response: web.StreamResponse, chunks: Iterator[bytes], limit: int | None) -> None:
-        """Copy `chunks` (a blocking iterator) to `response` until it ends, `limit` bytes or the client goes."""
+    async def _stream(self, response: web.StreamResponse, chunks: Iterator[bytes],
+                      close: Callable[[], object] | None, *, client_gone: Callable[[], bool]) -> None:
+        """Copy `chunks` (a blocking iterator, read on its own thread) to `response` as each arrives, until
+        it ends or the client goes (a write fails, or `client_gone` says so while the container is silent,
+        checked every CLIENT_CHECK_SECONDS); then `close` the source, which also wakes a read blocked on
+        Docker."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
         gone = threading.Event()
@@ -236,34 +246,29 @@ class KubeletServer:
             except Exception as exc:  # noqa: BLE001 - the container removed mid-stream, Docker gone: end the stream
                 log.debug("log stream ended: %s", exc)
             finally:
-                close = getattr(chunks, "close", None)
-                if close is not None and gone.is_set():
-                    close()
                 if not loop.is_closed():
                     asyncio.run_coroutine_threadsafe(queue.put(_END), loop)
 
         threading.Thread(target=pump, name="kubelet-log-pump", daemon=True).start()
-        left = limit
         try:
-            while (chunk := await queue.get()) is not _END:
-                if left is not None:
-                    chunk, left = chunk[:left], left - min(left, len(chunk))
-                await response.write(chunk)
-                if left == 0:
+            while True:
+                try:
+                    chunk = await asyncio.wait_for(queue.get(), CLIENT_CHECK_SECONDS)
+                except TimeoutError:
+                    if client_gone():
+                        break
+                    continue
+                if chunk is _END:
                     break
+                await response.write(chunk)
         finally:
             gone.set()
+            while not queue.empty():  # a pump waiting on a full queue gets to see `gone`
+                queue.get_nowait()
+            if close is not None:
+                await asyncio.to_thread(_quietly, close)
 
     # -- data -------------------------------------------------------------------------------------------
-
-    def _previous(self, namespace: str, pod: str, container: str) -> str | None:
-        """The id of the instance before the newest one (upstream: the last terminated container)."""
-        for status in self._runtime.list_pods():
-            if status.namespace == namespace and status.name == pod:
-                found = sorted((c for c in status.containers if c.name == container),
-                               key=lambda c: c.restart_count, reverse=True)
-                return found[1].id if len(found) > 1 else None
-        return None
 
     def summary(self) -> dict[str, Any]:
         """The Summary API (stats/v1alpha1) subset: node cpu, memory, fs; pods' containers cpu, memory."""

@@ -16,6 +16,21 @@ DEFAULT_DATA_DIR = "/var/lib/slimkube"
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """slimkube: a Kubernetes-compatible cluster in Python."""
+    _dump_stacks_on_sigusr1()
+
+
+def _dump_stacks_on_sigusr1() -> None:
+    """`kill -USR1 PID` prints every thread's Python stack to stderr and the process carries on: for a daemon
+    that seems stuck, where it is. faulthandler's own C handler, so it answers even when the main thread
+    cannot run Python code (the case worth diagnosing)."""
+    import faulthandler
+    import signal
+    import sys
+
+    try:
+        faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+    except (OSError, ValueError, AttributeError):  # a stderr without a file descriptor (CliRunner's capture)
+        pass
 
 
 @main.command()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +21,7 @@ import aiohttp
 from aiohttp import web
 from multidict import MultiMapping
 
+from control.api import podlogoptions
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
@@ -32,6 +34,9 @@ from control.apiserver.selection import Filter, parse_filter
 from control.apiserver.status import APIError
 from control.apiserver.watch import EventLines, WatchStream
 from control.apiserver.watchcache import WatchCache
+
+log = logging.getLogger(__name__)
+MAX_KUBELET_ERROR = 50_000  # bytes of a kubelet's refusal read for the message (upstream maxReadLength)
 
 PODS = by_path("", "v1", "pods")
 NODES = by_path("", "v1", "nodes")
@@ -283,19 +288,14 @@ class ResourceHandlers:
         return json_response(status.success_status(), 201)
 
     async def _pod_container(self, request: web.Request, target: req.Target) -> tuple[str, str, NodeConnection]:
-        """(container, node name, kubelet connection) for a pod subresource the kubelet serves."""
-        assert PODS is not None and NODES is not None
+        """(container, node name, kubelet connection) for a pod subresource the kubelet serves; the container
+        as upstream's validateContainer picks it (control/api/podlogoptions.py)."""
+        assert PODS is not None
         pod = await asyncio.to_thread(self.registry.must_get, PODS, target.namespace, target.name)
-        names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
-        names += [c.get("name") for c in (pod.get("spec") or {}).get("initContainers") or [] if isinstance(c, dict)]
-        container = request.query.get("container")
-        if not container:
-            if len(names) != 1:
-                raise status.bad_request(f"a container name must be specified for pod {target.name}, choose one "
-                                         f"of: [{' '.join(str(n) for n in names)}]")
-            container = str(names[0])
-        elif container not in names:
-            raise status.bad_request(f"container {container} is not valid for pod {target.name}")
+        try:
+            container = podlogoptions.choose_container(pod, request.query.get("container", ""))
+        except ValueError as exc:
+            raise status.bad_request(str(exc)) from None
         return (container, *await self._pod_node(target, pod))
 
     async def _pod_node(self, target: req.Target, pod: dict[str, Any]) -> tuple[str, NodeConnection]:
@@ -324,23 +324,51 @@ class ResourceHandlers:
         return await streaming.relay(request, self.kubelet, connection, path, node_name, target.subresource)
 
     async def _log(self, request: web.Request, target: req.Target) -> web.StreamResponse:
-        """Proxy `pods/log` to the kubelet of the pod's node, streaming when `follow` is set."""
+        """Proxy `pods/log` to the kubelet of the pod's node (upstream LogREST and LocationStreamer): the
+        options checked here first, the kubelet's answer relayed chunk by chunk as it comes (a followed log
+        is never held whole), a refusal from the kubelet turned into a Status as upstream's response
+        checker does (its text is the message kubectl prints)."""
+        try:
+            options = podlogoptions.parse(request.query)
+        except ValueError as exc:
+            raise status.bad_request(str(exc)) from None
+        errors = podlogoptions.validate(options)
+        if errors:
+            raise status.invalid("PodLogOptions", target.name, errors)
         container, node_name, connection = await self._pod_container(request, target)
-        params = {k: v for k, v in request.query.items()
-                  if k in ("follow", "previous", "timestamps", "tailLines", "limitBytes", "sinceSeconds", "sinceTime")}
+        params = {k: v for k, v in request.query.items() if k in podlogoptions.PARAMETERS}
         url = connection.url(f"/containerLogs/{target.namespace}/{target.name}/{container}")
         try:
             async with self.kubelet.session() as session, session.get(url, params=params) as upstream:
-                response = web.StreamResponse(status=upstream.status,
-                                              headers={"Content-Type": upstream.headers.get(
-                                                  "Content-Type", "text/plain")})
+                if not 200 <= upstream.status <= 206:
+                    text = (await upstream.content.read(MAX_KUBELET_ERROR)).decode(errors="replace")
+                    raise _kubelet_refusal(upstream.status, text, target.name)
+                response = web.StreamResponse(headers={"Content-Type": upstream.headers.get("Content-Type",
+                                                                                           "text/plain")})
                 await response.prepare(request)
-                async for chunk in upstream.content.iter_any():
-                    await response.write(chunk)
+                try:
+                    async for chunk in upstream.content.iter_any():
+                        await response.write(chunk)
+                except (ConnectionError, aiohttp.ClientPayloadError) as exc:  # either side went mid-stream
+                    log.debug("pods/log stream of %s/%s ended: %s", target.namespace, target.name, exc)
                 return response
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise status.service_unavailable(f"cannot reach the kubelet of node {node_name} at "
                                              f"{connection.host}:{connection.port}: {exc}") from None
+
+
+def _kubelet_refusal(code: int, text: str, name: str) -> status.APIError:
+    """upstream GenericHttpResponseChecker: 400 a BadRequest with the kubelet's text, 404 a NotFound for the
+    pod, 500 an InternalError, anything else a Status with the kubelet's code and text."""
+    text = text.strip()
+    if code == 400:
+        return status.bad_request(text)
+    if code == 404:
+        return status.APIError(404, "NotFound", text or f'pods "{name}" not found',
+                               details={"name": name, "kind": "pods"})
+    if code == 500:
+        return status.APIError(500, "InternalError", f"Internal error occurred: {text}")
+    return status.APIError(code, "", text or f"the kubelet answered {code}")
 
 
 def _content_type(request: web.Request) -> str:

@@ -263,10 +263,12 @@ class DockerRuntime:
     network_mode none; the kubelet's network code knows)."""
 
     def __init__(self, api: DockerAPI, *, node_name: str,
-                 pod_ip: Callable[[SandboxStatus], str] | None = None) -> None:
+                 pod_ip: Callable[[SandboxStatus], str] | None = None,
+                 log_config: Mapping[str, Any] | None = None) -> None:
         self.api = api
         self.node_name = node_name
         self.pod_ip = pod_ip
+        self.log_config = log_config  # Docker's LogConfig for app containers (nodeagent/logs.py log_config)
         self._pause_ready = False
 
     def version(self) -> str:
@@ -372,6 +374,8 @@ class DockerRuntime:
                                               attempt=attempt, spec_hash=container_hash(container),
                                               extra=extra_labels)
         image = kwargs.pop("image") or container.get("image", "")
+        if self.log_config is not None:
+            host_kwargs["log_config"] = dict(self.log_config)
         try:
             host_config = self.api.create_host_config(**host_kwargs)
         except (docker.errors.DockerException, TypeError, ValueError) as exc:
@@ -500,7 +504,7 @@ class DockerRuntime:
         tail: int | None = None,
         timestamps: bool = False,
         follow: bool = False,
-        since: int | None = None,
+        since: float | None = None,
     ) -> bytes | Iterator[bytes]:
         with _translated(f"logs of {container_id[:12]}"):
             return self.api.logs(container_id, stdout=True, stderr=True, stream=follow, follow=follow,

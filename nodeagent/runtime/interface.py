@@ -277,9 +277,10 @@ class Runtime(Protocol):
         tail: int | None = None,
         timestamps: bool = False,
         follow: bool = False,
-        since: int | None = None,
+        since: float | None = None,
     ) -> bytes | Iterator[bytes]:
-        """The container's stdout+stderr: bytes, or an iterator of chunks when `follow`."""
+        """The container's stdout+stderr from unix time `since` on: bytes, or an iterator of chunks (one
+        per line) when `follow`, which ends when the container does; it may have a `close()`."""
         ...
 
     def image_ref(self, image: str) -> str | None:

@@ -12,6 +12,7 @@ when the test fails (the containers carry no `slimkube.test` label: the CLI has 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -75,7 +76,25 @@ class UpProcess:
         try:
             return self.proc.wait(timeout=STOP_TIMEOUT)
         except subprocess.TimeoutExpired:
-            raise AssertionError("`up` did not stop on SIGINT:\n" + "\n".join(self.lines)) from None
+            stacks = self.thread_stacks()
+            raise AssertionError("`up` did not stop on SIGINT:\n" + "\n".join(self.lines) +
+                                 "\n--- its threads' stacks ---\n" + stacks) from None
+
+    def thread_stacks(self) -> str:
+        """Where every thread of the running `up` is: py-spy's dump (native frames too) when installed, else
+        the product's own SIGUSR1 dump (faulthandler; slimkube/cli.py) read back from the output."""
+        py_spy = shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
+        if py_spy is not None:
+            dump = subprocess.run([py_spy, "dump", "--pid", str(self.proc.pid)], capture_output=True, text=True,
+                                  timeout=60, check=False)
+            if dump.returncode == 0:
+                return dump.stdout
+        with self._cond:
+            seen = len(self.lines)
+        self.proc.send_signal(signal.SIGUSR1)
+        time.sleep(3)  # faulthandler writes at once; the reader thread collects it
+        with self._cond:
+            return "\n".join(self.lines[seen:]) or "(no stack dump came)"
 
     def kill(self) -> None:
         if self.proc.poll() is None:

@@ -134,7 +134,9 @@ def test_kubelet_server_and_the_api_servers_log_proxy(client, server_dir, setup,
     server = KubeletServer("127.0.0.1", config.port, tls=tls, authenticate_token=lambda token: None,
                            pods=lambda: [pod], runtime=runtime, health=lambda: list(failed),
                            find_container=lambda ns, name, c: cid if (name, c) == (pod["metadata"]["name"], "echo")
-                           else None, node_name=config.node_name)
+                           else None, node_name=config.node_name,
+                           pod_status=lambda uid: {"containerStatuses": [{
+                               "name": "echo", "containerID": f"docker://{cid}", "state": {"running": {}}}]})
     server.start()
     cleanup(server.stop)
     base = f"https://127.0.0.1:{server.port}"

@@ -103,3 +103,22 @@ def test_garbage_collection_fields_and_upstream_defaults() -> None:
 def test_bad_garbage_collection_settings_name_the_field(document: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         from_document(document)
+
+
+def test_container_log_rotation_fields() -> None:
+    defaults = KubeletConfig()
+    assert (defaults.container_log_max_size, defaults.container_log_max_files) == (10 * 1024 * 1024, 5)
+    config = from_document({"containerLogMaxSize": "1Mi", "containerLogMaxFiles": 3})
+    assert (config.container_log_max_size, config.container_log_max_files) == (1024 * 1024, 3)
+    assert from_document({"containerLogMaxSize": "500k"}).container_log_max_size == 500_000
+
+
+@pytest.mark.parametrize("document, message", [
+    pytest.param({"containerLogMaxFiles": 1}, "containerLogMaxFiles: 1 must be greater than 1", id="one-file"),
+    pytest.param({"containerLogMaxSize": "ten"}, "containerLogMaxSize: quantities must match", id="not-quantity"),
+    pytest.param({"containerLogMaxSize": "0"}, "containerLogMaxSize: 0 must be greater than 0", id="zero-size"),
+    pytest.param({"containerLogMaxSize": True}, "containerLogMaxSize: expected a quantity", id="bool"),
+])
+def test_bad_log_rotation_settings_name_the_field(document: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        from_document(document)
