@@ -203,7 +203,10 @@ def test_kubectl_1_20_exec_attach_and_cp_over_spdy(workload_cluster: RunningClus
     file larger than one 64 KiB window back out, attach to the main process."""
     client, ns = workload_cluster.client, cluster_namespace
     client.create(f"/api/v1/namespaces/{ns}/pods", busybox(
-        "ticker-old", workload_cluster.names[1], "sleep 3; for i in 1 2 3; do echo tick-$i; sleep 0.5; done"))
+        "ticker-old", workload_cluster.names[1], "sleep 2; for i in 1 2 3; do echo tick-$i; sleep 0.5; done"))
+    wait_running(client, f"/api/v1/namespaces/{ns}/pods/ticker-old", timeout=60)
+    attached = old_kubectl.run("attach", "-n", ns, "ticker-old", check=False, timeout=30)
+    assert "tick-3" in attached.stdout, (attached.returncode, attached.stdout, attached.stderr)
     for name in pods:
         failed = old_kubectl.run("exec", "-n", ns, name, "--", "sh", "-c", "exit 3", check=False, timeout=30)
         assert failed.returncode == 3, (failed.stdout, failed.stderr)
@@ -219,9 +222,6 @@ def test_kubectl_1_20_exec_attach_and_cp_over_spdy(workload_cluster: RunningClus
         assert inside.stdout.split()[0] == hashlib.md5(payload.encode()).hexdigest()
         big = old_kubectl.run("exec", "-n", ns, name, "--", "cat", "/tmp/spdy.txt", timeout=20)
         assert big.stdout == payload
-    wait_running(client, f"/api/v1/namespaces/{ns}/pods/ticker-old", timeout=60)
-    attached = old_kubectl.run("attach", "-n", ns, "ticker-old", check=False, timeout=30)
-    assert "tick-3" in attached.stdout, (attached.returncode, attached.stdout, attached.stderr)
 
 
 def free_port() -> int:
