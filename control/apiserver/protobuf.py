@@ -1,98 +1,42 @@
-"""Reading `application/vnd.kubernetes.protobuf` request bodies for the few kinds kubectl writes that way
-(upstream: k8s.io/apimachinery/pkg/runtime/serializer/protobuf and the generated.proto of each API type).
+"""Reading `application/vnd.kubernetes.protobuf` request bodies (upstream: k8s.io/apimachinery/pkg/runtime/
+serializer/protobuf, and the generated.proto of each API type).
 
-kubectl 1.33's typed clients (`kubectl create namespace`, `create configmap`, `create secret`, `create
-priorityclass`, `create poddisruptionbudget`, the evictions of `kubectl drain`) send
-protobuf, with no JSON fallback when the server answers 415, so a server that only reads JSON cannot
-serve those commands. Answers stay JSON: those clients accept `application/json` too.
+kubectl 1.32+ sends its typed commands' bodies as protobuf, with no JSON fallback when the server answers
+415 — measured with kubectl 1.33 at -v=9: `create deployment|service|job|cronjob|serviceaccount|quota|
+secret|configmap|namespace|priorityclass|poddisruptionbudget|rolebinding|ingress|token`
+and the evictions of `kubectl drain`. (`expose`, `run`, `autoscale`, `create job --from`, `apply`,
+`scale`, `label`, `delete` work on unstructured objects and send JSON.) Those clients send
+`Accept: application/vnd.kubernetes.protobuf,application/json`, so answers stay JSON.
 
 The wire format is the envelope `k8s\\x00` + a `runtime.Unknown` message {typeMeta {apiVersion, kind},
-raw, contentEncoding, contentType}, where `raw` is the object's own message. Only the kinds in `KINDS`
-are decoded (anything else stays a 415); fields are read into the same JSON a client would have sent,
-dropping empty values as the JSON encoder's `omitempty` does. Timestamps and managedFields are skipped:
-the server owns them on create anyway.
+raw, contentEncoding, contentType}, where `raw` is the object's own message. Every kind of the vendored
+API groups decodes (control/apiserver/protoschema.py builds the tables from upstream's generated.proto and
+the Go struct tags); a kind outside them is None (the caller answers 415). The result is the JSON the same
+client writes when it speaks JSON: zero `omitempty` scalars gogo-protobuf wrote are dropped, pointer
+fields (`replicas: 0`, `ready: false`) and non-pointer structs (`strategy: {}`) kept, embedded structs
+inlined, bytes as base64, Quantity as its string, IntOrString as a number or a string, Time and
+MicroTime as RFC 3339 (a zero time, JSON's `null`, is left out), RawExtension and FieldsV1 as the JSON
+they carry (no vendored kind has a metav1.Duration field). Unknown field numbers are skipped, as
+upstream's decoder does.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime
+import json
 from typing import Any
+
+from control.apiserver.protoschema import META, SCALARS, Field, schemas
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
+UNKNOWN = "k8s.io.apimachinery.pkg.runtime.Unknown"
+_OMIT = object()  # a value Go's JSON encoder writes as null (a zero metav1.Time): left out
 
 
 class ProtobufError(ValueError):
     pass
-
-
-# A schema maps field number → (JSON name, type, nested schema for messages).
-Schema = dict[int, tuple[str, str, Any]]
-
-TYPE_META: Schema = {1: ("apiVersion", "string", None), 2: ("kind", "string", None)}
-UNKNOWN: Schema = {1: ("typeMeta", "message", TYPE_META), 2: ("raw", "raw", None),
-                   3: ("contentEncoding", "string", None), 4: ("contentType", "string", None)}
-OWNER_REFERENCE: Schema = {1: ("kind", "string", None), 3: ("name", "string", None), 4: ("uid", "string", None),
-                           5: ("apiVersion", "string", None), 6: ("controller", "bool", None),
-                           7: ("blockOwnerDeletion", "bool", None)}
-OBJECT_META: Schema = {
-    1: ("name", "string", None), 2: ("generateName", "string", None), 3: ("namespace", "string", None),
-    5: ("uid", "string", None), 6: ("resourceVersion", "string", None), 7: ("generation", "int", None),
-    11: ("labels", "map_string", None), 12: ("annotations", "map_string", None),
-    13: ("ownerReferences", "repeated_message", OWNER_REFERENCE), 14: ("finalizers", "repeated_string", None),
-}
-INT_OR_STRING: Schema = {1: ("type", "int", None), 2: ("intVal", "int", None), 3: ("strVal", "string", None)}
-LABEL_SELECTOR: Schema = {
-    1: ("matchLabels", "map_string", None),
-    2: ("matchExpressions", "repeated_message", {1: ("key", "string", None), 2: ("operator", "string", None),
-                                                 3: ("values", "repeated_string", None)}),
-}
-# metav1.DeleteOptions; a gracePeriodSeconds of 0 is meaningful (delete now), so it is kept.
-DELETE_OPTIONS: Schema = {
-    1: ("gracePeriodSeconds", "int_present", None),
-    2: ("preconditions", "message", {1: ("uid", "string", None), 2: ("resourceVersion", "string", None)}),
-    3: ("orphanDependents", "bool", None), 4: ("propagationPolicy", "string", None),
-    5: ("dryRun", "repeated_string", None),
-}
-EVICTION: Schema = {1: ("metadata", "message", OBJECT_META), 2: ("deleteOptions", "message", DELETE_OPTIONS)}
-OBJECT_REFERENCE: Schema = {1: ("kind", "string", None), 2: ("namespace", "string", None), 3: ("name", "string", None),
-                            4: ("uid", "string", None), 5: ("apiVersion", "string", None),
-                            6: ("resourceVersion", "string", None), 7: ("fieldPath", "string", None)}
-# discovery/v1 generated.proto: Endpoint, EndpointConditions (optional bools: a false is sent and kept),
-# EndpointPort; hints and deprecatedTopology are not read.
-ENDPOINT: Schema = {1: ("addresses", "repeated_string", None),
-                    2: ("conditions", "message", {1: ("ready", "bool", None), 2: ("serving", "bool", None),
-                                                  3: ("terminating", "bool", None)}),
-                    3: ("hostname", "string", None), 4: ("targetRef", "message", OBJECT_REFERENCE),
-                    6: ("nodeName", "string", None), 7: ("zone", "string", None)}
-ENDPOINT_PORT: Schema = {1: ("name", "string", None), 2: ("protocol", "string", None), 3: ("port", "int", None),
-                         4: ("appProtocol", "string", None)}
-KINDS: dict[tuple[str, str], Schema] = {
-    ("v1", "Namespace"): {1: ("metadata", "message", OBJECT_META),
-                          2: ("spec", "message", {1: ("finalizers", "repeated_string", None)}),
-                          3: ("status", "message", {1: ("phase", "string", None)})},
-    ("v1", "ConfigMap"): {1: ("metadata", "message", OBJECT_META), 2: ("data", "map_string", None),
-                          3: ("binaryData", "map_bytes", None), 4: ("immutable", "bool", None)},
-    ("v1", "Secret"): {1: ("metadata", "message", OBJECT_META), 2: ("data", "map_bytes", None),
-                       3: ("type", "string", None), 4: ("stringData", "map_string", None),
-                       5: ("immutable", "bool", None)},
-    ("scheduling.k8s.io/v1", "PriorityClass"): {1: ("metadata", "message", OBJECT_META), 2: ("value", "int", None),
-                                                3: ("globalDefault", "bool", None),
-                                                4: ("description", "string", None),
-                                                5: ("preemptionPolicy", "string", None)},
-    # `kubectl create poddisruptionbudget`, and the Eviction `kubectl drain` posts (policy/v1 since 1.22).
-    ("policy/v1", "PodDisruptionBudget"): {
-        1: ("metadata", "message", OBJECT_META),
-        2: ("spec", "message", {1: ("minAvailable", "int_or_string", None), 2: ("selector", "message", LABEL_SELECTOR),
-                                3: ("maxUnavailable", "int_or_string", None),
-                                4: ("unhealthyPodEvictionPolicy", "string", None)})},
-    ("policy/v1", "Eviction"): EVICTION,
-    ("discovery.k8s.io/v1", "EndpointSlice"): {1: ("metadata", "message", OBJECT_META),
-                                               4: ("addressType", "string", None),
-                                               2: ("endpoints", "repeated_message", ENDPOINT),
-                                               3: ("ports", "repeated_message", ENDPOINT_PORT)},
-    ("policy/v1beta1", "Eviction"): EVICTION,
-}
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -141,51 +85,137 @@ def _text(value: Any) -> str:
         raise ProtobufError("string is not UTF-8") from None
 
 
-def _map_entry(value: Any, *, binary: bool) -> tuple[str, Any]:
+def decode_message(data: bytes, message: str) -> dict[str, Any]:
+    """One message as Kubernetes JSON, following the field table of `message` (a fully qualified name)."""
+    table = schemas().messages[message]
+    obj: dict[str, Any] = {}
+    for number, wire, value in _fields(data):
+        field = table.get(number)
+        if field is None:
+            continue
+        if field.label == "map":
+            key, item = _map_entry(value, field)
+            obj.setdefault(field.json, {})[key] = item
+        elif field.label == "repeated":
+            obj.setdefault(field.json, []).extend(_repeated(field, wire, value))
+        else:
+            decoded = _value(field, wire, value)
+            if not field.json:  # an embedded Go struct: JSON inlines its fields
+                obj.update(decoded)
+            elif decoded is not _OMIT and (field.pointer or not field.omitempty or not _is_zero(field, decoded)):
+                obj[field.json] = decoded
+    return obj
+
+
+def _is_zero(field: Field, value: Any) -> bool:
+    """Go's omitempty: zero scalars and empty strings go, structs never do."""
+    return field.type in SCALARS and value in ("", 0)
+
+
+def _repeated(field: Field, wire: int, value: Any) -> list[Any]:
+    if wire == 2 and field.type in ("bool", "int32", "int64", "uint32", "uint64"):  # a packed run of varints
+        items, pos = [], 0
+        while pos < len(value):
+            item, pos = _varint(value, pos)
+            items.append(_scalar(field.type, item))
+        return items
+    return [_value(field, wire, value)]
+
+
+def _scalar(type_name: str, value: int) -> Any:
+    if type_name == "bool":
+        return bool(value)
+    if type_name in ("int32", "int64") and value >= 1 << 63:  # negative: two's complement in 64 bits
+        return value - (1 << 64)
+    return value
+
+
+def _value(field: Field, wire: int, value: Any) -> Any:
+    type_name = field.type
+    if type_name in ("bool", "int32", "int64", "uint32", "uint64"):
+        return _scalar(type_name, value) if wire == 0 else _fail(field.json)
+    if wire != 2:
+        return _fail(field.json)
+    if type_name == "string":
+        return _text(value)
+    if type_name == "bytes":
+        return base64.b64encode(value).decode()
+    special = _SPECIAL.get(type_name)
+    if special is not None:
+        return special(value)
+    if type_name in schemas().list_wrappers:
+        return next(iter(decode_message(value, type_name).values()), [])
+    return decode_message(value, type_name)  # every message a field names has a table (protoschema.build)
+
+
+def _map_entry(value: Any, field: Field) -> tuple[str, Any]:
     if not isinstance(value, bytes):
         raise ProtobufError("expected a map entry")
-    key, item = "", b""
-    for number, _, part in _fields(value):
+    key, item = "", None
+    entry_value = Field(field.json, field.type, "optional")
+    for number, wire, part in _fields(value):
         if number == 1:
             key = _text(part)
         elif number == 2:
-            item = part
-    return key, base64.b64encode(item).decode() if binary else _text(item)
+            item = _value(entry_value, wire, part)
+    if item is None:  # an entry whose value is the zero value: protobuf leaves it out
+        item = {"string": "", "bytes": ""}.get(field.type, 0 if field.type in ("int32", "int64") else {})
+    return key, None if item is _OMIT else item
 
 
-def decode_message(data: bytes, schema: Schema) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for number, wire, value in _fields(data):
-        if number not in schema:
-            continue
-        name, kind, sub = schema[number]
-        if kind == "string":
-            if _text(value):
-                obj[name] = _text(value)
-        elif kind == "raw":
-            obj[name] = value
-        elif kind == "bool":
-            obj[name] = bool(value) if wire == 0 else _fail(name)
-        elif kind in ("int", "int_present"):
-            number_value = value if wire == 0 else _fail(name)
-            number_value = number_value - (1 << 64) if number_value >= 1 << 63 else number_value
-            if number_value or kind == "int_present":
-                obj[name] = number_value
-        elif kind == "int_or_string":  # intstr.IntOrString {type: 0 int / 1 string, intVal, strVal}
-            parts = decode_message(value if isinstance(value, bytes) else _fail(name), INT_OR_STRING)
-            obj[name] = parts.get("strVal", "") if parts.get("type") == 1 else parts.get("intVal", 0)
-        elif kind == "message":
-            nested = decode_message(value if isinstance(value, bytes) else _fail(name), sub)
-            if nested:
-                obj[name] = nested
-        elif kind == "repeated_string":
-            obj.setdefault(name, []).append(_text(value))
-        elif kind == "repeated_message":
-            obj.setdefault(name, []).append(decode_message(value if isinstance(value, bytes) else _fail(name), sub))
-        elif kind in ("map_string", "map_bytes"):
-            key, item = _map_entry(value, binary=kind == "map_bytes")
-            obj.setdefault(name, {})[key] = item
-    return obj
+def _parts(value: bytes, *, varints: tuple[int, ...] = (), lengths: tuple[int, ...] = ()) -> dict[int, Any]:
+    """The fields of a small well-known message, each checked for the wire type its proto gives it."""
+    parts: dict[int, Any] = {}
+    for number, wire, part in _fields(value):
+        if (number in varints and wire != 0) or (number in lengths and wire != 2):
+            raise ProtobufError(f"field {number}: unexpected wire type")
+        parts[number] = part
+    return parts
+
+
+def _time(value: bytes, *, micro: bool = False) -> Any:
+    """metav1.Time / MicroTime {seconds, nanos} → RFC 3339 in UTC (MicroTime with six fraction digits)."""
+    parts = _parts(value, varints=(1, 2))
+    seconds, nanos = _scalar("int64", parts.get(1, 0)), parts.get(2, 0)
+    if not seconds and not nanos:
+        return _OMIT
+    try:
+        moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    except (OverflowError, OSError, ValueError):
+        raise ProtobufError(f"time out of range: {seconds}") from None
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{text}.{nanos // 1000 % 1_000_000:06d}Z" if micro else f"{text}Z"
+
+
+def _quantity(value: bytes) -> str:
+    return _text(_parts(value, lengths=(1,)).get(1, b""))
+
+
+def _int_or_string(value: bytes) -> int | str:
+    """intstr.IntOrString {type: 0 int / 1 string, intVal, strVal}."""
+    parts = _parts(value, varints=(1, 2), lengths=(3,))
+    return _text(parts.get(3, b"")) if parts.get(1) == 1 else _scalar("int32", parts.get(2, 0))
+
+
+def _embedded_json(value: bytes) -> Any:
+    """runtime.RawExtension / metav1.FieldsV1 {raw}: the raw bytes are the JSON document."""
+    raw = _parts(value, lengths=(1,)).get(1, b"")
+    if not raw:
+        return _OMIT
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ProtobufError("an embedded object is not JSON") from None
+
+
+_SPECIAL = {
+    META + "Time": _time,
+    META + "MicroTime": lambda value: _time(value, micro=True),
+    META + "FieldsV1": _embedded_json,
+    "k8s.io.apimachinery.pkg.runtime.RawExtension": _embedded_json,
+    "k8s.io.apimachinery.pkg.api.resource.Quantity": _quantity,
+    "k8s.io.apimachinery.pkg.util.intstr.IntOrString": _int_or_string,
+}
 
 
 def _fail(name: str) -> Any:
@@ -201,7 +231,8 @@ def decode_object(data: bytes) -> dict[str, Any] | None:
     unknown = decode_message(data[len(MAGIC):], UNKNOWN)
     type_meta = unknown.get("typeMeta") or {}
     api_version, kind = type_meta.get("apiVersion", ""), type_meta.get("kind", "")
-    schema = KINDS.get((api_version, kind))
-    if schema is None:
+    message = schemas().kinds.get((api_version, kind))
+    if message is None:
         return None
-    return {"apiVersion": api_version, "kind": kind, **decode_message(unknown.get("raw", b""), schema)}
+    raw = base64.b64decode(unknown.get("raw", ""))
+    return {"kind": kind, "apiVersion": api_version, **decode_message(raw, message)}
