@@ -11,9 +11,11 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -191,9 +193,33 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_acknowledged_writes_survive_kill_9(opened: Callable, path: str) -> None:
+# Eight threads writing at once: their writes share group commits, and each is printed only once its own
+# call returned.
+GROUP_WRITER = textwrap.dedent(
+    """
+    import sys, threading
+    from control.storage.sqlite import SQLiteStorage
+    store = SQLiteStorage(sys.argv[1])
+    printing = threading.Lock()
+    def write(worker):
+        i = 0
+        while True:
+            key = f"/registry/acked/{worker}-{i:06d}"
+            store.create(key, b"x" * 200)
+            with printing:
+                print(key, flush=True)
+            i += 1
+    for worker in range(8):
+        threading.Thread(target=write, args=(worker,)).start()
+    """
+)
+
+
+@pytest.mark.parametrize("writer, in_flight", [pytest.param(WRITER, 1, id="one-writer"),
+                                               pytest.param(GROUP_WRITER, 8, id="group-commits")])
+def test_acknowledged_writes_survive_kill_9(opened: Callable, path: str, writer: str, in_flight: int) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, path], stdout=subprocess.PIPE, text=True, cwd=REPO,
+        [sys.executable, "-c", writer, path], stdout=subprocess.PIPE, text=True, cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     acked: list[str] = []
@@ -212,8 +238,116 @@ def test_acknowledged_writes_survive_kill_9(opened: Callable, path: str) -> None
     store = opened()
     present = {r.key for r in store.list("/registry/acked/").records}
     assert set(acked) <= present
-    assert len(present) - len(acked) <= 1  # at most the write in flight committed without its print
+    assert len(present) - len(acked) <= in_flight  # at most the writes in flight committed without their print
     assert store.revision() == len(present)
+
+
+# -- group commit ---------------------------------------------------------------------------------------
+
+
+def queue_writes(store: SQLiteStorage, writes: list[Callable[[], object]]) -> list[threading.Thread]:
+    """Start `writes` one thread each, the next only once the previous one is queued, so they queue in
+    list order; results[i] is write i's record or exception."""
+    threads = []
+    for write in writes:
+        queued = len(store._pending)
+        thread = threading.Thread(target=write)
+        thread.start()
+        threads.append(thread)
+        deadline = time.monotonic() + 5
+        while len(store._pending) == queued and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert len(store._pending) == queued + 1
+    return threads
+
+
+def run(results: list, index: int, call: Callable[[], object]) -> Callable[[], None]:
+    def target() -> None:
+        try:
+            results[index] = call()
+        except StorageError as exc:
+            results[index] = exc
+    return target
+
+
+def test_writes_queued_behind_a_commit_share_the_next_one_and_keep_their_semantics(opened: Callable,
+                                                                                   path: str) -> None:
+    """Each write of a group commit is planned on what the writes before it in the batch left, gets its
+    own revision, and fails alone."""
+    store = opened()
+    a = store.create("/a", b"1")  # 1
+    store.create("/c", b"1")      # 2
+    commits: list[str] = []
+    store._writer.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    results: list = [None] * 7
+    store._write_lock.acquire()  # the first writer leads and waits here; the others queue behind it
+    try:
+        leader = threading.Thread(target=run(results, 0, lambda: store.create("/x", b"1")))
+        leader.start()
+        while not store._committing:
+            time.sleep(0.001)
+        threads = queue_writes(store, [
+            run(results, 1, lambda: store.update("/a", b"2", expected_revision=a.mod_revision)),
+            run(results, 2, lambda: store.update("/a", b"3", expected_revision=a.mod_revision)),
+            run(results, 3, lambda: store.create("/b", b"1")),
+            run(results, 4, lambda: store.create("/b", b"2")),
+            run(results, 5, lambda: store.delete("/missing")),
+            run(results, 6, lambda: store.delete("/c", expected_revision=2)),
+        ])
+    finally:
+        store._write_lock.release()
+    for thread in [leader, *threads]:
+        thread.join(10)
+    assert [r.mod_revision for r in (results[0], results[1], results[3], results[6])] == [3, 4, 5, 6]
+    assert isinstance(results[2], Conflict) and results[2].current.value == b"2"  # saw write 1 of its batch
+    assert isinstance(results[4], KeyExists)
+    assert isinstance(results[5], KeyNotFound)
+    assert commits == ["COMMIT", "COMMIT"]  # the leader's own write, then the six queued behind it at once
+    assert rows(path)[2:] == [(3, "/x", 1, 0, 0), (4, "/a", 0, 0, 1), (5, "/b", 1, 0, 0), (6, "/c", 0, 1, 2)]
+    watch, seen = store.watch("/", after=2), []
+    deadline = time.monotonic() + 5
+    while len(seen) < 4 and time.monotonic() < deadline:  # history and live events may come in two batches
+        seen += [(e.key, e.revision) for e in watch.next(0.1)]
+    assert seen == [("/x", 3), ("/a", 4), ("/b", 5), ("/c", 6)]
+
+
+class FailingCommit:
+    """The writer connection, except that COMMIT fails as a full disk would."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "COMMIT":
+            raise sqlite3.OperationalError("database or disk is full")
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
+def test_a_failed_commit_fails_every_write_of_its_batch(opened: Callable, path: str) -> None:
+    store = opened()
+    real = store._writer
+    results: list = [None] * 3
+    store._write_lock.acquire()
+    try:
+        leader = threading.Thread(target=run(results, 0, lambda: store.create("/x", b"1")))
+        leader.start()
+        while not store._committing:
+            time.sleep(0.001)
+        threads = queue_writes(store, [run(results, 1, lambda: store.create("/a", b"1")),
+                                       run(results, 2, lambda: store.create("/b", b"1"))])
+        store._writer = FailingCommit(real)
+    finally:
+        store._write_lock.release()
+    for thread in [leader, *threads]:
+        thread.join(10)
+    assert all(isinstance(r, Unavailable) for r in results)
+    assert not real.in_transaction
+    assert rows(path) == []
+    store._writer = real
+    assert store.create("/a", b"1").mod_revision == 1
 
 
 # -- compaction -------------------------------------------------------------------------------------------
