@@ -138,6 +138,17 @@ def format_timestamp(moment: datetime, *, micro: bool = False) -> str:
     return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
+def timestamp_or_none(value: Any) -> datetime | None:
+    """`parse_timestamp` for a field that may be missing, empty or malformed: None instead of an error
+    (a controller ranks or measures what it can and treats an unreadable time as absent)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return None
+
+
 def parse_timestamp(text: str) -> datetime:
     """An aware UTC datetime from RFC 3339 text with any offset; digits beyond microseconds are cut off."""
     match = _RFC3339.fullmatch(text)

@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from control.api.disruption import is_pod_ready
-from control.apimachinery.meta import deep_copy, get_condition, parse_timestamp
+from control.apimachinery.meta import deep_copy, get_condition, timestamp_or_none
 
 Obj = Mapping[str, Any]
 
@@ -55,21 +55,13 @@ def filter_active_pods(pods: Iterable[Obj]) -> list[Obj]:
     return [pod for pod in pods if is_pod_active(pod)]
 
 
-def _timestamp(text: Any) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return parse_timestamp(text)
-    except ValueError:
-        return None
-
 
 def pod_ready_time(pod: Obj) -> datetime | None:
     """When the pod last became Ready (podReadyTime): None when it is not Ready or the time is unknown."""
     if not is_pod_ready(pod):
         return None
     condition = get_condition(pod, "Ready") or {}
-    return _timestamp(condition.get("lastTransitionTime"))
+    return timestamp_or_none(condition.get("lastTransitionTime"))
 
 
 def is_pod_available(pod: Obj, min_ready_seconds: int, now: datetime) -> bool:
@@ -144,8 +136,8 @@ def _compare(a: tuple[Obj, int], b: tuple[Obj, int], now: datetime | None) -> in
     restarts1, restarts2 = max_container_restarts(p1), max_container_restarts(p2)
     if restarts1 != restarts2:
         return -1 if restarts1 > restarts2 else 1
-    created1 = _timestamp((p1.get("metadata") or {}).get("creationTimestamp"))
-    created2 = _timestamp((p2.get("metadata") or {}).get("creationTimestamp"))
+    created1 = timestamp_or_none((p1.get("metadata") or {}).get("creationTimestamp"))
+    created2 = timestamp_or_none((p2.get("metadata") or {}).get("creationTimestamp"))
     return _newer_first(created1, created2, uid1, uid2, now)
 
 

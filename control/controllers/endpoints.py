@@ -40,6 +40,7 @@ from control.client.errors import NotFound
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
+from control.client.store import Lister
 from control.client.workqueue import RateLimitingQueue
 from control.controllers.base import APIClient, Controller
 from control.controllers.endpoints_subsets import LEADER_ANNOTATION, compute_subsets, desired_endpoints, selects
@@ -51,24 +52,12 @@ DEFAULT_WORKERS = 5  # upstream --concurrent-endpoint-syncs
 MAX_RETRIES = 15  # upstream endpoints_controller.go maxRetries
 
 
-class EndpointsController(Controller):
-    """Registers its handlers on construction; `run(stop)` (the base's) syncs services until `stop` is set."""
+class ServicePodController(Controller):
+    """The pod handlers the Endpoints and EndpointSlice controllers share: a pod's change maps to the keys of
+    the Services that select it, before and after (a relabelled pod leaves one Service for another).
+    A subclass sets `services`, a lister of the Services informer, before registering the handlers."""
 
-    name = "endpoint"  # upstream's controller name (--controllers) and the events' "endpoint-controller"
-    max_retries = MAX_RETRIES
-
-    def __init__(self, client: APIClient, informers: InformerFactory, *, workers: int = DEFAULT_WORKERS,
-                 queue: RateLimitingQueue[str] | None = None, recorder: EventRecorder | None = None) -> None:
-        super().__init__(client, informers, workers=workers, queue=queue, recorder=recorder)
-        self.trigger_times = TriggerTimeTracker()
-        services, pods, endpoints = (informers.informer("v1", "services"), informers.informer("v1", "pods"),
-                                     informers.informer("v1", "endpoints"))
-        self.services, self.pods, self.endpoints = services.lister(), pods.lister(), endpoints.lister()
-        services.add_event_handler(on_add=self.enqueue, on_update=self.enqueue_update, on_delete=self.enqueue)
-        pods.add_event_handler(on_add=self.on_pod_add, on_update=self.on_pod_update, on_delete=self.on_pod_add)
-        endpoints.add_event_handler(on_delete=self.enqueue)
-
-    # -- handlers: map every change to service keys ------------------------------------------------------
+    services: Lister
 
     def services_of(self, pod: Mapping[str, Any]) -> set[str]:
         namespace = (pod.get("metadata") or {}).get("namespace")
@@ -84,6 +73,24 @@ class EndpointsController(Controller):
             return  # a periodic resync: nothing changed
         for key in self.services_of(old) | self.services_of(new):
             self.queue.add(key)
+
+
+class EndpointsController(ServicePodController):
+    """Registers its handlers on construction; `run(stop)` (the base's) syncs services until `stop` is set."""
+
+    name = "endpoint"  # upstream's controller name (--controllers) and the events' "endpoint-controller"
+    max_retries = MAX_RETRIES
+
+    def __init__(self, client: APIClient, informers: InformerFactory, *, workers: int = DEFAULT_WORKERS,
+                 queue: RateLimitingQueue[str] | None = None, recorder: EventRecorder | None = None) -> None:
+        super().__init__(client, informers, workers=workers, queue=queue, recorder=recorder)
+        self.trigger_times = TriggerTimeTracker()
+        services, pods, endpoints = (informers.informer("v1", "services"), informers.informer("v1", "pods"),
+                                     informers.informer("v1", "endpoints"))
+        self.services, self.pods, self.endpoints = services.lister(), pods.lister(), endpoints.lister()
+        services.add_event_handler(on_add=self.enqueue, on_update=self.enqueue_update, on_delete=self.enqueue)
+        pods.add_event_handler(on_add=self.on_pod_add, on_update=self.on_pod_update, on_delete=self.on_pod_add)
+        endpoints.add_event_handler(on_delete=self.enqueue)
 
     # -- the worker ----------------------------------------------------------------------------------------
 

@@ -28,29 +28,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from control.apimachinery.meta import parse_timestamp
-
-
-def _time(text: Any) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return parse_timestamp(text)
-    except ValueError:
-        return None
+from control.apimachinery.meta import timestamp_or_none
 
 
 def pod_trigger_time(pod: Mapping[str, Any]) -> datetime | None:
     """Upstream getPodTriggerTime: when the pod's Ready condition last changed."""
     for condition in (pod.get("status") or {}).get("conditions") or ():
         if condition.get("type") == "Ready":
-            return _time(condition.get("lastTransitionTime"))
+            return timestamp_or_none(condition.get("lastTransitionTime"))
     return None
 
 
 def service_trigger_time(service: Mapping[str, Any]) -> datetime | None:
     """Upstream getServiceTriggerTime: the Service's creationTimestamp."""
-    return _time((service.get("metadata") or {}).get("creationTimestamp"))
+    return timestamp_or_none((service.get("metadata") or {}).get("creationTimestamp"))
 
 
 def format_trigger_time(moment: datetime) -> str:

@@ -37,14 +37,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from control.apimachinery.labels import selector_from_set
-from control.apimachinery.meta import key_of, split_key
+from control.apimachinery.meta import split_key
 from control.client.errors import NotFound
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.client.workqueue import RateLimitingQueue, RetryLater
-from control.controllers.base import APIClient, Controller
-from control.controllers.endpoints_subsets import selects
+from control.controllers.base import APIClient
+from control.controllers.endpoints import ServicePodController
 from control.controllers.endpoints_trigger_time import TriggerTimeTracker, format_trigger_time
 from control.controllers.endpointslice_reconciler import (
     API_VERSION,
@@ -119,7 +119,7 @@ def _service_key_of_slice(slice_: Mapping[str, Any]) -> str | None:
     return f"{meta.get('namespace', '')}/{labels[SERVICE_NAME_LABEL]}"
 
 
-class EndpointSliceController(Controller):
+class EndpointSliceController(ServicePodController):
     """Registers its handlers on construction; `run(stop)` (the base's) syncs services until `stop`."""
 
     name = "endpointslice"  # upstream's --controllers alias (EndpointSliceController)
@@ -142,21 +142,7 @@ class EndpointSliceController(Controller):
         slices.add_event_handler(on_add=self.on_slice, on_update=lambda old, new: self.on_slice(new),
                                  on_delete=self.on_slice_delete)
 
-    # -- handlers -----------------------------------------------------------------------------------------
-
-    def services_of(self, pod: Mapping[str, Any]) -> set[str]:
-        namespace = (pod.get("metadata") or {}).get("namespace")
-        return {key_of(service) for service in self.services.list(namespace) if selects(service, pod)}
-
-    def on_pod_add(self, pod: Mapping[str, Any]) -> None:
-        for key in self.services_of(pod):
-            self.queue.add(key)
-
-    def on_pod_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get("resourceVersion"):
-            return
-        for key in self.services_of(old) | self.services_of(new):
-            self.queue.add(key)
+    # -- handlers (the pod handlers are ServicePodController's) -------------------------------------------
 
     def on_slice(self, slice_: Mapping[str, Any]) -> None:
         if (key := _service_key_of_slice(slice_)) is not None:
