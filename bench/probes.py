@@ -2,13 +2,14 @@
 100 pods each probed every second (exec, http and tcp mixed) beside the same probes run by a bare loop
 (goal ≤ 1.5×)").
 
-Run (root, a running dockerd): `.venv/bin/python bench/probes.py [--pods 100] [--seconds 30]`.
+Run (root, a running dockerd): `.venv/bin/python bench/probes.py [--pods 100] [--seconds 30] [--timeout 1]`.
 
 Targets, made by this run: a Docker bridge network `skbench-<id>` (bridge `skb<id>`, a 10.244.N.0/24
 subnet that no route on this host overlaps, tests/support/hostnet.py) and `--pods` busybox containers on
 it, each running `httpd -f -p 8080 -h /tmp` in its own network namespace with `/tmp/ok` written, reachable
-from the host at their network IPs. Each pod has one readiness probe, period 1 s, timeout 1 s; a third
-each (34/33/33 for 100): exec `cat /tmp/ok`, httpGet `:8080/ok`, tcpSocket `:8080`.
+from the host at their network IPs. Each pod has one readiness probe, period 1 s, timeout `--timeout`
+(1 s, upstream's default; the bare loop waits as long as a probe takes); a third each (34/33/33 for
+100): exec `cat /tmp/ok`, httpGet `:8080/ok`, tcpSocket `:8080`.
 
 Two phases, one after the other, in this one process, each `--seconds` long after a few seconds of
 warm-up, against the same containers; the figure is this process's CPU seconds (user + system, psutil)
@@ -181,11 +182,11 @@ def measure(counter: Counter, seconds: float) -> Phase:
 
 # -- the kubelet's prober --------------------------------------------------------------------------------
 
-def pod_of(run: str, i: int, target: Target) -> dict[str, Any]:
+def pod_of(run: str, i: int, target: Target, timeout: int) -> dict[str, Any]:
     handlers: dict[str, dict[str, Any]] = {"exec": {"command": ["cat", "/tmp/ok"]},
                                            "httpGet": {"path": "/ok", "port": PORT},
                                            "tcpSocket": {"port": PORT}}
-    probe: dict[str, Any] = {target.kind: handlers[target.kind], "periodSeconds": 1, "timeoutSeconds": 1,
+    probe: dict[str, Any] = {target.kind: handlers[target.kind], "periodSeconds": 1, "timeoutSeconds": timeout,
                              "failureThreshold": 3}
     return {"metadata": {"name": f"probe-{i}", "namespace": "default", "uid": f"skbench-{run}-{i}"},
             "spec": {"containers": [{"name": "app", "image": BUSYBOX.ref, "readinessProbe": probe}]}}
@@ -211,7 +212,7 @@ class CountingProber(Prober):
         return result
 
 
-def bench_kubelet(api: docker.APIClient, run: str, targets: list[Target], seconds: float) -> Phase:
+def bench_kubelet(api: docker.APIClient, run: str, targets: list[Target], seconds: float, timeout: int) -> Phase:
     counter = Counter()
     started = datetime.now(UTC) - timedelta(seconds=10)
     statuses = {f"skbench-{run}-{i}": status_of(t, started) for i, t in enumerate(targets)}
@@ -219,7 +220,7 @@ def bench_kubelet(api: docker.APIClient, run: str, targets: list[Target], second
                            status_of=statuses.get)
     try:
         for i, target in enumerate(targets):
-            manager.add_pod(pod_of(run, i, target))
+            manager.add_pod(pod_of(run, i, target, timeout))
         time.sleep(WARMUP)
         return measure(counter, seconds)
     finally:
@@ -277,6 +278,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--timeout", type=int, default=1,
+                        help="the probes' timeoutSeconds (upstream's default 1; the bare loop has no timeout)")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("probes.py needs root (Docker networks)", file=sys.stderr)
@@ -287,7 +290,7 @@ def main() -> int:
     try:
         targets = make_targets(api, run, args.pods)
         bare = bench_bare(api, targets, args.seconds)
-        kubelet = bench_kubelet(api, run, targets, args.seconds)
+        kubelet = bench_kubelet(api, run, targets, args.seconds, args.timeout)
     finally:
         remove_targets(api, run)
     report(args, targets, kubelet, bare)
