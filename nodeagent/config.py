@@ -19,6 +19,7 @@ from typing import Any
 
 from control.apimachinery.quantity import Quantity
 from control.util.componentconfig import ConfigError, convert, read_document, with_overrides
+from nodeagent import eviction
 from nodeagent.logs import DEFAULT_MAX_FILES, DEFAULT_MAX_SIZE
 from nodeagent.network.manager import NetworkConfig
 
@@ -68,6 +69,8 @@ class KubeletConfig:
     minimum_container_ttl_duration: float = 0.0
     maximum_dead_containers_per_container: int = 1  # < 0: no limit
     maximum_dead_containers: int = -1  # < 0: no limit
+    # hard eviction thresholds: only the MemoryPressure/DiskPressure conditions (nodeagent/eviction.py)
+    eviction_hard: Mapping[str, str] = field(default_factory=lambda: dict(eviction.DEFAULT_EVICTION_HARD))
     # log rotation (nodeagent/logs.py): upstream's fields and defaults, carried out by Docker's json-file driver
     container_log_max_size: int = DEFAULT_MAX_SIZE  # bytes; the file is a quantity ("10Mi")
     container_log_max_files: int = DEFAULT_MAX_FILES
@@ -107,6 +110,7 @@ _FIELDS: dict[str, tuple[str, _Parser]] = {
     "imageGCHighThresholdPercent": ("image_gc_high_threshold_percent", int),
     "imageGCLowThresholdPercent": ("image_gc_low_threshold_percent", int),
     "imageMinimumGCAge": ("image_minimum_gc_age", "duration"),
+    "evictionHard": ("eviction_hard", "mapping"),
     "containerLogMaxSize": ("container_log_max_size", "quantity"),
     "containerLogMaxFiles": ("container_log_max_files", int),
     # slimkube's own (no upstream KubeletConfiguration field): flags upstream, or not configurable there
@@ -196,6 +200,10 @@ def validate(config: KubeletConfig) -> KubeletConfig:
     if config.pleg_relist_period <= 0:
         raise ConfigError("plegRelistPeriod: must be > 0")
     _validate_gc(config)
+    try:
+        eviction.parse_thresholds(config.eviction_hard)
+    except ValueError as exc:
+        raise ConfigError(f"evictionHard: {exc}") from None
     if config.container_log_max_files < 2:  # upstream: "must be greater than 1"
         raise ConfigError(f"containerLogMaxFiles: {config.container_log_max_files} must be greater than 1")
     if config.container_log_max_size < 1:

@@ -33,6 +33,7 @@ from typing import Any
 
 from control.apimachinery.meta import format_timestamp
 from control.client.errors import ApiError, Conflict, NotFound
+from nodeagent import eviction
 from nodeagent.config import KubeletConfig
 from nodeagent.node_status import ImageFacts, NodeFacts, gather_facts, initial_node, node_status
 from nodeagent.runtime.interface import Runtime, RuntimeFailure
@@ -84,9 +85,12 @@ def lease_body(node: Mapping[str, Any], *, duration: int, now: datetime) -> dict
                      "renewTime": format_timestamp(now, micro=True)}}
 
 
-def runtime_facts(config: KubeletConfig, runtime: Runtime) -> Callable[[], NodeFacts]:
+def runtime_facts(config: KubeletConfig, runtime: Runtime,
+                  image_fs_path: Callable[[], str] | None = None) -> Callable[[], NodeFacts]:
     """A `facts` callable for `NodeReporter`: psutil/platform facts, the runtime's images, and its version
-    ("unknown" while the runtime does not answer)."""
+    ("unknown" while the runtime does not answer), and the usage of its data root (the imagefs), whose path
+    is asked for once."""
+    image_fs: list[str] = []
 
     def facts() -> NodeFacts:
         images = [ImageFacts(names=record.repo_digests + record.repo_tags, size_bytes=record.size)
@@ -95,8 +99,13 @@ def runtime_facts(config: KubeletConfig, runtime: Runtime) -> Callable[[], NodeF
             version = runtime.version()
         except RuntimeFailure:
             version = "unknown"
+        if not image_fs and image_fs_path is not None:
+            try:
+                image_fs.append(image_fs_path())
+            except RuntimeFailure:
+                pass
         return gather_facts(node_name=config.node_name, node_ip=config.node_ip, data_dir=config.data_dir,
-                            docker_version=version, images=images)
+                            docker_version=version, images=images, image_fs_path=image_fs[0] if image_fs else "")
 
     return facts
 
@@ -112,6 +121,7 @@ class NodeReporter:
         self._facts = facts
         self._health = health
         self._clock = clock
+        self._thresholds = eviction.parse_thresholds(config.eviction_hard)
         self._lock = threading.Lock()  # report/register from run() and from the kubelet's start-up
         self.node: dict[str, Any] | None = None  # the Node as the API server last returned it
         self.ready = False
@@ -196,7 +206,8 @@ class NodeReporter:
     def _status(self, facts: NodeFacts, *, old: Mapping[str, Any] | None) -> dict[str, Any]:
         problems = list(self._health())
         return node_status(facts, old_status=old, now=self._clock(), max_pods=self.config.max_pods,
-                           kubelet_port=self.config.port, runtime_healthy=True, not_ready_reasons=problems)
+                           kubelet_port=self.config.port, runtime_healthy=True, not_ready_reasons=problems,
+                           thresholds=self._thresholds)
 
     def _guard(self, what: str, action: Callable[[], object]) -> None:
         try:

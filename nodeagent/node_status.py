@@ -7,9 +7,11 @@ node status". Facts are gathered by `gather_facts` (psutil, platform, Docker, /e
 frozen `NodeFacts`; everything else is pure, so tests build facts by hand and check the status.
 
 Conditions follow the setters' rule: `lastHeartbeatTime` moves on every report, `lastTransitionTime` only
-when `status` changes. Pressure uses upstream's default hard eviction thresholds (memory.available <
-100Mi, nodefs.available < 10%); PID pressure uses available PIDs < 5% of pid_max, as upstream has no
-default PID threshold and a node out of PIDs is as unusable as one out of memory.
+when `status` changes. Memory and disk pressure come from the hard eviction thresholds (nodeagent/eviction.py;
+KubeletConfiguration `evictionHard`, upstream's defaults memory.available < 100Mi, nodefs.available < 10%,
+imagefs.available < 15%): memory.available is the kernel's MemAvailable, nodefs the kubelet's data dir's
+filesystem, imagefs Docker's data root's. PID pressure uses available PIDs < 5% of pid_max, as upstream
+has no default PID threshold and a node out of PIDs is as unusable as one out of memory.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ from typing import Any
 
 from control.apimachinery.meta import format_timestamp
 from control.util.version import KUBERNETES_VERSION
+from nodeagent import eviction
 
 MAX_IMAGES = 50  # upstream's nodeStatusMaxImages
-MEMORY_PRESSURE_BYTES = 100 * 1024 * 1024
-DISK_PRESSURE_FRACTION = 0.10
+DEFAULT_THRESHOLDS = eviction.parse_thresholds(eviction.DEFAULT_EVICTION_HARD)
 PID_PRESSURE_FRACTION = 0.05
 _ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le", "s390x": "s390x"}
 
@@ -58,6 +60,8 @@ class NodeFacts:
     boot_id: str
     runtime_version: str  # "docker://20.10.24"
     images: tuple[ImageFacts, ...] = ()
+    image_fs_bytes: int = 0  # Docker's data root's filesystem (imagefs); 0: unknown
+    image_fs_available_bytes: int = 0
 
 
 def node_labels(node_name: str, architecture: str, extra: Mapping[str, str]) -> dict[str, str]:
@@ -93,17 +97,22 @@ def _condition(kind: str, value: bool, reason: str, message: str, *, old: Mappin
             "reason": reason, "message": message}
 
 
-def pressure(facts: NodeFacts) -> dict[str, bool]:
-    """Which of memory, disk and PID pressure the node is under by the default thresholds."""
+def pressure(facts: NodeFacts, thresholds: tuple[eviction.Threshold, ...] = DEFAULT_THRESHOLDS) -> dict[str, bool]:
+    """Which of memory, disk and PID pressure the node is under by the hard eviction thresholds."""
+    memory, disk = eviction.pressure(eviction.crossed(thresholds, eviction.Observations(
+        memory=(facts.memory_available_bytes, facts.memory_bytes),
+        nodefs=(facts.disk_available_bytes, facts.disk_bytes),
+        imagefs=(facts.image_fs_available_bytes, facts.image_fs_bytes) if facts.image_fs_bytes else None)))
     return {
-        "MemoryPressure": facts.memory_available_bytes < MEMORY_PRESSURE_BYTES,
-        "DiskPressure": facts.disk_bytes > 0 and facts.disk_available_bytes < DISK_PRESSURE_FRACTION * facts.disk_bytes,
+        "MemoryPressure": memory,
+        "DiskPressure": disk,
         "PIDPressure": facts.pid_max > 0 and facts.pid_max - facts.pids_in_use < PID_PRESSURE_FRACTION * facts.pid_max,
     }
 
 
 def node_status(facts: NodeFacts, *, old_status: Mapping[str, Any] | None, now: datetime, max_pods: int,
-                kubelet_port: int, runtime_healthy: bool, not_ready_reasons: Sequence[str] = ()) -> dict[str, Any]:
+                kubelet_port: int, runtime_healthy: bool, not_ready_reasons: Sequence[str] = (),
+                thresholds: tuple[eviction.Threshold, ...] = DEFAULT_THRESHOLDS) -> dict[str, Any]:
     """The Node's status: addresses, capacity/allocatable, nodeInfo, images, daemonEndpoints, conditions.
 
     `runtime_healthy` is Docker answering and the PLEG relisting in time; `not_ready_reasons` adds other
@@ -113,7 +122,7 @@ def node_status(facts: NodeFacts, *, old_status: Mapping[str, Any] | None, now: 
         str(c.get("type")): c for c in (old_status or {}).get("conditions") or [] if isinstance(c, Mapping)}
     capacity = {"cpu": str(facts.cpus), "memory": f"{facts.memory_bytes // 1024}Ki",
                 "ephemeral-storage": f"{facts.disk_bytes // 1024}Ki", "pods": str(max_pods)}
-    under = pressure(facts)
+    under = pressure(facts, thresholds)
     problems = ([] if runtime_healthy else ["container runtime is down or PLEG is not healthy"]) + \
         list(not_ready_reasons)
     ready = not problems
@@ -179,7 +188,7 @@ def default_ip() -> str:
 
 
 def gather_facts(*, node_name: str, node_ip: str, data_dir: str, docker_version: str,
-                 images: Sequence[ImageFacts]) -> NodeFacts:
+                 images: Sequence[ImageFacts], image_fs_path: str = "") -> NodeFacts:
     """The machine's facts now, from psutil, platform and /proc (the runtime's part is passed in)."""
     import psutil
 
@@ -187,6 +196,7 @@ def gather_facts(*, node_name: str, node_ip: str, data_dir: str, docker_version:
     path = data_dir if os.path.exists(data_dir) else "/"
     disk = psutil.disk_usage(path)
     pid_max = int(_read("/proc/sys/kernel/pid_max") or 0)
+    image_fs = psutil.disk_usage(image_fs_path) if image_fs_path and os.path.exists(image_fs_path) else None
     return NodeFacts(
         hostname=node_name, internal_ip=node_ip or default_ip(), cpus=psutil.cpu_count() or 1,
         memory_bytes=memory.total, memory_available_bytes=memory.available,
@@ -196,4 +206,5 @@ def gather_facts(*, node_name: str, node_ip: str, data_dir: str, docker_version:
         architecture=_ARCH.get(platform.machine(), platform.machine()),
         machine_id=_read("/etc/machine-id") or _read("/var/lib/dbus/machine-id"),
         boot_id=_read("/proc/sys/kernel/random/boot_id"),
-        runtime_version=f"docker://{docker_version}", images=tuple(images))
+        runtime_version=f"docker://{docker_version}", images=tuple(images),
+        image_fs_bytes=image_fs.total if image_fs else 0, image_fs_available_bytes=image_fs.free if image_fs else 0)

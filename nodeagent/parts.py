@@ -76,6 +76,8 @@ from nodeagent.runtime.service_env import ServicesNotSynced, enable_service_link
 from nodeagent.runtime.types import SandboxState, SandboxStatus
 from nodeagent.server import KubeletServer
 from nodeagent.sources import FileSource, URLSource
+from nodeagent.stats.kubelet_metrics import KubeletMetrics
+from nodeagent.stats.provider import StatsProvider
 from nodeagent.status_manager import StatusManager
 from nodeagent.streaming import portforward
 from nodeagent.sync import PodSyncer
@@ -280,7 +282,7 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     runtime = DockerRuntime(connect_docker(config), node_name=config.node_name, pod_ip=pod_ips.ip_of,
                             log_config=log_config(config.container_log_max_size, config.container_log_max_files))
 
-    reporter = NodeReporter(client, config, facts=runtime_facts(config, runtime), health=health)
+    reporter = NodeReporter(client, config, facts=runtime_facts(config, runtime, runtime.image_fs_path), health=health)
     try:
         node = reporter.register()
     except Exception as exc:
@@ -316,8 +318,9 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     def wake(uid: str, events: tuple[PodLifecycleEvent, ...]) -> None:
         workers.wake(uid)
 
-    pleg = GenericPLEG(runtime, on_events=wake,
-                       period=config.pleg_relist_period, threshold=config.pleg_relist_threshold)
+    metrics = KubeletMetrics(runtime.list_pods)
+    pleg = GenericPLEG(runtime, on_events=wake, period=config.pleg_relist_period,
+                       threshold=config.pleg_relist_threshold, on_relist=metrics.pleg_relist_duration.observe)
     sources: PodSources  # bound below, before anything reads a status
     status = StatusManager(client, host_ip=node_ip, mirror_of=lambda pod: sources.mirror_of(pod))
     # A probe result that changes wakes its pod's worker (upstream syncLoop on the results' updates).
@@ -350,7 +353,9 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                            pods=lambda: [dict(p) for p in workers.pods()],
                            runtime=runtime, health=health, find_container=find_container, pod_status=status.get,
                            node_name=config.node_name, fs_path=config.data_dir, streams=runtime,
-                           open_port=functools.partial(portforward.connect_in_pod, runtime))
+                           open_port=functools.partial(portforward.connect_in_pod, runtime), metrics=metrics,
+                           stats=StatsProvider(runtime, node_name=config.node_name, fs_path=config.data_dir,
+                                               pods_dir=config.pods_dir, image_fs_path=runtime.image_fs_path))
     container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)
     return KubeletParts(runtime=runtime, reporter=reporter, network=network, hostports=hostports, syncer=syncer,
                         status=status, probes=probes, pleg=pleg, workers=workers, sources=sources, server=server,

@@ -233,8 +233,10 @@ class GenericPLEG:
         capacity: int = DEFAULT_EVENT_CAPACITY,
         inspect_concurrency: int = DEFAULT_INSPECT_CONCURRENCY,
         inspect_wait: float = DEFAULT_INSPECT_WAIT,
+        on_relist: Callable[[float], None] | None = None,
     ) -> None:
         self.source = source
+        self.on_relist = on_relist  # gets each relist's duration in seconds (kubelet_pleg_relist_duration_seconds)
         self.on_events = on_events
         self.clock = clock
         self.cache = cache or PodCache(clock)
@@ -267,7 +269,11 @@ class GenericPLEG:
 
     def relist(self) -> RelistResult:
         with self._lock:
-            return self._relist()
+            started = time.monotonic()
+            result = self._relist()
+            if self.on_relist is not None:
+                self.on_relist(time.monotonic() - started)
+            return result
 
     def _relist(self) -> RelistResult:
         result = RelistResult()

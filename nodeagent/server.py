@@ -1,6 +1,6 @@
-"""The kubelet's HTTP API: /healthz, /pods, /stats/summary, /containerLogs/{namespace}/{pod}/{container},
-/exec and /attach/{namespace}/{pod}/{container}, /portForward/{namespace}/{pod} (WebSocket,
-nodeagent/streaming/).
+"""The kubelet's HTTP API: /healthz, /pods, /stats/summary, /metrics, /metrics/resource,
+/containerLogs/{namespace}/{pod}/{container}, /exec and /attach/{namespace}/{pod}/{container},
+/portForward/{namespace}/{pod} (WebSocket, nodeagent/streaming/).
 
 Upstream: pkg/kubelet/server/server.go (InstallDefaultHandlers, getContainerLogs), pkg/kubelet/server/
 stats/summary.go and the Summary API types (k8s.io/kubelet/pkg/apis/stats/v1alpha1); DESIGN.md "Kubelet"
@@ -21,7 +21,8 @@ A log is read on a thread and fed to the chunked response through a queue, each 
 hands it over; a followed one ends when the container ends (Docker ends the stream), at limitBytes, or
 within a second of the client going, even while the container is silent (the Docker stream is then
 closed, which wakes the read waiting for the next line).
-The Summary is a subset: node cpu/memory/fs from psutil, per-pod container cpu/memory from Docker stats.
+The Summary (nodeagent/stats/) comes from psutil, /proc and Docker's stats; /metrics/resource renders it
+with upstream's resource metric names, /metrics is the kubelet's own metrics (nodeagent/stats/kubelet_metrics.py).
 """
 
 from __future__ import annotations
@@ -33,18 +34,18 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 
 from control.api import podlogoptions
-from control.apimachinery.meta import format_timestamp
 from control.util.loopthread import LoopThread, serve_app
 from nodeagent import authn, logs
 from nodeagent.runtime.interface import ContainerNotFound, Runtime, RuntimeFailure, StreamingRuntime
-from nodeagent.runtime.types import ContainerState
 from nodeagent.servingcert import ServingTLS
+from nodeagent.stats import resource_metrics
+from nodeagent.stats.kubelet_metrics import KubeletMetrics
+from nodeagent.stats.provider import StatsProvider
 from nodeagent.streaming import portforward, remotecommand
 
 log = logging.getLogger(__name__)
@@ -52,10 +53,6 @@ log = logging.getLogger(__name__)
 _END = object()
 SHUTDOWN_SECONDS = 2.0  # open log streams (kubectl logs -f) get this long before stop closes them
 CLIENT_CHECK_SECONDS = 1.0  # how soon a followed log of a silent container notices its client went away
-
-
-def _now() -> str:
-    return format_timestamp(datetime.now(UTC))
 
 
 def _is(pod: Mapping[str, Any], namespace: str, name: str) -> bool:
@@ -97,7 +94,8 @@ class KubeletServer:
                  find_container: Callable[[str, str, str], str | None],
                  pod_status: Callable[[str], Mapping[str, Any] | None] = lambda uid: None, node_name: str = "",
                  fs_path: str = "/", streams: StreamingRuntime | None = None,
-                 open_port: portforward.Opener | None = None) -> None:
+                 open_port: portforward.Opener | None = None, stats: StatsProvider | None = None,
+                 metrics: KubeletMetrics | None = None) -> None:
         self.address = address
         self.port = port
         self._tls = tls
@@ -106,14 +104,13 @@ class KubeletServer:
         self._runtime = runtime
         self._health = health
         self._find_container = find_container
+        self._stats = stats or StatsProvider(runtime, node_name=node_name, fs_path=fs_path)
+        self._metrics = metrics or KubeletMetrics(runtime.list_pods)
         self._pod_status = pod_status
-        self._node_name = node_name
-        self._fs_path = fs_path
         self._streams = streams
         self._open_port = open_port
         self._thread = LoopThread("kubelet-server")
         self._runner: web.AppRunner | None = None
-        self._last_cpu: tuple[float, float] | None = None  # (monotonic, busy core-seconds)
 
     # -- lifecycle: start binds before returning (a port in use raises here); stop cleans up the runner,
     #    which closes open log streams, then ends the loop and its thread.
@@ -123,6 +120,8 @@ class KubeletServer:
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/pods", self._pods_handler)
         app.router.add_get("/stats/summary", self._summary)
+        app.router.add_get("/metrics", self._kubelet_metrics)
+        app.router.add_get("/metrics/resource", self._resource_metrics)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         if self._streams is not None:
             for kind in ("exec", "attach"):
@@ -176,6 +175,19 @@ class KubeletServer:
 
     async def _summary(self, request: web.Request) -> web.Response:
         return web.json_response(await asyncio.to_thread(self.summary))
+
+    async def _kubelet_metrics(self, request: web.Request) -> web.Response:
+        body = await asyncio.to_thread(self._metrics.render)
+        return web.Response(body=body, headers={"Content-Type": resource_metrics.CONTENT_TYPE})
+
+    async def _resource_metrics(self, request: web.Request) -> web.Response:
+        try:
+            summary: dict[str, Any] | None = await asyncio.to_thread(self.summary)
+        except Exception:  # Docker down or a stats call failing: upstream answers scrape_error 1
+            log.exception("kubelet: gathering resource metrics failed")
+            summary = None
+        return web.Response(body=resource_metrics.render(summary),
+                            headers={"Content-Type": resource_metrics.CONTENT_TYPE})
 
     async def _remotecommand(self, request: web.Request, *, exec_: bool) -> web.StreamResponse:
         assert self._streams is not None
@@ -271,46 +283,5 @@ class KubeletServer:
     # -- data -------------------------------------------------------------------------------------------
 
     def summary(self) -> dict[str, Any]:
-        """The Summary API (stats/v1alpha1) subset: node cpu, memory, fs; pods' containers cpu, memory."""
-        import psutil
-
-        now = _now()
-        times = psutil.cpu_times()
-        busy = sum(times) - times.idle - getattr(times, "iowait", 0.0)
-        moment = time.monotonic()
-        cpu: dict[str, Any] = {"time": now, "usageCoreNanoSeconds": int(busy * 1e9)}
-        if self._last_cpu is not None and moment > self._last_cpu[0]:
-            cpu["usageNanoCores"] = max(0, int((busy - self._last_cpu[1]) / (moment - self._last_cpu[0]) * 1e9))
-        self._last_cpu = (moment, busy)
-        memory = psutil.virtual_memory()
-        disk = psutil.disk_usage(self._fs_path)
-        node = {
-            "nodeName": self._node_name, "startTime": format_timestamp(datetime.fromtimestamp(psutil.boot_time(), UTC)),
-            "cpu": cpu,
-            "memory": {"time": now, "availableBytes": memory.available, "usageBytes": memory.total - memory.free,
-                       "workingSetBytes": memory.total - memory.available},
-            "fs": {"time": now, "availableBytes": disk.free, "capacityBytes": disk.total, "usedBytes": disk.used},
-        }
-        pods = []
-        for status in self._runtime.list_pods():
-            containers = []
-            for container in status.containers:
-                if container.state is not ContainerState.RUNNING:
-                    continue
-                stats = self._runtime.stats(container.id)
-                if stats is None:
-                    continue
-                entry: dict[str, Any] = {
-                    "name": container.name,
-                    "cpu": {"time": now, "usageCoreNanoSeconds": stats.cpu_usage_ns},
-                    "memory": {"time": now, "usageBytes": stats.memory_usage_bytes},
-                }
-                if container.started_at is not None:
-                    entry["startTime"] = format_timestamp(container.started_at)
-                containers.append(entry)
-            pods.append({"podRef": {"name": status.name, "namespace": status.namespace, "uid": status.uid},
-                         "containers": containers,
-                         "cpu": {"time": now, "usageCoreNanoSeconds": sum(c["cpu"]["usageCoreNanoSeconds"]
-                                                                          for c in containers)},
-                         "memory": {"time": now, "usageBytes": sum(c["memory"]["usageBytes"] for c in containers)}})
-        return {"node": node, "pods": pods}
+        """The Summary API document (stats/v1alpha1) now."""
+        return self._stats.summary()

@@ -19,10 +19,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from control.apiserver.resources import Resource, group_versions, resources_in
+from control.apiserver.resources import METRICS_RESOURCES, Resource
+from control.apiserver.resources import group_versions as stored_group_versions
+from control.apiserver.resources import resources_in as stored_resources_in
 from control.util.version import KUBERNETES_MAJOR, KUBERNETES_MINOR, KUBERNETES_VERSION
 
 CONTENT_TYPE = "application/json"
+
+
+def group_versions() -> list[tuple[str, str]]:
+    """Every (group, version) discovery lists: the stored resources' and metrics.k8s.io (metricsapi.py)."""
+    return list(dict.fromkeys([*stored_group_versions(), *((r.group, r.version) for r in METRICS_RESOURCES)]))
+
+
+def resources_in(group: str, version: str) -> list[Resource]:
+    served = [r for r in METRICS_RESOURCES if (r.group, r.version) == (group, version)]
+    return stored_resources_in(group, version) + served
 
 
 def version_info(*, platform: str, python_version: str, compiler: str = "cpython", git_commit: str = "",

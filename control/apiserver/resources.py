@@ -128,6 +128,13 @@ RESOURCES: tuple[Resource, ...] = (
              short_names=("pdb",), subresources=_subresources(status=_status("PodDisruptionBudget"))),
 )
 
+# Served by control/apiserver/metricsapi.py from the kubelets and never stored, so they are in discovery
+# (kubectl top looks for the group there) but not in RESOURCES, which routing, storage and controllers read.
+METRICS_RESOURCES: tuple[Resource, ...] = (
+    Resource("metrics.k8s.io", "v1beta1", "nodes", "", "NodeMetrics", False, verbs=("get", "list")),
+    Resource("metrics.k8s.io", "v1beta1", "pods", "", "PodMetrics", True, verbs=("get", "list")),
+)
+
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 _BY_KIND = {(r.group, r.version, r.kind): r for r in RESOURCES}
 

@@ -52,6 +52,7 @@ from control.apiserver.allocators import kubernetes_service_ip
 from control.apiserver.bootstrap import bootstrap
 from control.apiserver.handlers import ResourceHandlers, json_response
 from control.apiserver.kubeletclient import KubeletClient
+from control.apiserver.metricsapi import MetricsAPI
 from control.apiserver.registry import Registry
 from control.apiserver.request import decode_object
 from control.apiserver.status import APIError
@@ -345,6 +346,8 @@ class APIServer:
         # before the generic resource route, which would otherwise take them
         app.router.add_post(f"/apis/{authn.GROUP_VERSION}/tokenreviews", self._token_review)
         app.router.add_post(kubeletcerts.PATH, self._serving_kubelet_cert)
+        for path, metrics_handler in MetricsAPI(self.registry, kubelet).routes():
+            app.router.add_get(path, metrics_handler)
         app.router.add_route("*", "/api/v1/{tail:.+}", resources.handle)
         app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", resources.handle)
         return app

@@ -14,8 +14,10 @@ copied both ways unchanged until either side closes. A kubelet that refuses (404
 Port-forward is relayed the same way to the kubelet's `/portForward/{namespace}/{pod}` (upstream
 PortForwardREST), with the WebSocket protocol of nodeagent/streaming/portforward.py.
 
-Departures: no SPDY — kubectl ≤ 1.29 (exec, attach, cp, port-forward) and kubectl ≥ 1.31's port-forward,
-which tunnels SPDY inside a WebSocket (`SPDY/3.1+portforward.k8s.io`), get 400 "Upgrade request required".
+SPDY/3.1 upgrades (kubectl ≤ 1.29's exec, attach and cp, and every kubectl's port-forward) are ended here
+and translated to the same kubelet WebSockets by control/apiserver/spdystreaming.py. Departure: kubectl ≥
+1.31's SPDY-in-WebSocket port-forward tunnel (`SPDY/3.1+portforward.k8s.io`) gets 400 "Upgrade request
+required" before any upgrade, and kubectl falls back to plain SPDY.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping
 
 import aiohttp
 from aiohttp import WSMsgType, web
 
-from control.apiserver import status
+from control.apiserver import spdystreaming, status
 from control.apiserver.kubeletclient import KubeletClient, NodeConnection
 from control.apiserver.status import APIError
 
@@ -47,29 +50,39 @@ def offered_protocols(request: web.Request) -> list[str]:
 async def relay(request: web.Request, kubelet: KubeletClient, connection: NodeConnection, path: str,
                 node_name: str, subresource: str) -> web.StreamResponse:
     """Upgrade `request` and splice it to the kubelet's WebSocket at `path` (query passed on unchanged)."""
+    if spdystreaming.is_spdy_upgrade(request):
+        return await spdystreaming.serve(request, kubelet, connection, path, subresource,
+                                         lambda session, url, params, protocols: connect(
+                                             session, url, params, protocols, connection, node_name))
     supported = SUBPROTOCOLS[subresource]
     offered = offered_protocols(request)
     if not web.WebSocketResponse().can_prepare(request).ok or (offered and not set(offered) & set(supported)):
         raise status.bad_request(f"Upgrade request required: pods/{subresource} is served over WebSocket with "
-                                 f"{' or '.join(supported)} only (no SPDY)")
+                                 f"{' or '.join(supported)} or SPDY/3.1")
     url = connection.url(path)
     async with kubelet.session() as session:
-        try:
-            upstream = await session.ws_connect(url, params=request.query, max_msg_size=0, autoping=True,
-                                                protocols=[p for p in offered if p in supported])
-        except aiohttp.WSServerHandshakeError as exc:
-            raise APIError(exc.status if 400 <= exc.status < 500 else 502,
-                           {400: "BadRequest", 401: "Unauthorized", 404: "NotFound"}.get(exc.status, "BadGateway"),
-                           f"the kubelet of node {node_name} refused the stream: {exc.status} {exc.message}") from None
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise status.service_unavailable(f"cannot reach the kubelet of node {node_name} at "
-                                             f"{connection.host}:{connection.port}: {exc}") from None
+        upstream = await connect(session, url, request.query, [p for p in offered if p in supported],
+                                 connection, node_name)
         async with upstream:
             client = web.WebSocketResponse(protocols=(upstream.protocol,) if upstream.protocol else (),
                                            max_msg_size=0)
             await client.prepare(request)
             await _splice(client, upstream)
     return client
+
+
+async def connect(session: aiohttp.ClientSession, url: str, params: Mapping[str, str], protocols: list[str],
+                  connection: NodeConnection, node_name: str) -> aiohttp.ClientWebSocketResponse:
+    """A WebSocket to the kubelet; its refusals become the same HTTP errors for the client."""
+    try:
+        return await session.ws_connect(url, params=params, max_msg_size=0, autoping=True, protocols=protocols)
+    except aiohttp.WSServerHandshakeError as exc:
+        raise APIError(exc.status if 400 <= exc.status < 500 else 502,
+                       {400: "BadRequest", 401: "Unauthorized", 404: "NotFound"}.get(exc.status, "BadGateway"),
+                       f"the kubelet of node {node_name} refused the stream: {exc.status} {exc.message}") from None
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        raise status.service_unavailable(f"cannot reach the kubelet of node {node_name} at "
+                                         f"{connection.host}:{connection.port}: {exc}") from None
 
 
 async def _splice(client: web.WebSocketResponse, upstream: aiohttp.ClientWebSocketResponse) -> None:

@@ -589,9 +589,23 @@ class DockerRuntime:
                 raw = self.api.stats(container_id, stream=False, one_shot=True)
         except (ContainerNotFound, RuntimeOperationError):  # gone, or not running: no sample
             return None
-        memory = raw.get("memory_stats") or {}
-        return ContainerStats(
-            cpu_usage_ns=int(((raw.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage", 0)),
-            memory_usage_bytes=int(memory.get("usage", 0)),
-            memory_limit_bytes=int(memory.get("limit", 0)),
-        )
+        return container_stats(raw)
+
+
+def container_stats(raw: Mapping[str, Any]) -> ContainerStats:
+    """Docker's stats document → ContainerStats. The working set is usage minus inactive file pages
+    (cgroup v1 `total_inactive_file`, v2 `inactive_file`), floored at 0, as upstream's cadvisor and CRI
+    stats compute it; rss is v1 `total_rss` or v2 `anon`."""
+    memory = raw.get("memory_stats") or {}
+    detail = memory.get("stats") or {}
+    usage = int(memory.get("usage", 0))
+    inactive = int(detail.get("total_inactive_file", detail.get("inactive_file", 0)))
+    return ContainerStats(
+        cpu_usage_ns=int(((raw.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage", 0)),
+        memory_usage_bytes=usage,
+        memory_limit_bytes=int(memory.get("limit", 0)),
+        memory_working_set_bytes=max(0, usage - inactive),
+        memory_rss_bytes=int(detail.get("total_rss", detail.get("anon", 0))),
+        page_faults=int(detail.get("total_pgfault", detail.get("pgfault", 0))),
+        major_page_faults=int(detail.get("total_pgmajfault", detail.get("pgmajfault", 0))),
+    )

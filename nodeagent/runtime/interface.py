@@ -208,9 +208,15 @@ class PulledImage:
 
 @dataclass(frozen=True)
 class ContainerStats:
+    """One sample of Docker's stats of a container (cumulative cpu; memory as the cgroup reports it)."""
+
     cpu_usage_ns: int
     memory_usage_bytes: int
     memory_limit_bytes: int
+    memory_working_set_bytes: int = 0  # usage minus inactive file pages, as upstream's working set
+    memory_rss_bytes: int = 0
+    page_faults: int = 0
+    major_page_faults: int = 0
 
 
 class Runtime(Protocol):

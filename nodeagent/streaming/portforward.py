@@ -12,8 +12,8 @@ pod sandbox's network namespace (nodeagent/network/nsenter.py, setns on `/proc/<
 socket belongs to the namespace it was created in for life, so once connected it is driven from the event
 loop like any other. Nothing is run inside the container, so images without `nc` or `socat` work.
 
-Departures: kubectl's own port-forward speaks SPDY (directly, or tunnelled in a WebSocket as
-`SPDY/3.1+portforward.k8s.io` since 1.31); neither is served yet.
+kubectl's own port-forward speaks SPDY; the API server ends it and opens one of these WebSockets per
+forwarded connection (control/apiserver/spdystreaming.py), so the kubelet speaks WebSocket only.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ runtime: stdin data, v5's stdin close as a write shutdown, resize). When the out
 read and sent as the Status; when the client goes first the runtime connection is closed (a TTY process
 gets SIGHUP, as upstream; a non-TTY one sees EOF on stdin).
 
-Departures: WebSocket only (no SPDY); no streaming idle timeout (upstream: 4 h).
+Departures: WebSocket only (kubectl's SPDY is translated by the API server, control/apiserver/
+spdystreaming.py); no streaming idle timeout (upstream: 4 h).
 """
 
 from __future__ import annotations

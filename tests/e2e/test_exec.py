@@ -8,6 +8,9 @@ pod's, and `kubectl cp` copies a file in and back out (tar over exec, both direc
 Python client's `stream()` returns a command's output. A client offering only v4.channel.k8s.io gets
 upstream's Status on the error channel (NonZeroExitCode, cause ExitCode "3"). kubectl attach sees the
 main process's output. The kubelet's /exec without credentials is refused with 401 and runs nothing.
+kubectl 1.20 (SPDY/3.1 only) gets the same exit status, stdin close, separate stdout/stderr and `kubectl cp`
+in, through the API server's SPDY translation; `kubectl port-forward` (1.33 after the refused tunnel, and
+1.20) carries HTTP requests to a busybox httpd on the pod's loopback.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import asyncio
 import hashlib
 import json
 import os
+import socket
 import ssl
 import time
 from pathlib import Path
@@ -182,10 +186,95 @@ def test_python_client_port_forward_to_httpd(workload_cluster: RunningCluster, c
         api.close()
 
 
-def test_kubectl_port_forward_needs_spdy_and_says_so(workload_cluster: RunningCluster, cluster_namespace: str,
-                                                     pods: list[str], kubectl: Kubectl) -> None:
-    """kubectl 1.33 tunnels SPDY in a WebSocket for port-forward, then falls back to SPDY: neither is served,
-    and the refusal is a clear 400, not a hang."""
-    refused = kubectl.run("port-forward", "-n", cluster_namespace, pods[0], "18080:8080", check=False, timeout=30)
-    assert refused.returncode != 0
-    assert "Upgrade request required" in refused.stderr or "upgrade" in refused.stderr.lower(), refused.stderr
+@pytest.fixture
+def old_kubectl(workload_cluster: RunningCluster, tmp_path: Path) -> Kubectl:
+    binary = KUBECTLS["1.20"]
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"{binary} is missing (install.sh unpacks kubectl 1.20)")
+    cache = tmp_path / "kube-cache-1.20"
+    cache.mkdir()
+    return Kubectl(binary, workload_cluster.kubeconfig, str(cache))
+
+
+def test_kubectl_1_20_exec_attach_and_cp_over_spdy(workload_cluster: RunningCluster, cluster_namespace: str,
+                                                   pods: list[str], old_kubectl: Kubectl, tmp_path: Path) -> None:
+    """kubectl 1.20 speaks SPDY/3.1 only (v4.channel.k8s.io streams): exit status from the Status on the
+    error stream, stdin's FIN ends `cat`, stdout and stderr apart, `kubectl cp` in (tar over stdin) and a
+    file larger than one 64 KiB window back out, attach to the main process."""
+    client, ns = workload_cluster.client, cluster_namespace
+    client.create(f"/api/v1/namespaces/{ns}/pods", busybox(
+        "ticker-old", workload_cluster.names[1], "sleep 2; for i in 1 2 3; do echo tick-$i; sleep 0.5; done"))
+    wait_running(client, f"/api/v1/namespaces/{ns}/pods/ticker-old", timeout=60)
+    attached = old_kubectl.run("attach", "-n", ns, "ticker-old", check=False, timeout=30)
+    assert "tick-3" in attached.stdout, (attached.returncode, attached.stdout, attached.stderr)
+    for name in pods:
+        failed = old_kubectl.run("exec", "-n", ns, name, "--", "sh", "-c", "exit 3", check=False, timeout=30)
+        assert failed.returncode == 3, (failed.stdout, failed.stderr)
+        echoed = old_kubectl.run("exec", "-i", "-n", ns, name, "--", "cat", input="hi\n", timeout=20)
+        assert echoed.stdout == "hi\n", echoed.stderr
+        both = old_kubectl.run("exec", "-n", ns, name, "--", "sh", "-c", "echo out; echo err >&2", timeout=20)
+        assert (both.stdout, both.stderr) == ("out\n", "err\n")
+        source = tmp_path / f"spdy-{name}.txt"
+        payload = "".join(f"spdy line {i} of {name}\n" for i in range(8000))  # > 64 KiB: several windows
+        source.write_text(payload)
+        old_kubectl.run("cp", str(source), f"{ns}/{name}:/tmp/spdy.txt", timeout=30)
+        inside = old_kubectl.run("exec", "-n", ns, name, "--", "md5sum", "/tmp/spdy.txt", timeout=20)
+        assert inside.stdout.split()[0] == hashlib.md5(payload.encode()).hexdigest()
+        big = old_kubectl.run("exec", "-n", ns, name, "--", "cat", "/tmp/spdy.txt", timeout=20)
+        assert big.stdout == payload
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def http_get(port: int, deadline: float) -> bytes:
+    """GET / through the forwarded port, retried until the forward is up and httpd answers."""
+    answer, last = b"", ""
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(b"GET /index.html HTTP/1.0\r\nHost: web\r\n\r\n")
+                while chunk := sock.recv(65536):
+                    answer += chunk
+        except OSError as exc:
+            last = str(exc)
+        if answer:
+            return answer
+        time.sleep(0.3)
+    raise AssertionError(f"no answer through the forwarded port {port}: {last}")
+
+
+@pytest.mark.parametrize("version", ["1.33", "1.20"])
+def test_kubectl_port_forward_over_spdy(workload_cluster: RunningCluster, cluster_namespace: str, version: str,
+                                        tmp_path: Path) -> None:
+    """`kubectl port-forward` (1.33: the SPDY-in-WebSocket tunnel is refused, so it falls back to SPDY; 1.20:
+    SPDY) carries HTTP requests to a busybox httpd listening on the pod's 127.0.0.1, twice over one
+    forward (a new stream pair per connection)."""
+    client, ns = workload_cluster.client, cluster_namespace
+    binary = KUBECTLS[version]
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"{binary} is missing")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    kubectl = Kubectl(binary, workload_cluster.kubeconfig, str(cache))
+    name = f"pf-{version.replace('.', '-')}"
+    client.create(f"/api/v1/namespaces/{ns}/pods", busybox(
+        name, workload_cluster.names[1], f"mkdir /www && echo served-by-{name} > /www/index.html && "
+                                          "httpd -f -p 127.0.0.1:8080 -h /www"))
+    wait_running(client, f"/api/v1/namespaces/{ns}/pods/{name}", timeout=60)
+    port = free_port()
+    process = kubectl.popen("port-forward", "-n", ns, name, f"{port}:8080", "--address", "127.0.0.1")
+    try:
+        for _ in range(2):
+            answer = http_get(port, time.monotonic() + 30)
+            assert answer.split(b"\r\n")[0].startswith(b"HTTP/1.") and b" 200 " in answer.split(b"\r\n")[0], \
+                answer
+            assert answer.endswith(f"served-by-{name}\n".encode())
+        assert process.poll() is None
+    finally:
+        process.terminate()
+        out, err = process.communicate(timeout=10)
+    assert f"Forwarding from 127.0.0.1:{port} -> 8080" in out, (out, err)

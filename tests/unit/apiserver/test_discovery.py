@@ -28,9 +28,20 @@ def test_api_versions():
 
 def test_api_group_list_has_named_groups_with_preferred_version():
     groups = {g["name"]: g for g in discovery.api_group_list()["groups"]}
-    assert set(groups) == {"apps", "batch", "coordination.k8s.io", "scheduling.k8s.io", "discovery.k8s.io", "policy"}
+    assert set(groups) == {"apps", "batch", "coordination.k8s.io", "scheduling.k8s.io", "discovery.k8s.io", "policy",
+                           "metrics.k8s.io"}
     assert groups["apps"]["preferredVersion"] == {"groupVersion": "apps/v1", "version": "v1"}
     assert groups["apps"]["versions"] == [{"groupVersion": "apps/v1", "version": "v1"}]
+
+
+def test_metrics_group_lists_node_and_pod_metrics_as_metrics_server_does():
+    """kubectl top looks the group up in /apis, then the resources in /apis/metrics.k8s.io/v1beta1."""
+    assert discovery.api_group("metrics.k8s.io")["preferredVersion"] == {
+        "groupVersion": "metrics.k8s.io/v1beta1", "version": "v1beta1"}
+    document = discovery.api_resource_list("metrics.k8s.io", "v1beta1")
+    assert document["resources"] == [
+        {"name": "nodes", "singularName": "", "namespaced": False, "kind": "NodeMetrics", "verbs": ["get", "list"]},
+        {"name": "pods", "singularName": "", "namespaced": True, "kind": "PodMetrics", "verbs": ["get", "list"]}]
 
 
 @pytest.mark.parametrize(

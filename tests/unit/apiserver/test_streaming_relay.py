@@ -1,7 +1,7 @@
 """What the API server's streaming relay refuses before it dials a kubelet (control/apiserver/streaming.py):
-a request that is no WebSocket upgrade (kubectl ≤ 1.29's SPDY), and a WebSocket offering only protocols
-the kubelets do not speak (kubectl ≥ 1.31's SPDY-in-WebSocket port-forward tunnel) — both a 400 Status,
-so kubectl falls back or stops at once instead of hanging."""
+a request that is no upgrade, a SPDY upgrade without a stream protocol in common, and a WebSocket offering
+only protocols the kubelets do not speak (kubectl ≥ 1.31's SPDY-in-WebSocket port-forward tunnel) — each
+a 400 Status, so kubectl falls back (to plain SPDY) or stops at once instead of hanging."""
 
 from __future__ import annotations
 
@@ -53,10 +53,12 @@ def refusal(subresource: str, headers: dict[str, str], *, websocket_protocols: t
     return answer["x"]
 
 
-def test_spdy_upgrade_is_refused_with_a_message() -> None:
-    code, message = refusal("exec", {"Connection": "Upgrade", "Upgrade": "SPDY/3.1",
-                                     "X-Stream-Protocol-Version": "v4.channel.k8s.io"})
+def test_plain_request_and_spdy_without_a_common_protocol_are_refused_with_a_message() -> None:
+    code, message = refusal("exec", {})
     assert code == 400 and message.startswith("Upgrade request required")
+    code, message = refusal("exec", {"Connection": "Upgrade", "Upgrade": "SPDY/3.1",
+                                     "X-Stream-Protocol-Version": "v3.channel.k8s.io"})
+    assert code == 400 and message.startswith("unable to upgrade: no common stream protocol")
 
 
 def test_port_forward_tunnel_protocol_is_refused() -> None:

@@ -6,7 +6,7 @@ kept; and the controllers of this part registered under upstream's names with th
 from __future__ import annotations
 
 from control.apiserver import discovery as documents
-from control.apiserver.resources import RESOURCES
+from control.apiserver.resources import METRICS_RESOURCES, RESOURCES
 from control.client.errors import ApiError, NotFound
 from control.controllers.discovery import ServerDiscovery
 from control.controllers.manager import CONTROLLERS, ControllerManagerConfiguration
@@ -24,7 +24,7 @@ class DocumentGetter:
         group_version = path.removeprefix("/api/").removeprefix("/apis/")
         if group_version in self.broken:
             raise ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request")
-        for group, version in {(r.group, r.version) for r in RESOURCES}:
+        for group, version in {(r.group, r.version) for r in RESOURCES + METRICS_RESOURCES}:
             if group_version == (f"{group}/{version}" if group else version):
                 return documents.api_resource_list(group, version)
         raise NotFound(404, "NotFound", path)
@@ -34,8 +34,11 @@ def test_every_served_resource_of_the_preferred_versions():
     result = ServerDiscovery(DocumentGetter()).preferred_resources()
     assert not result.failed
     found = {(r.api_version, r.plural) for r in result.resources}
-    assert found == {(r.api_version, r.plural) for r in RESOURCES}
-    pods = next(r for r in result.resources if r.plural == "pods")
+    assert found == {(r.api_version, r.plural) for r in RESOURCES + METRICS_RESOURCES}
+    # the metrics API cannot be deleted or watched: the namespace and garbage collectors pass it by
+    assert not any(r.supports("delete") or r.supports("watch") for r in result.resources
+                   if r.api_version == "metrics.k8s.io/v1beta1")
+    pods = next(r for r in result.resources if r.plural == "pods" and r.api_version == "v1")
     assert pods.kind == "Pod" and pods.namespaced and pods.supports("list", "watch", "delete", "deletecollection")
     namespaces = next(r for r in result.resources if r.plural == "namespaces")
     assert not namespaces.namespaced and not namespaces.supports("deletecollection")
