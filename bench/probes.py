@@ -115,16 +115,23 @@ def make_targets(api: docker.APIClient, run: str, pods: int) -> list[Target]:
 
 
 def remove_targets(api: docker.APIClient, run: str) -> None:
-    def remove(container: dict) -> None:
+    """One container at a time: Docker 20.10 removing containers of one network concurrently once left the
+    network's endpoint count stale ("has active endpoints" with none, until dockerd restarts)."""
+    for container in api.containers(all=True, filters={"label": f"{BENCH_LABEL}={run}"}):
         try:
             api.remove_container(container["Id"], force=True, v=True)
         except docker.errors.NotFound:
             pass
-
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(remove, api.containers(all=True, filters={"label": f"{BENCH_LABEL}={run}"})))
     for network in api.networks(filters={"label": f"{BENCH_LABEL}={run}"}):
-        api.remove_network(network["Id"])
+        deadline = time.monotonic() + 30
+        while True:  # dockerd releases a removed container's endpoint a moment after the remove returns
+            try:
+                api.remove_network(network["Id"])
+                break
+            except docker.errors.APIError as exc:
+                if "active endpoints" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
 
 # -- measuring -------------------------------------------------------------------------------------------
