@@ -18,9 +18,13 @@ kubelet speaks WebSocket only, so the API server ends the SPDY connection and tr
   the error stream. When the pod's side ends, both streams get a FIN. The SPDY connection lasts until the
   client closes it.
 
-Departures: the SPDY-in-WebSocket tunnel (`SPDY/3.1+portforward.k8s.io`, kubectl ≥ 1.31) is refused with
-400 before any upgrade (streaming.py), and kubectl falls back to this plain SPDY upgrade. Only
-`v4.channel.k8s.io` is offered for exec/attach over SPDY (kubectl ≥ 1.5 offers it); v1-v3 are not.
+kubectl ≥ 1.31's port-forward tunnels the same SPDY connection inside a WebSocket (subprotocol
+`SPDY/3.1+portforward.k8s.io`, SPDY bytes in binary messages, upstream streamtunnel.go); `serve_tunnel`
+runs the same port-forward translation over it. A kubectl whose tunnel is refused falls back to the plain
+SPDY upgrade.
+
+Departures: only `v4.channel.k8s.io` is offered for exec/attach over SPDY (kubectl ≥ 1.5 offers it);
+v1-v3 are not.
 """
 
 from __future__ import annotations
@@ -28,9 +32,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 import aiohttp
 from aiohttp import WSMsgType, web
@@ -43,6 +47,7 @@ log = logging.getLogger(__name__)
 UPGRADE = "SPDY/3.1"
 EXEC_PROTOCOLS = ("v4.channel.k8s.io",)
 PORTFORWARD_PROTOCOL = "portforward.k8s.io"
+TUNNEL_PROTOCOL = "SPDY/3.1+" + PORTFORWARD_PROTOCOL
 KUBELET_EXEC_PROTOCOL = "v5.channel.k8s.io"
 CHANNELS = {"stdin": 0, "stdout": 1, "stderr": 2, "error": 3, "resize": 4}
 STDIN, RESIZE, CLOSE = 0, 4, 255
@@ -82,13 +87,65 @@ class _Feed:
         self.queue.put_nowait(None)
 
 
-class Connection:
-    """One SPDY connection over an upgraded aiohttp request: frames out through one compressor, frames in
-    through one reader; PING answered, SETTINGS and WINDOW_UPDATE applied to the send windows, a
-    WINDOW_UPDATE sent for every DATA frame received once it is consumed (`consumed`)."""
+class ByteChannel(Protocol):
+    """What a SPDY connection runs over: the upgraded HTTP connection, or a WebSocket tunnel."""
+
+    async def write(self, data: bytes) -> None: ...
+
+    def chunks(self) -> AsyncIterator[bytes]: ...
+
+    async def close(self) -> None: ...
+
+
+class UpgradedHTTP:
+    """The raw connection of an upgraded aiohttp request (`_Feed` installed as its payload parser)."""
 
     def __init__(self, request: web.Request, feed: _Feed) -> None:
         self._request, self._feed = request, feed
+
+    async def write(self, data: bytes) -> None:
+        transport = self._request.transport
+        if transport is None or transport.is_closing():
+            raise ConnectionResetError("the client closed the connection")
+        transport.write(data)
+        if transport.get_write_buffer_size() > WRITE_BUFFER_LIMIT:
+            await self._request.protocol._drain_helper()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        while (chunk := await self._feed.queue.get()) is not None:
+            yield chunk
+
+    async def close(self) -> None:
+        if self._request.transport is not None:
+            self._request.transport.close()
+
+
+class WebSocketTunnel:
+    """SPDY bytes in binary WebSocket messages (upstream client-go tools/portforward/tunneling_connection.go:
+    every write is one message, reads concatenate messages)."""
+
+    def __init__(self, ws: web.WebSocketResponse) -> None:
+        self._ws = ws
+
+    async def write(self, data: bytes) -> None:
+        await self._ws.send_bytes(data)
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        async for message in self._ws:
+            if message.type is WSMsgType.BINARY:
+                yield bytes(message.data)
+
+    async def close(self) -> None:
+        await self._ws.close()
+
+
+class Connection:
+    """One SPDY connection: frames out through one compressor, frames in through one reader; PING
+    answered, SETTINGS and WINDOW_UPDATE applied to the send windows, a WINDOW_UPDATE sent for every DATA
+    frame received once it is consumed (`consumed`)."""
+
+    def __init__(self, channel: ByteChannel) -> None:
+        self._channel = channel
         self._compressor = spdy.HeaderCompressor()
         self._reader = spdy.FrameReader()
         self._initial_window = spdy.INITIAL_WINDOW
@@ -97,13 +154,12 @@ class Connection:
         self.closed = False
 
     async def send(self, frame: spdy.Frame) -> None:
-        transport = self._request.transport
-        if self.closed or transport is None or transport.is_closing():
-            self.closed = True
+        if self.closed:
             return
-        transport.write(spdy.encode(frame, self._compressor))
-        if transport.get_write_buffer_size() > WRITE_BUFFER_LIMIT:
-            await self._request.protocol._drain_helper()
+        try:
+            await self._channel.write(spdy.encode(frame, self._compressor))
+        except (ConnectionError, RuntimeError):
+            self.closed = True
 
     async def send_data(self, stream_id: int, data: bytes, *, fin: bool = False) -> None:
         """`data` on the stream in frames the send windows allow (waiting for the peer's updates)."""
@@ -127,12 +183,9 @@ class Connection:
             await self.send(spdy.WindowUpdate(stream_id, size))
             await self.send(spdy.WindowUpdate(0, size))
 
-    async def frames(self) -> Any:
+    async def frames(self) -> AsyncIterator[spdy.Frame]:
         """The frames the handlers care about (Data, SynStream, RstStream, GoAway, HeadersFrame)."""
-        while True:
-            chunk = await self._feed.queue.get()
-            if chunk is None:
-                return
+        async for chunk in self._channel.chunks():
             for frame in self._reader.feed(chunk):
                 match frame:
                     case spdy.Ping(ping_id):
@@ -147,11 +200,11 @@ class Connection:
                     case _:
                         yield frame
 
-    def close(self) -> None:
+    async def close(self) -> None:
         self.closed = True
         self._window_changed.set()
-        if self._request.transport is not None:
-            self._request.transport.close()
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await self._channel.close()
 
 
 
@@ -175,7 +228,7 @@ async def serve(request: web.Request, kubelet: KubeletClient, connection: NodeCo
         response.force_close()
         request.protocol.set_parser(feed)  # type: ignore[arg-type]  # duck-typed payload parser
         await response.prepare(request)
-        conn = Connection(request, feed)
+        conn = Connection(UpgradedHTTP(request, feed))
         try:
             if upstream is not None:
                 async with upstream:
@@ -183,8 +236,25 @@ async def serve(request: web.Request, kubelet: KubeletClient, connection: NodeCo
             else:
                 await _PortForward(conn, lambda params: connect(session, url, params, ["v4.channel.k8s.io"])).run()
         finally:
-            conn.close()
+            await conn.close()
     return response
+
+
+async def serve_tunnel(request: web.Request, kubelet: KubeletClient, connection: NodeConnection, path: str,
+                       connect: Callable[..., Awaitable[aiohttp.ClientWebSocketResponse]]) -> web.StreamResponse:
+    """kubectl ≥ 1.31's port-forward: SPDY inside a WebSocket with subprotocol `SPDY/3.1+portforward.k8s.io`
+    (upstream apiserver/pkg/util/proxy/streamtunnel.go); no HTTP upgrade inside, the SPDY frames start at
+    once."""
+    ws = web.WebSocketResponse(protocols=(TUNNEL_PROTOCOL,), max_msg_size=0)
+    await ws.prepare(request)
+    url = connection.url(path)
+    async with kubelet.session() as session:
+        conn = Connection(WebSocketTunnel(ws))
+        try:
+            await _PortForward(conn, lambda params: connect(session, url, params, ["v4.channel.k8s.io"])).run()
+        finally:
+            await conn.close()
+    return ws
 
 
 class _Exec:

@@ -14,10 +14,9 @@ copied both ways unchanged until either side closes. A kubelet that refuses (404
 Port-forward is relayed the same way to the kubelet's `/portForward/{namespace}/{pod}` (upstream
 PortForwardREST), with the WebSocket protocol of nodeagent/streaming/portforward.py.
 
-SPDY/3.1 upgrades (kubectl ≤ 1.29's exec, attach and cp, and every kubectl's port-forward) are ended here
-and translated to the same kubelet WebSockets by control/apiserver/spdystreaming.py. Departure: kubectl ≥
-1.31's SPDY-in-WebSocket port-forward tunnel (`SPDY/3.1+portforward.k8s.io`) gets 400 "Upgrade request
-required" before any upgrade, and kubectl falls back to plain SPDY.
+SPDY/3.1 upgrades (kubectl ≤ 1.29's exec, attach and cp, and every kubectl's port-forward) and kubectl ≥
+1.31's SPDY-in-WebSocket port-forward tunnel (`SPDY/3.1+portforward.k8s.io`) are ended here and translated
+to the same kubelet WebSockets by control/apiserver/spdystreaming.py.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from control.apiserver.status import APIError
 
 log = logging.getLogger(__name__)
 # What the kubelets speak (nodeagent/streaming/channels.py, portforward.py); a client offering none of these
-# (kubectl's SPDY-in-WebSocket port-forward tunnel) is refused before the upgrade, so kubectl falls back.
+# (nor, for port-forward, the SPDY tunnel) is refused before the upgrade.
 SUBPROTOCOLS = {"exec": ("v5.channel.k8s.io", "v4.channel.k8s.io"),
                 "attach": ("v5.channel.k8s.io", "v4.channel.k8s.io"),
                 "portforward": ("v4.channel.k8s.io",)}
@@ -56,6 +55,11 @@ async def relay(request: web.Request, kubelet: KubeletClient, connection: NodeCo
                                              session, url, params, protocols, connection, node_name))
     supported = SUBPROTOCOLS[subresource]
     offered = offered_protocols(request)
+    tunnel = subresource == "portforward" and spdystreaming.TUNNEL_PROTOCOL in offered
+    if tunnel and web.WebSocketResponse().can_prepare(request).ok:
+        return await spdystreaming.serve_tunnel(request, kubelet, connection, path,
+                                                lambda session, url, params, protocols: connect(
+                                                    session, url, params, protocols, connection, node_name))
     if not web.WebSocketResponse().can_prepare(request).ok or (offered and not set(offered) & set(supported)):
         raise status.bad_request(f"Upgrade request required: pods/{subresource} is served over WebSocket with "
                                  f"{' or '.join(supported)} or SPDY/3.1")

@@ -9,8 +9,8 @@ Python client's `stream()` returns a command's output. A client offering only v4
 upstream's Status on the error channel (NonZeroExitCode, cause ExitCode "3"). kubectl attach sees the
 main process's output. The kubelet's /exec without credentials is refused with 401 and runs nothing.
 kubectl 1.20 (SPDY/3.1 only) gets the same exit status, stdin close, separate stdout/stderr and `kubectl cp`
-in, through the API server's SPDY translation; `kubectl port-forward` (1.33 after the refused tunnel, and
-1.20) carries HTTP requests to a busybox httpd on the pod's loopback.
+in, through the API server's SPDY translation; `kubectl port-forward` (1.33 through its SPDY-in-WebSocket
+tunnel, 1.20 over plain SPDY) carries HTTP requests to a busybox httpd on the pod's loopback.
 """
 
 from __future__ import annotations
@@ -250,7 +250,7 @@ def http_get(port: int, deadline: float) -> bytes:
 @pytest.mark.parametrize("version", ["1.33", "1.20"])
 def test_kubectl_port_forward_over_spdy(workload_cluster: RunningCluster, cluster_namespace: str, version: str,
                                         tmp_path: Path) -> None:
-    """`kubectl port-forward` (1.33: the SPDY-in-WebSocket tunnel is refused, so it falls back to SPDY; 1.20:
+    """`kubectl port-forward` (1.33: SPDY tunnelled in a WebSocket, with no fallback to plain SPDY; 1.20:
     SPDY) carries HTTP requests to a busybox httpd listening on the pod's 127.0.0.1, twice over one
     forward (a new stream pair per connection)."""
     client, ns = workload_cluster.client, cluster_namespace
@@ -266,7 +266,7 @@ def test_kubectl_port_forward_over_spdy(workload_cluster: RunningCluster, cluste
                                           "httpd -f -p 127.0.0.1:8080 -h /www"))
     wait_running(client, f"/api/v1/namespaces/{ns}/pods/{name}", timeout=60)
     port = free_port()
-    process = kubectl.popen("port-forward", "-n", ns, name, f"{port}:8080", "--address", "127.0.0.1")
+    process = kubectl.popen("port-forward", "-n", ns, name, f"{port}:8080", "--address", "127.0.0.1", "-v=4")
     try:
         for _ in range(2):
             answer = http_get(port, time.monotonic() + 30)
@@ -278,3 +278,4 @@ def test_kubectl_port_forward_over_spdy(workload_cluster: RunningCluster, cluste
         process.terminate()
         out, err = process.communicate(timeout=10)
     assert f"Forwarding from 127.0.0.1:{port} -> 8080" in out, (out, err)
+    assert "fallback" not in err.lower(), err  # 1.33 kept its tunnel (client-go logs a fallback at -v=4)

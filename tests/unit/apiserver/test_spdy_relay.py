@@ -159,3 +159,44 @@ def test_no_common_stream_protocol_is_a_400_before_any_upgrade() -> None:
     async def talk(client: Client, head: bytes) -> None:
         assert head.startswith(b"HTTP/1.1 400")
     asyncio.run(with_spdy("exec", "/exec", "", "v3.channel.k8s.io", talk))
+
+
+def test_port_forward_through_the_spdy_tunnel_in_a_websocket() -> None:
+    """kubectl ≥ 1.31: the same SPDY frames, carried in binary WebSocket messages of subprotocol
+    `SPDY/3.1+portforward.k8s.io`, with no HTTP upgrade inside."""
+    kubelet = web.Application()
+    kubelet.router.add_get("/pf", fake_portforward)
+
+    node: list[HttpNode] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await streaming.relay(request, PlainKubelet(), node[0], "/pf", "n1", "portforward")
+
+    api = web.Application()
+    api.router.add_get("/", handler)
+
+    async def main() -> list[spdy.Frame]:
+        async with TestServer(kubelet) as kubelet_server, TestServer(api) as api_server:
+            node.append(HttpNode("127.0.0.1", kubelet_server.port or 0))
+            return await talk(api_server.port or 0)
+
+    async def talk(port: int) -> list[spdy.Frame]:
+        async with aiohttp.ClientSession() as session, \
+                session.ws_connect(f"http://127.0.0.1:{port}/",
+                                   protocols=("SPDY/3.1+portforward.k8s.io",)) as ws:
+            assert ws.protocol == "SPDY/3.1+portforward.k8s.io"
+            compressor, reader = spdy.HeaderCompressor(), spdy.FrameReader()
+            for frame in (spdy.SynStream(1, {"streamtype": "error", "port": "80", "requestid": "7"}),
+                          spdy.SynStream(3, {"streamtype": "data", "port": "80", "requestid": "7"}),
+                          spdy.Data(3, b"ping")):
+                await ws.send_bytes(spdy.encode(frame, compressor))
+            frames: list[spdy.Frame] = []
+            while not fins(frames) >= {1, 3}:
+                message = await asyncio.wait_for(ws.receive(), 5)
+                assert message.type is WSMsgType.BINARY, message
+                frames += reader.feed(message.data)
+            return frames
+
+    frames = asyncio.run(main())
+    assert by_stream(frames) == {3: b"PING"}
+    assert [f.stream_id for f in frames if isinstance(f, spdy.SynReply)] == [1, 3]

@@ -1,7 +1,7 @@
 """What the API server's streaming relay refuses before it dials a kubelet (control/apiserver/streaming.py):
 a request that is no upgrade, a SPDY upgrade without a stream protocol in common, and a WebSocket offering
-only protocols the kubelets do not speak (kubectl ≥ 1.31's SPDY-in-WebSocket port-forward tunnel) — each
-a 400 Status, so kubectl falls back (to plain SPDY) or stops at once instead of hanging."""
+only protocols neither the kubelets nor the SPDY tunnel speak — each a 400 Status, so a client falls back
+or stops at once instead of hanging."""
 
 from __future__ import annotations
 
@@ -61,6 +61,7 @@ def test_plain_request_and_spdy_without_a_common_protocol_are_refused_with_a_mes
     assert code == 400 and message.startswith("unable to upgrade: no common stream protocol")
 
 
-def test_port_forward_tunnel_protocol_is_refused() -> None:
-    assert refusal("portforward", {}, websocket_protocols=("SPDY/3.1+portforward.k8s.io",))[0] == 400
+def test_other_websocket_protocols_are_refused() -> None:
+    assert refusal("exec", {}, websocket_protocols=("SPDY/3.1+portforward.k8s.io",))[0] == 400
+    assert refusal("portforward", {}, websocket_protocols=("SPDY/3.1+v4.channel.k8s.io",))[0] == 400
     assert refusal("exec", {}, websocket_protocols=("base64.channel.k8s.io",))[0] == 400
