@@ -10,8 +10,9 @@ A NodeInfo in the cache is changed in place; the scheduling cycle works on `clon
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from control.apimachinery.meta import key_of
@@ -53,6 +54,16 @@ class PodInfo:
     def key(self) -> str:
         return key_of(self.pod)
 
+    @cached_property
+    def selector_key(self) -> tuple[str, frozenset[tuple[str, str]]] | None:
+        """(namespace, labels) as one hashable value, for counting pods by label selector: pods of one
+        controller share it, so a count matches the selector once per distinct label set. None while the
+        pod is terminating, which such counts leave out."""
+        metadata = self.pod.get("metadata") or {}
+        if metadata.get("deletionTimestamp"):
+            return None
+        return metadata.get("namespace") or "", frozenset((metadata.get("labels") or {}).items())
+
 
 @dataclass
 class NodeInfo:
@@ -68,6 +79,16 @@ class NodeInfo:
     num_with_affinity: int = 0
     num_with_required_anti_affinity: int = 0
     name: str = ""  # the Node's name, kept from set_node (read per node per plugin: not parsed each time)
+    _memo: dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
+    _memo_generation: int = field(default=0, repr=False, compare=False)
+
+    def memo(self) -> dict[Hashable, Any]:
+        """Values plugins derive from this node's pods, kept while the node does not change: its generation
+        changes with every pod added or removed, so a snapshot node no pod came to since the last cycle
+        answers from here instead of walking its pods again."""
+        if self._memo_generation != self.generation:
+            self._memo, self._memo_generation = {}, self.generation
+        return self._memo
 
     @property
     def labels(self) -> Mapping[str, str]:

@@ -10,12 +10,18 @@ from typing import Any
 
 import pytest
 
+from control.apimachinery import labels
+from control.apimachinery.meta import key_of
 from control.client.store import Lister, Store
 from control.scheduler.algorithm import schedule_one
 from control.scheduler.cache import Snapshot
 from control.scheduler.framework import Code, CycleState, Listers
 from control.scheduler.nodeinfo import PodInfo, node_info
 from control.scheduler.plugins.podtopologyspread import PodTopologySpread
+from control.scheduler.plugins.podtopologyspread.common import (
+    count_node_pods_match_selector,
+    count_pods_match_selector,
+)
 from control.scheduler.plugins.podtopologyspread.filtering import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
@@ -393,3 +399,29 @@ def test_schedule_one_keeps_the_skew_and_says_why_a_pod_fits_nowhere() -> None:
         "2 node(s) didn't match pod topology spread constraints. preemption: 0/3 nodes are available: "
         "1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.")
     assert result.fit_error.plugins == frozenset({"NodeAffinity", "PodTopologySpread"})
+
+
+def test_a_node_count_is_remembered_until_a_pod_comes_or_goes() -> None:
+    selector = labels.selector_from_label_selector(FOO)
+    other = {"bar": ""}
+    info = node_info(_node("n1", hostname="n1"), _pod("a", node="n1"), _pod("b", node="n1", labels=other))
+    assert count_node_pods_match_selector(info, selector, "default") == 1
+    sneaked = _pod("c", node="n1")
+    info.pods[key_of(sneaked)] = PodInfo.of(sneaked)  # behind NodeInfo's back: the generation is unchanged
+    assert count_node_pods_match_selector(info, selector, "default") == 1
+    del info.pods[key_of(sneaked)]
+    info.add_pod(PodInfo.of(_pod("d", node="n1")))
+    assert count_node_pods_match_selector(info, selector, "default") == 2
+    clone = info.clone()
+    clone.remove_pod(key_of(_pod("a", node="n1")))
+    assert count_node_pods_match_selector(clone, selector, "default") == 1
+    assert count_node_pods_match_selector(info, selector, "default") == 2
+    assert count_node_pods_match_selector(info, selector, "other") == 0
+
+
+def test_terminating_pods_and_other_namespaces_are_not_counted() -> None:
+    selector = labels.selector_from_label_selector(FOO)
+    pods = [PodInfo.of(p) for p in (_pod("a", terminating=True), _pod("b", namespace="other"),
+                                    _pod("c", labels={"foo": "", "x": "1"}), _pod("d", labels={"bar": ""}),
+                                    _pod("e"))]
+    assert count_pods_match_selector(pods, selector, "default") == 2

@@ -19,7 +19,7 @@ from typing import Any
 from control.api.taints import taints_of, tolerates, tolerations_of
 from control.apimachinery import labels
 from control.scheduler.framework import Listers, Pod
-from control.scheduler.nodeinfo import PodInfo
+from control.scheduler.nodeinfo import NodeInfo, PodInfo
 from control.scheduler.plugins.defaultselector import default_selector
 from control.scheduler.plugins.nodeaffinity import required_matches
 
@@ -123,13 +123,28 @@ def node_labels_match_spread_constraints(labels_of_node: Mapping[str, str], cons
     return all(c.topology_key in labels_of_node for c in constraints)
 
 
+def count_node_pods_match_selector(node: NodeInfo, selector: labels.Selector, namespace: str) -> int:
+    """`count_pods_match_selector` over a node's pods, remembered until a pod comes to or leaves the node:
+    every cycle counts every node, and between two cycles only the node the last pod went to changes."""
+    memo = node.memo()
+    key = ("PodTopologySpread", selector, namespace)
+    count = memo.get(key)
+    if count is None:
+        count = memo[key] = count_pods_match_selector(node.pods.values(), selector, namespace)
+    return count
+
+
 def count_pods_match_selector(pods: Iterable[PodInfo], selector: labels.Selector, namespace: str) -> int:
-    """Pods of `namespace` the selector matches, terminating ones left out (upstream #87621)."""
+    """Pods of `namespace` the selector matches, terminating ones left out (upstream #87621). The selector
+    is matched once per distinct label set: this runs for every node in every cycle, over every pod."""
     count = 0
+    matched: dict[frozenset[tuple[str, str]], bool] = {}
     for info in pods:
-        metadata = info.pod.get("metadata") or {}
-        if metadata.get("deletionTimestamp") or (metadata.get("namespace") or "") != namespace:
+        key = info.selector_key
+        if key is None or key[0] != namespace:
             continue
-        if selector.matches(metadata.get("labels") or {}):
-            count += 1
+        hit = matched.get(key[1])
+        if hit is None:
+            hit = matched[key[1]] = selector.matches(dict(key[1]))
+        count += hit
     return count

@@ -19,7 +19,7 @@ from control.scheduler.framework import Code, Pod, Status
 from control.scheduler.nodeinfo import NodeInfo
 from control.scheduler.plugins.podtopologyspread.common import (
     Constraint,
-    count_pods_match_selector,
+    count_node_pods_match_selector,
     node_labels,
     node_labels_match_spread_constraints,
     pod_labels,
@@ -118,7 +118,7 @@ def cal_pre_filter_state(pod: Pod, constraints: Iterable[Constraint], nodes: Ite
             if not constraint.matches_node_inclusion_policies(pod, node):
                 continue
             value = labels_of_node[constraint.topology_key]
-            count = count_pods_match_selector(info.pods.values(), constraint.selector, namespace)
+            count = count_node_pods_match_selector(info, constraint.selector, namespace)
             counts = state.tp_value_to_match_num[index]
             counts[value] = counts.get(value, 0) + count
     for counts in state.tp_value_to_match_num:

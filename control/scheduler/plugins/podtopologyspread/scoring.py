@@ -24,7 +24,7 @@ from control.scheduler.nodeinfo import NodeInfo
 from control.scheduler.plugins.podtopologyspread.common import (
     LABEL_HOSTNAME,
     Constraint,
-    count_pods_match_selector,
+    count_node_pods_match_selector,
     node_labels,
     node_labels_match_spread_constraints,
 )
@@ -90,7 +90,7 @@ def cal_pre_score_state(pod: Pod, constraints: Sequence[Constraint], filtered: S
             value = labels_of_node.get(constraint.topology_key, "")
             if value not in counts:  # no candidate node in that domain (or a hostname domain: Score counts it)
                 continue
-            counts[value] += count_pods_match_selector(info.pods.values(), constraint.selector, namespace)
+            counts[value] += count_node_pods_match_selector(info, constraint.selector, namespace)
     return state
 
 
@@ -106,7 +106,7 @@ def score_node(state: PreScoreState, pod: Pod, node: NodeInfo) -> int:
         if value is None:
             continue
         if constraint.topology_key == LABEL_HOSTNAME:
-            count = count_pods_match_selector(node.pods.values(), constraint.selector, namespace)
+            count = count_node_pods_match_selector(node, constraint.selector, namespace)
         else:
             count = state.topology_value_to_pod_counts[index].get(value, 0)
         score += score_for_count(count, constraint.max_skew, state.topology_normalizing_weight[index])
