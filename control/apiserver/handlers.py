@@ -302,9 +302,11 @@ class ResourceHandlers:
         """(node name, kubelet connection) of the node `pod` is bound to."""
         assert NODES is not None
         node_name = (pod.get("spec") or {}).get("nodeName")
-        node = await asyncio.to_thread(self.registry.get, NODES, "", node_name) if node_name else None
-        if node is None:
+        if not node_name:
             raise status.bad_request(f"pod {target.name} does not have a host assigned")
+        node = await asyncio.to_thread(self.registry.get, NODES, "", node_name)
+        if node is None:  # upstream's node connection getter: the Node's own NotFound
+            raise status.not_found("nodes", str(node_name))
         connection = node_connection(node)
         if connection is None:
             raise status.bad_request(f"node {node_name} has no address to reach its kubelet at")
