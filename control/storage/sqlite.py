@@ -336,14 +336,16 @@ class SQLiteStorage:
                         pending.integrity = exc
                     except sqlite3.OperationalError:  # the file, not this write: the batch fails
                         raise
-                    except (StorageError, sqlite3.Error) as exc:  # the plan's decision (KeyExists, ...), bad input
+                    except Exception as exc:  # noqa: BLE001 - the plan's verdict, bad input or a bug: this write's
                         pending.error = exc
                     else:
                         pending.row, revision = row, row.id
-        except (StorageError, sqlite3.Error) as exc:  # nothing of the batch was committed
+        except BaseException as exc:  # nothing of the batch was committed: no write of it may report success
             error = exc if isinstance(exc, StorageError) else Unavailable(f"sqlite {self._path}: {exc}")
             for pending in batch:
                 pending.row, pending.integrity, pending.error = None, None, error
+            if not isinstance(exc, Exception):
+                raise
 
     # -- Storage ----------------------------------------------------------------------------------------
 

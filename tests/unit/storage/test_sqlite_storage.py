@@ -350,6 +350,41 @@ def test_a_failed_commit_fails_every_write_of_its_batch(opened: Callable, path: 
     assert store.create("/a", b"1").mod_revision == 1
 
 
+def test_a_plan_that_raises_fails_alone_and_the_batch_commits(opened: Callable, path: str) -> None:
+    """An unexpected error in one write's plan is that write's error; its batch-mates still commit (and
+    only a commit that happened is reported as one)."""
+    store = opened()
+    results: list = [None] * 4
+
+    def broken(latest: object, revision: int) -> object:
+        raise ValueError("a plan that fails")
+
+    def capture(index: int, call: Callable[[], object]) -> Callable[[], None]:
+        def target() -> None:
+            try:
+                results[index] = call()
+            except Exception as exc:  # noqa: BLE001 - the plan's error is the result
+                results[index] = exc
+        return target
+
+    store._write_lock.acquire()
+    try:
+        leader = threading.Thread(target=capture(0, lambda: store.create("/x", b"1")))
+        leader.start()
+        while not store._committing:
+            time.sleep(0.001)
+        threads = queue_writes(store, [capture(1, lambda: store.create("/a", b"1")),
+                                       capture(2, lambda: store._append("/bad", broken)),
+                                       capture(3, lambda: store.create("/b", b"1"))])
+    finally:
+        store._write_lock.release()
+    for thread in [leader, *threads]:
+        thread.join(10)
+    assert isinstance(results[2], ValueError)
+    assert [r.mod_revision for r in (results[0], results[1], results[3])] == [1, 2, 3]
+    assert [r[1] for r in rows(path)] == ["/x", "/a", "/b"]
+
+
 # -- compaction -------------------------------------------------------------------------------------------
 
 
