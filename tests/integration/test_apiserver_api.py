@@ -304,4 +304,7 @@ def test_binding_sets_the_node_once(api, ns):
 def test_exec_answers_at_once_with_a_status(api, ns):
     api.request("POST", f"/api/v1/namespaces/{ns}/pods", json=pod("e", node="n1"))
     response = api.request("POST", f"/api/v1/namespaces/{ns}/pods/e/exec?command=ls", timeout=10)
-    assert response.status_code == 400 and response.json()["kind"] == "Status"
+    # the pod's Node does not exist: its NotFound, as upstream's node connection lookup answers
+    assert response.status_code == 404 and response.json()["kind"] == "Status"
+    assert response.json()["message"] == 'nodes "n1" not found'
+
