@@ -19,7 +19,7 @@ upstream's 0-100 scale) and BalancedResourceAllocation.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,16 +95,23 @@ def least_requested_score(requested: int, allocatable: int) -> int:
     return (allocatable - requested) * MAX_NODE_SCORE // allocatable
 
 
-def least_allocated(node: NodeInfo, pod_requests_: Resource, resources: Sequence[ResourceSpec]) -> int:
-    score = weights = 0
+def _weighted_mean(node: NodeInfo, pod_requests_: Resource, resources: Sequence[ResourceSpec],
+                   score: Callable[[int, int], int]) -> int:
+    """The resources' `score(requested, allocatable)` weighted and averaged in integers, resources the node
+    has none of left out (upstream's resourceAllocationScorer for LeastAllocated and MostAllocated)."""
+    total = weights = 0
     for spec in resources:
         allocatable, requested = _allocatable_and_requested(node, spec.name, pod_requests_.get(spec.name),
                                                             use_requested=False)
         if allocatable == 0:
             continue
-        score += least_requested_score(requested, allocatable) * spec.weight
+        total += score(requested, allocatable) * spec.weight
         weights += spec.weight
-    return score // weights if weights else 0
+    return total // weights if weights else 0
+
+
+def least_allocated(node: NodeInfo, pod_requests_: Resource, resources: Sequence[ResourceSpec]) -> int:
+    return _weighted_mean(node, pod_requests_, resources, least_requested_score)
 
 
 def balanced_allocation(node: NodeInfo, pod_requests_: Resource, resources: Sequence[ResourceSpec]) -> int:
@@ -131,15 +138,7 @@ def most_requested_score(requested: int, allocatable: int) -> int:
 
 
 def most_allocated(node: NodeInfo, pod_requests_: Resource, resources: Sequence[ResourceSpec]) -> int:
-    score = weights = 0
-    for spec in resources:
-        allocatable, requested = _allocatable_and_requested(node, spec.name, pod_requests_.get(spec.name),
-                                                            use_requested=False)
-        if allocatable == 0:
-            continue
-        score += most_requested_score(requested, allocatable) * spec.weight
-        weights += spec.weight
-    return score // weights if weights else 0
+    return _weighted_mean(node, pod_requests_, resources, most_requested_score)
 
 
 MAX_UTILIZATION = 100
