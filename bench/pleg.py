@@ -43,13 +43,12 @@ sys.path.insert(0, str(ROOT))
 
 import docker  # noqa: E402
 
+from bench.pod_startup import BENCH_LABEL, remove_bare  # noqa: E402 - the same label and sweep
 from nodeagent.images import BUSYBOX, ensure_image  # noqa: E402
 from nodeagent.pleg import DEFAULT_INSPECT_CONCURRENCY, GenericPLEG  # noqa: E402
 from nodeagent.runtime import labels as L  # noqa: E402
 from nodeagent.runtime.docker import DockerRuntime  # noqa: E402
 
-# Not `slimkube.test`: test sessions sweep every container with that label when they start and end.
-BENCH_LABEL = "slimkube.bench"
 APP_COMMAND = ["sleep", "3600"]
 
 
@@ -71,17 +70,6 @@ def create_containers(api: docker.APIClient, node: str, run: str, count: int) ->
 
     with ThreadPoolExecutor(8) as pool:
         return list(pool.map(one, range(count)))
-
-
-def remove_containers(api: docker.APIClient, run: str) -> None:
-    def remove(container: dict) -> None:
-        try:
-            api.remove_container(container["Id"], force=True, v=True)
-        except docker.errors.NotFound:
-            pass
-
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(remove, api.containers(all=True, filters={"label": f"{BENCH_LABEL}={run}"})))
 
 
 class Timings:
@@ -177,7 +165,7 @@ def main() -> int:
         changed = bench_changed(api, pleg, bare_list, ids, args.changed, args.changed_rounds) if args.changed else None
     finally:
         pleg.stop()
-        remove_containers(api, run)
+        remove_bare(api, run)
     report(args, steady, changed)
     return 0
 
