@@ -44,7 +44,8 @@ class Type:
     """One node of the schema: `shape` is "struct" (a message: named fields), "map" (string keys, elements of
     `element`), "list" (elements of `element`), "scalar", or "deduced" (no schema: a map of deduced values).
     `element`/`message` name a message ("" for scalar elements). Lists carry `list_type` ("atomic", "set"
-    or "map") and, for "map", the key fields; structs and maps may be `atomic`."""
+    or "map") and, for "map", the key fields; structs and maps may be `atomic`. `patch_strategy` and
+    `patch_merge_key` are the field's strategic merge patch tags, kept to check patch.py's table against."""
 
     shape: str
     message: str = ""
@@ -52,6 +53,8 @@ class Type:
     list_type: str = ""
     keys: tuple[str, ...] = ()
     atomic: bool = False
+    patch_strategy: str = ""
+    patch_merge_key: str = ""
 
 
 SCALAR = Type("scalar")
@@ -167,7 +170,8 @@ def _field_type(field: protoschema.Field, markers: _Markers, atomic_structs: fro
             keys = (markers.merge_key,) if markers.merge_key else ()
         if list_type == "map" and not keys:
             list_type = "atomic"
-        return Type("list", element=message, list_type=list_type, keys=keys)
+        return Type("list", element=message, list_type=list_type, keys=keys, patch_strategy=markers.strategy,
+                    patch_merge_key=markers.merge_key)
     if not message:
         return SCALAR
     return Type("struct", message=message, atomic=markers.atomic or message in atomic_structs)

@@ -97,24 +97,29 @@ def item_element(schema: Schema, t: Type, item: Any) -> str:
     return "k:" + _json(keys)
 
 
-def _items(schema: Schema, t: Type, values: Any) -> dict[str, Any]:
-    """A set's or keyed list's elements by path element; of duplicates the first is kept."""
+def _items(schema: Schema, t: Type, values: Any, *, unique: bool = False) -> dict[str, Any]:
+    """A set's or keyed list's elements by path element; of duplicates the first is kept, or with `unique`
+    (an applied configuration) they are refused."""
     items: dict[str, Any] = {}
     for item in values or []:
-        items.setdefault(item_element(schema, t, item), item)
+        pe = item_element(schema, t, item)
+        if unique and pe in items:
+            raise FieldSetError(f"duplicate entries for key {path_string((pe,))}")
+        items.setdefault(pe, item)
     return items
 
 
 # --- ToFieldSet -----------------------------------------------------------------------------------
 
-def to_field_set(schema: Schema, t: Type, value: Any) -> set[Path]:
-    """The fields `value` sets: what an applier of `value` owns."""
+def to_field_set(schema: Schema, t: Type, value: Any, *, unique: bool = False) -> set[Path]:
+    """The fields `value` sets: what an applier of `value` owns. With `unique` (an applied configuration)
+    two elements of a list with the same key are an error, as upstream's typed conversion makes them."""
     out: set[Path] = set()
-    _to_set(schema, t, value, (), out)
+    _to_set(schema, t, value, (), out, unique)
     return out
 
 
-def _to_set(schema: Schema, t: Type, value: Any, path: Path, out: set[Path]) -> None:
+def _to_set(schema: Schema, t: Type, value: Any, path: Path, out: set[Path], unique: bool = False) -> None:
     """typed/tofieldset.go: an empty non-atomic map or list is not a member of itself (its parent field adds
     it when it is an empty object or null)."""
     if value is None:
@@ -128,13 +133,13 @@ def _to_set(schema: Schema, t: Type, value: Any, path: Path, out: set[Path]) -> 
         return
     if isinstance(value, list):
         element = schema.element(t)
-        for pe, item in _items(schema, t, value).items():
-            _to_set(schema, element, item, (*path, pe), out)
+        for pe, item in _items(schema, t, value, unique=unique).items():
+            _to_set(schema, element, item, (*path, pe), out, unique)
             out.add((*path, pe))
         return
     for key, item in value.items():
         child, declared = _child(schema, t, key, item)
-        _to_set(schema, child, item, (*path, "f:" + key), out)
+        _to_set(schema, child, item, (*path, "f:" + key), out, unique)
         if item is None or item == {} or not declared:
             out.add((*path, "f:" + key))
 
@@ -230,11 +235,7 @@ def _merge_list(schema: Schema, t: Type, lhs: list, rhs: list) -> list:
     element = schema.element(t)
     left = [(item_element(schema, t, item), item) for item in lhs]
     right = [(item_element(schema, t, item), item) for item in rhs]
-    right_items: dict[str, Any] = {}
-    for pe, item in right:
-        if pe in right_items:
-            raise FieldSetError(f"duplicate entries for key {path_string((pe,))[0:]}")
-        right_items[pe] = item
+    right_items = _items(schema, t, rhs, unique=True)
     left_items = dict(reversed(left))
     shared = [pe for pe, _ in right if pe in left_items]
     out: list[Any] = []

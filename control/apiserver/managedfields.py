@@ -306,7 +306,8 @@ def _apply(live: dict[str, Any], config: dict[str, Any], managed: Managed, ctx: 
     key = Manager(manager, "Apply", "", ctx.subresource)
     stripped_live = _strip(live)
     merged = fieldset.merge(ctx.schema, ctx.type, stripped_live, _strip(config))
-    applied = _without(fieldset.to_field_set(ctx.schema, ctx.type, _strip(config)), ctx.reset) - STRIPPED
+    applied = _without(fieldset.to_field_set(ctx.schema, ctx.type, _strip(config), unique=True),
+                       ctx.reset) - STRIPPED
     previous = managed.get(key)
     managers = {k: Owned(set(v.fields), v.api_version, v.time) for k, v in managed.items()}
     managers[key] = Owned(applied, ctx.api_version, previous.time if previous else None)

@@ -29,8 +29,8 @@ def test_field_manager_comes_from_the_query_or_the_user_agent() -> None:
                      'UpdateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes',
                      id="too-long"),
         pytest.param({"fieldManager": "a\x07"}, "CreateOptions", False,
-                     'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\\u0007": invalid character '
-                     "U+0007 (at position 1)", id="unprintable"),
+                     'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\\u0007": '
+                     "invalid character U+0007 (at position 1)", id="unprintable"),
     ],
 )
 def test_refused_field_managers(query: dict[str, str], options: str, apply: bool, message: str) -> None:

@@ -74,7 +74,8 @@ def test_compare_marks_new_subtrees_and_modified_leaves() -> None:
     assert [fieldset.path_string(p) for p in sorted(diff.modified)] == [".spec.replicas"]
     assert fieldset.to_fields_v1(diff.added) == {
         "f:metadata": {".": {}, "f:labels": {".": {}, "f:app": {}}},
-        "f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"b"}': {".": {}, "f:image": {}, "f:name": {}}}}}}}
+        "f:spec": {"f:template": {"f:spec": {"f:containers": {
+            'k:{"name":"b"}': {".": {}, "f:image": {}, "f:name": {}}}}}}}
     assert {fieldset.path_string(p) for p in diff.removed} == {
         '.spec.template.spec.containers[name="a"]', '.spec.template.spec.containers[name="a"].image',
         '.spec.template.spec.containers[name="a"].name'}
