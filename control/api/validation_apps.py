@@ -223,6 +223,15 @@ def _stateful_set(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | Non
             c.add([FieldError.forbidden("spec", STATEFULSET_UPDATE_MESSAGE)])
 
 
+def _controller_revision(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+    """ValidateControllerRevision(Update): data is mandatory and immutable, the revision not negative."""
+    if obj.get("data") is None:
+        c.add([FieldError.required("data", "data is mandatory")])
+    c.nonnegative(obj, "revision", "revision")
+    if old is not None:
+        c.immutable(obj.get("data"), old.get("data"), "data")
+
+
 def _replication_controller(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
     """Upstream ValidateReplicationControllerSpec: the selector is a plain map, the template a pointer."""
     if (spec := c.obj(obj, "spec", "spec")) is None:
@@ -442,6 +451,7 @@ APPS_VALIDATORS: dict[str, Callable[[Check, Mapping[str, Any], Mapping[str, Any]
     "daemonsets": _daemon_set,
     "statefulsets": _stateful_set,
     "replicationcontrollers": _replication_controller,
+    "controllerrevisions": _controller_revision,
     "jobs": _job,
     "cronjobs": _cron_job,
     "poddisruptionbudgets": _pod_disruption_budget,

@@ -75,6 +75,8 @@ VALID: dict[str, Obj] = {
     "resourcequotas": {"metadata": _meta("quota"), "spec": {"hard": {"pods": "10", "requests.cpu": "4",
                                                                      "requests.memory": 8589934592}}},
     "serviceaccounts": {"metadata": _meta("builder")},
+    "controllerrevisions": {"metadata": _meta("web-5d8f9c7b6"), "revision": 2,
+                            "data": {"spec": {"template": {"$patch": "replace"}}}},
 }
 
 
@@ -409,3 +411,14 @@ def test_validate_never_raises(plural: str, data: st.DataObject, replacement: An
     new, old = (valid, broken) if as_old else (broken, valid)
     errors = validate(plural, new, old=old)
     assert all(isinstance(e.message, str) for e in errors)
+
+
+def test_controller_revision_data_is_mandatory_and_immutable_and_revision_not_negative() -> None:
+    obj = copy.deepcopy(VALID["controllerrevisions"])
+    broken = {**obj, "revision": -1}
+    broken.pop("data")
+    assert sorted((e.field, e.type) for e in validate("controllerrevisions", broken)) == [
+        ("data", ErrorType.REQUIRED), ("revision", ErrorType.INVALID)]
+    changed = {**obj, "data": {"spec": {}}, "revision": 3}
+    assert [(e.field, e.type) for e in validate("controllerrevisions", changed, old=obj)] == [
+        ("data", ErrorType.INVALID)]
