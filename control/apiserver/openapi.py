@@ -230,7 +230,9 @@ class OpenAPIDocuments:
                 key = (gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", ""))
                 if key in served_kinds:
                     kinds.setdefault(key, name)
-        roots = set(kinds.values()) | _definition_refs(paths)
+        referenced = {ref.removeprefix(_PARAMETERS) for ref in _refs(paths) if ref.startswith(_PARAMETERS)}
+        parameters = {name: spec["parameters"][name] for name in sorted(referenced)}
+        roots = set(kinds.values()) | _definition_refs([paths, parameters])
         definitions = {name: all_definitions[name] for name in sorted(_closure(roots, all_definitions))}
         for item in custom:
             name = definition_name(item.group, item.version, item.kind)
@@ -240,11 +242,10 @@ class OpenAPIDocuments:
             paths.update(_custom_paths(item, name))
         for name in sorted(_closure(_definition_refs(definitions), all_definitions) - set(definitions)):
             definitions[name] = all_definitions[name]
-        referenced = {ref.removeprefix(_PARAMETERS) for ref in _refs(paths) if ref.startswith(_PARAMETERS)}
         return {
             "swagger": "2.0", "info": {"title": TITLE, "version": KUBERNETES_VERSION}, "paths": paths,
             "definitions": definitions,
-            "parameters": {name: spec["parameters"][name] for name in sorted(referenced)},
+            "parameters": parameters,
             "security": spec.get("security", []), "securityDefinitions": spec.get("securityDefinitions", {}),
         }, kinds
 
