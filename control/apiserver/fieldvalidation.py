@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from control.apimachinery.meta import group_version
 from control.apimachinery.validation import FieldError
@@ -228,7 +229,7 @@ def warning_header(text: str) -> str:
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def middleware(schemas: Schemas) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+def middleware(schemas: Schemas) -> Middleware:
     """The aiohttp middleware for writes under `/api/` and `/apis/` (see the module docstring)."""
 
     @web.middleware

@@ -250,3 +250,27 @@ def test_add_custom_publishes_a_kind_with_paths_and_remove_takes_it_back():
     documents.remove_custom("stable.example.com", "v1", "CronTab")
     assert documents.definition_for("stable.example.com", "v1", "CronTab") is None
     assert "apis/stable.example.com/v1" not in documents.v3_index()["paths"]
+
+
+def test_generator_keeps_the_listed_group_versions_and_what_they_reach():
+    from control.apiserver.openapi_data import generate
+
+    gvk = "x-kubernetes-group-version-kind"
+    spec = {
+        "swagger": "2.0",
+        "definitions": {
+            "a.v1.Thing": {gvk: [{"group": "a", "version": "v1", "kind": "Thing"}],
+                           "properties": {"spec": {"$ref": "#/definitions/a.v1.ThingSpec"}}},
+            "a.v1.ThingSpec": {"properties": {"meta": {"$ref": "#/definitions/meta.Meta"}}},
+            "meta.Meta": {"type": "object"},
+            "meta.Options": {"type": "object"},
+            "b.v1.Other": {gvk: [{"group": "b", "version": "v1", "kind": "Other"}]},
+        },
+        "paths": {"/apis/a/v1/things": {"parameters": [{"$ref": "#/parameters/opts"}]},
+                  "/apis/b/v1/others": {}},
+        "parameters": {"opts": {"in": "body", "name": "body", "schema": {"$ref": "#/definitions/meta.Options"}},
+                       "unused": {"in": "query", "name": "x"}},
+    }
+    kept = generate.select(spec, (("a", "v1"),))
+    assert set(kept["definitions"]) == {"a.v1.Thing", "a.v1.ThingSpec", "meta.Meta", "meta.Options"}
+    assert set(kept["paths"]) == {"/apis/a/v1/things"} and set(kept["parameters"]) == {"opts"}
