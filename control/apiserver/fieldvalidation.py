@@ -25,9 +25,10 @@ patch is applied, before defaulting), which prunes and reports; the middleware t
 the answer. The context variable follows the request into the worker thread (`asyncio.to_thread` copies
 the context), and writes made without a request (bootstrap) are not pruned.
 
-Departure: duplicate keys are found in JSON bodies only; a YAML body's duplicate keys are not reported
-(the last wins, as with Ignore). Protobuf bodies cannot carry unknown fields (their decoder has no name
-for an unknown field number), as upstream.
+Duplicate keys of a YAML body are reported as upstream's YAML-to-JSON conversion words them
+(`yaml: unmarshal errors:` and one `line N: key "name" already set in map` per key, the line 1-based).
+Protobuf bodies cannot carry unknown or duplicate fields (their decoder has no name for an unknown field
+number, and a repeated field number is the protobuf way of writing a value again), as upstream.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import yaml
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
@@ -48,6 +50,7 @@ from control.apiserver import status
 
 DIRECTIVES = ("Ignore", "Strict", "Warn")
 _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MAX_DEPTH = 100  # deeper than any built-in schema; a hostile body cannot recurse forever
 
 
@@ -84,13 +87,12 @@ class Validation:
     directive: Directive
     schemas: Schemas
     patch: bool = False
-    duplicates: list[str] = field(default_factory=list)
+    decode_errors: list[str] = field(default_factory=list)  # duplicate keys, as the decoder words them
     warnings: dict[str, None] = field(default_factory=dict)  # insertion-ordered set
 
     def report(self, kind: str, version: str, unknown: list[str]) -> None:
         """Strict: raise the 400; Warn: remember the warnings; Ignore: nothing."""
-        errors = [f'duplicate field "{path}"' for path in self.duplicates]
-        errors += [f'unknown field "{path}"' for path in unknown]
+        errors = self.decode_errors + [f'unknown field "{path}"' for path in unknown]
         if not errors or self.directive is Directive.IGNORE:
             return
         if self.directive is Directive.STRICT:
@@ -176,15 +178,46 @@ def prune_written(obj: dict[str, Any]) -> None:
             definitions = validation.schemas.definitions()
             unknown = prune(obj, definitions[name], definitions)
     validation.report(str(kind), api_version if isinstance(api_version, str) else "", unknown)
-    validation.duplicates = []  # said once, however many times the object is written (patch retries)
+    validation.decode_errors = []  # said once, however many times the object is written (patch retries)
 
 
-def note_duplicates(data: str) -> None:
-    """Called with a JSON body that parsed: remember its duplicate keys for the request's Validation."""
+def note_duplicates(data: str, *, yaml_text: bool = False) -> None:
+    """Called with a JSON or YAML body that parsed: remember its duplicate keys for the request's Validation."""
     validation = _current.get()
     if validation is None or validation.directive is Directive.IGNORE:
         return
-    validation.duplicates.extend(duplicate_keys(data))
+    if yaml_text:
+        validation.decode_errors.extend(yaml_duplicate_errors(data))
+    else:
+        validation.decode_errors.extend(f'duplicate field "{path}"' for path in duplicate_keys(data))
+
+
+def yaml_duplicate_errors(data: str) -> list[str]:
+    """Upstream's error for the duplicate keys of a YAML text (sigs.k8s.io/yaml's strict conversion):
+    one `yaml: unmarshal errors:` message with a `line N: key "k" already set in map` line per key."""
+    try:
+        root = yaml.compose(data, Loader=_YAML_LOADER)
+    except yaml.YAMLError:
+        return []
+    lines: list[str] = []
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            keys: set[tuple[str, str]] = set()
+            for key, value in node.value:
+                identity = (key.tag, str(key.value))
+                if identity in keys:
+                    shown = json.dumps(key.value) if key.tag.endswith(":str") else str(key.value)
+                    lines.append(f"  line {key.start_mark.line + 1}: key {shown} already set in map")
+                keys.add(identity)
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    if not lines:
+        return []
+    lines.sort(key=lambda line: int(line.split()[1].rstrip(":")))
+    return ["yaml: unmarshal errors:\n" + "\n".join(lines)]
 
 
 def duplicate_keys(data: str) -> list[str]:

@@ -78,6 +78,11 @@ def test_field_validation_directives_on_create(api, ns):
                             data=b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"d","name":"d"}}')
     assert duplicate.status_code == 400
     assert duplicate.json()["message"].endswith('strict decoding error: duplicate field "metadata.name"')
+    in_yaml = api.request("POST", f"{path}?fieldValidation=Strict", headers={"Content-Type": "application/yaml"},
+                          data=b"kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: y\ndata: {a: '1', a: '2'}\n")
+    assert in_yaml.status_code == 400
+    assert in_yaml.json()["message"] == ('ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding '
+                                         'error: yaml: unmarshal errors:\n  line 5: key "a" already set in map')
     assert api.request("POST", f"{path}?fieldValidation=strict", json=configmap("bad")).status_code == 422
 
 

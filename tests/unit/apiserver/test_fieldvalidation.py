@@ -76,7 +76,7 @@ def test_directives():
 
 
 def test_report_under_each_directive():
-    strict = Validation(Directive.STRICT, DOCUMENTS, duplicates=["metadata.name"])
+    strict = Validation(Directive.STRICT, DOCUMENTS, decode_errors=['duplicate field "metadata.name"'])
     with pytest.raises(APIError) as caught:
         strict.report("Pod", "v1", ["spec.foo"])
     assert caught.value.code == 400 and caught.value.reason == "BadRequest"
@@ -118,7 +118,7 @@ def test_registry_prunes_before_storing_and_warns(registry):
     body = request.decode_object(b'{"kind": "ConfigMap", "metadata": {"name": "c", "name": "c"}, "data": {"a": "1"}, '
                                  b'"dta": {"b": "2"}}', "application/json")
     assert fieldvalidation.duplicate_keys('{"metadata": {"name": "c", "name": "c"}}') == ["metadata.name"]
-    warn.duplicates = ["metadata.name"]
+    warn.decode_errors = ['duplicate field "metadata.name"']
     created = in_request(warn, registry.create, CONFIGMAPS, "ns", body)
     assert "dta" not in created and created["data"] == {"a": "1"}
     assert "dta" not in registry.must_get(CONFIGMAPS, "ns", "c")
@@ -150,4 +150,12 @@ def test_writes_without_a_request_are_not_pruned(registry):
 def test_decode_reports_json_duplicates_to_the_request():
     validation = Validation(Directive.WARN, DOCUMENTS)
     in_request(validation, request.decode_object, b'{"kind": "Pod", "kind": "Pod"}', "application/json")
-    assert validation.duplicates == ["kind"]
+    assert validation.decode_errors == ['duplicate field "kind"']
+    in_yaml = Validation(Directive.WARN, DOCUMENTS)
+    in_request(in_yaml, request.decode_object, b"kind: Pod\nmetadata:\n  name: a\n  name: b\nkind: Pod\n",
+               "application/yaml")
+    assert in_yaml.decode_errors == ['yaml: unmarshal errors:\n  line 4: key "name" already set in map\n'
+                                     '  line 5: key "kind" already set in map']
+    ignored = Validation(Directive.IGNORE, DOCUMENTS)
+    in_request(ignored, request.decode_object, b'{"kind": "Pod", "kind": "Pod"}', "application/json")
+    assert ignored.decode_errors == []
