@@ -40,7 +40,7 @@ from typing import Any
 
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
-from control.apiserver import admission, fieldschema, managedfields, patch, status, strategies
+from control.apiserver import admission, fieldschema, fieldvalidation, managedfields, patch, status, strategies
 from control.apiserver.resources import Resource, storage_key, storage_prefix
 from control.apiserver.selection import Filter
 from control.apiserver.status import APIError
@@ -263,6 +263,7 @@ class Registry:
         `begin_write` reserved. `manager` names the field manager of an Update (None: not tracked)."""
         obj = deep_copy(body)
         self._check_identity(resource, namespace, obj)
+        fieldvalidation.prune_written(obj)
         metadata = obj["metadata"]
         generate = metadata.get("generateName") if not metadata.get("name") else None
         if generate:
@@ -431,6 +432,7 @@ class Registry:
                fields_subresource: str = "") -> dict[str, Any]:
         """Turn a full new object into a compare-and-swap update of `record`; `manager` (None: the object
         carries its managedFields already, or the write is not tracked) is recorded as an Update."""
+        fieldvalidation.prune_written(obj)
         old = decode(record.value, record.mod_revision)
         name = old["metadata"]["name"]
         strategy = self.strategy(resource)

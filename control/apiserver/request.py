@@ -17,7 +17,7 @@ import yaml
 from multidict import MultiMapping
 
 from control.apimachinery.validation import FieldError
-from control.apiserver import managedfields, protobuf, status
+from control.apiserver import fieldvalidation, managedfields, protobuf, status
 from control.apiserver.resources import Resource, by_path
 from control.apiserver.status import APIError
 
@@ -132,11 +132,12 @@ def decode_body(data: bytes, content_type: str) -> Any:
     except UnicodeDecodeError:
         raise status.bad_request("the body is not valid UTF-8") from None
     try:
-        if media in _YAML_TYPES:
-            return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        return _parse_json(text)
+        is_yaml = media in _YAML_TYPES
+        body = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if is_yaml else _parse_json(text)
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         raise status.bad_request(f"couldn't get version/kind; json parse error: {str(exc).splitlines()[0]}") from None
+    fieldvalidation.note_duplicates(text, yaml_text=is_yaml)
+    return body
 
 
 def _decode_protobuf(data: bytes) -> dict[str, Any]:
