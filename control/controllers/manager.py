@@ -10,7 +10,7 @@ switchable off with `--disable`).
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
 "endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
 "serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
-"replicationcontroller", "deployment", "endpointslice", "endpointslicemirroring", "service-lb-controller",
+"replicationcontroller", "deployment", "daemonset", "endpointslice", "endpointslicemirroring", "service-lb-controller",
 …) to an init function: it builds the controller against the context (registering its informer handlers)
 and returns the loop to run, `run(stop)`, which the manager runs on its own thread. A later controller is
 one module under control/controllers/ (a `Controller` of base.py) and one line in this table.
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
+from control.controllers.daemonset import DaemonSetController
 from control.controllers.deployment import DeploymentController
 from control.controllers.discovery import ServerDiscovery
 from control.controllers.disruption import DisruptionController
@@ -168,6 +169,10 @@ def _start_deployment(ctx: ControllerContext) -> Run:
     return DeploymentController(ctx.client, ctx.informers).run
 
 
+def _start_daemonset(ctx: ControllerContext) -> Run:
+    return DaemonSetController(ctx.client, ctx.informers).run
+
+
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
     "endpointslice": _start_endpointslice,
@@ -184,6 +189,7 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "replicaset": _start_replica_set,
     "replicationcontroller": _start_replication_controller,
     "deployment": _start_deployment,
+    "daemonset": _start_daemonset,
     "service-lb-controller": _start_service_lb,
 }
 
