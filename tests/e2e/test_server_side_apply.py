@@ -201,3 +201,13 @@ def test_python_client_create_from_yaml_with_apply(api_client: client.ApiClient,
     forced = v1.patch_namespaced_config_map("py", namespace, body, field_manager="tool", force=True,
                                             _content_type="application/apply-patch+yaml")
     assert forced.data == {"k": "other"}
+
+    # a field the kind does not declare: upstream's typed conversion refuses the whole configuration
+    with pytest.raises(ApiException) as untyped:
+        v1.patch_namespaced_config_map("py", namespace, {**body, "metadata": {"name": "py", "namespace": namespace},
+                                                         "dat": {}},
+                                       field_manager="tool", _content_type="application/apply-patch+yaml")
+    assert untyped.value.status == 500
+    assert json.loads(untyped.value.body)["message"] == (
+        f"failed to create typed patch object ({namespace}/py; /v1, Kind=ConfigMap): .dat: field not declared in "
+        "schema")
