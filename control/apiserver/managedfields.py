@@ -261,7 +261,7 @@ def update(live: dict[str, Any] | None, new: dict[str, Any], ctx: Context, *, ma
         return result
     others = _updated_others(managed, comparison, ctx, me=None, force=True)
     mine = _without(comparison.changed(), ctx.reset) - STRIPPED
-    key = Manager(manager, "Update", ctx.api_version, ctx.subresource)
+    key = Manager(manager or "unknown", "Update", ctx.api_version, ctx.subresource)  # buildmanagerinfo.go
     if mine:
         previous = others.get(key)
         others[key] = Owned(mine | (previous.fields if previous else set()), ctx.api_version, _time(now))
