@@ -386,7 +386,9 @@ def _restore(live: dict[str, Any], merged: dict[str, Any]) -> dict[str, Any]:
 
 def _gvknn(config: dict[str, Any], ctx: Context) -> str:
     """upstream objectGVKNN: `namespace/name; group/version, Kind=kind` of the configuration."""
-    metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+    metadata = config.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
     group, _, version = ctx.api_version.rpartition("/")
     return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}; {group}/{version}, Kind={config.get('kind')}"
 
