@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from control.apiserver.resources import METRICS_RESOURCES, Resource
+from control.apiserver.resources import COMPONENT_STATUSES, METRICS_RESOURCES, Resource
 from control.apiserver.resources import group_versions as stored_group_versions
 from control.apiserver.resources import resources_in as stored_resources_in
 from control.util.version import KUBERNETES_MAJOR, KUBERNETES_MINOR, KUBERNETES_VERSION
@@ -33,7 +33,7 @@ def group_versions() -> list[tuple[str, str]]:
 
 
 def resources_in(group: str, version: str) -> list[Resource]:
-    served = [r for r in METRICS_RESOURCES if (r.group, r.version) == (group, version)]
+    served = [r for r in (COMPONENT_STATUSES, *METRICS_RESOURCES) if (r.group, r.version) == (group, version)]
     return stored_resources_in(group, version) + served
 
 

@@ -11,7 +11,6 @@ the object and 202 for one that only marked it (graceful pod, finalizers, termin
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -27,6 +26,7 @@ from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
 from control.apiserver import binding, eviction, status, streaming, tables
 from control.apiserver import request as req
+from control.apiserver.jsonwire import encode_json
 from control.apiserver.kubeletclient import KubeletClient, NodeConnection, node_connection
 from control.apiserver.registry import DeleteOptions, Registry
 from control.apiserver.resources import by_path
@@ -44,8 +44,7 @@ _VERB_FOR_METHOD = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "p
 
 
 def json_response(body: Any, code: int = 200) -> web.Response:
-    return web.Response(body=json.dumps(body, separators=(",", ":")).encode(), status=code,
-                        content_type="application/json")
+    return web.Response(body=encode_json(body), status=code, content_type="application/json")
 
 
 def _scale_selector(obj: Mapping[str, Any]) -> str:
@@ -227,7 +226,7 @@ class ResourceHandlers:
     async def _subresource(self, request: web.Request, target: req.Target) -> web.StreamResponse:
         sub = target.subresource
         method = request.method
-        if sub in ("status", "finalize"):
+        if sub in ("status", "finalize", "approval"):
             if method == "GET":
                 return await self._get(request, target)
             if method == "PUT":

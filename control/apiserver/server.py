@@ -42,12 +42,24 @@ import secrets
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
 from aiohttp import web
 
-from control.apiserver import authn, certs, discovery, kubeletcerts, master_endpoints, openapi, status
+from control.apiserver import (
+    authn,
+    certs,
+    componentstatus,
+    discovery,
+    kubeletcerts,
+    master_endpoints,
+    openapi,
+    status,
+    tables,
+)
+from control.apiserver import resources as resources_table
 from control.apiserver.allocators import kubernetes_service_ip
 from control.apiserver.bootstrap import bootstrap
 from control.apiserver.handlers import ResourceHandlers, json_response
@@ -140,7 +152,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except APIError as exc:
         return _status_response(exc)
     except web.HTTPNotFound:
-        return _status_response(APIError(404, "NotFound", "the server could not find the requested resource"))
+        return _status_response(status.route_not_found())
     except web.HTTPMethodNotAllowed:
         return _status_response(status.method_not_allowed())
     except web.HTTPRequestEntityTooLarge:
@@ -151,12 +163,17 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _status_response(status.service_unavailable(f"storage is unavailable: {exc}"))
     except StorageError as exc:
         log.exception("storage error on %s %s", request.method, request.path)
-        return _status_response(APIError(500, "InternalError", f"Internal error occurred: {exc}"))
-    except (ConnectionResetError, asyncio.CancelledError):
+        return _status_response(status.internal_error(str(exc)))
+    except ConnectionResetError:  # aiohttp's ClientConnectionResetError too: the client went away mid-answer
+        # A routine end, not an error: re-raised, aiohttp would log "Error handling request" with a traceback.
+        # The answer returned here is never sent (aiohttp gives up quietly on the dead connection).
+        log.debug("%s %s: the client disconnected", request.method, request.path)
+        return web.Response(status=499)
+    except asyncio.CancelledError:
         raise
     except Exception as exc:
         log.exception("unhandled error on %s %s", request.method, request.path)
-        return _status_response(APIError(500, "InternalError", f"Internal error occurred: {type(exc).__name__}"))
+        return _status_response(status.internal_error(type(exc).__name__))
 
 
 class APIServer:
@@ -181,6 +198,9 @@ class APIServer:
         self.certs: certs.ServingCerts | None = None
         self.advertise_address: str | None = None
         self._endpoints_task: asyncio.Task | None = None
+        # `kubectl get cs`: the store's check is this server's own; the composition root adds the others
+        self.components = componentstatus.ComponentStatuses()
+        self.components.register("etcd-0", self._storage_health)
 
     @property
     def url(self) -> str:
@@ -285,7 +305,8 @@ class APIServer:
     async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in PUBLIC_PATHS or request.path.startswith(("/healthz/", "/livez/", "/readyz/")):
             return await handler(request)
-        if self.authenticator.authenticate_header(request.headers.get("Authorization", "")) is not None:
+        if (user := self.authenticator.authenticate_header(request.headers.get("Authorization", ""))) is not None:
+            authn.current_user.set(user)
             return await handler(request)
         raise APIError(401, "Unauthorized", "Unauthorized")
 
@@ -348,6 +369,8 @@ class APIServer:
         app.router.add_post(kubeletcerts.PATH, self._serving_kubelet_cert)
         for path, metrics_handler in MetricsAPI(self.registry, kubelet).routes():
             app.router.add_get(path, metrics_handler)
+        app.router.add_get("/api/v1/componentstatuses", self._component_statuses)
+        app.router.add_get("/api/v1/componentstatuses/{name}", self._component_statuses)
         app.router.add_route("*", "/api/v1/{tail:.+}", resources.handle)
         app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", resources.handle)
         return app
@@ -378,6 +401,34 @@ class APIServer:
         except (StorageError, TimeoutError) as exc:
             return web.Response(status=503, text=f"[-]storage failed: {exc}\nreadyz check failed")
         return web.Response(text="ok")
+
+    def _storage_health(self) -> str | None:
+        """The store answers a read of its revision (upstream: the etcd client's health check)."""
+        if self._storage is None:
+            return "storage is closed"
+        try:
+            self._storage.revision()
+        except StorageError as exc:
+            return str(exc)
+        return None
+
+    async def _component_statuses(self, request: web.Request) -> web.Response:
+        """GET `componentstatuses` (a List or a Table) or `componentstatuses/{name}` (componentstatus.py)."""
+        resource = resources_table.COMPONENT_STATUSES
+        name = request.match_info.get("name")
+        items = [await self.components.get(name)] if name else await self.components.list()
+        table = tables.parse_accept_table(request.headers.get("Accept"))
+        if table is not None:
+            body = tables.table_for(resource, items, now=datetime.now(UTC), list_resource_version="",
+                                    include_object=tables.parse_include_object(request.query.get("includeObject")),
+                                    table_version=table.version)
+        elif name:
+            body = items[0]
+        else:
+            body = {"kind": "ComponentStatusList", "apiVersion": "v1", "metadata": {}, "items": items}
+        response = json_response(body)
+        response.headers["Warning"] = componentstatus.WARNING
+        return response
 
     async def _token_review(self, request: web.Request) -> web.Response:
         body = decode_object(await request.read(), request.headers.get("Content-Type", ""))
