@@ -3,12 +3,10 @@
 Upstream: k8s.io/apiserver/pkg/endpoints/discovery (legacy.go, root.go, group.go, version.go) and
 k8s.io/apimachinery/pkg/version (the /version body). Everything is built from control/apiserver/resources.py.
 
-Only the legacy (unaggregated) documents are served. kubectl 1.26+ first asks with
-`Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,...,application/json`;
-the server must ignore that media range and answer the legacy document with
-`Content-Type: application/json` (`CONTENT_TYPE`): client-go checks the response's content type, sees it
-is not the aggregated kind and parses the legacy APIGroupList, then fetches each `/apis/{g}/{v}` as
-older clients always did. Answering 406 instead would break kubectl, so the Accept header is not consulted.
+These are the legacy (unaggregated) documents, with `Content-Type: application/json` (`CONTENT_TYPE`).
+A client asking `/api` or `/apis` for `application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`
+(kubectl 1.26+) gets the aggregated document instead (aggregated_discovery.py); one that asks for nothing
+in particular gets these, as upstream answers them.
 
 Subresources are listed as their own entries (`pods/status`, `deployments/scale`) with an empty
 `singularName`, their own kind and verbs, and a `group`/`version` only where they differ from the parent

@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 from multidict import MultiMapping
+from prometheus_client import Counter
 
 from control.api import podlogoptions
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
@@ -83,8 +84,9 @@ class ResourceHandlers:
     """Everything under `/api/v1/` and `/apis/{group}/{version}/`."""
 
     def __init__(self, registry: Registry, cache: WatchCache, *, kubelet: KubeletClient,
-                 bookmark_seconds: float = 60.0) -> None:
+                 bookmark_seconds: float = 60.0, watch_events: Counter | None = None) -> None:
         self.registry = registry
+        self.watch_events = watch_events
         self.kubelet = kubelet
         self.cache = cache
         self.lines = EventLines()
@@ -128,7 +130,7 @@ class ResourceHandlers:
             self._include_object(query)  # a bad includeObject is a 400 here, not a ValueError in the stream
             send_initial = query.get("sendInitialEvents")
             stream = WatchStream(request, target, flt, registry=self.registry, cache=self.cache, lines=self.lines,
-                                 bookmark_seconds=self.bookmark_seconds)
+                                 bookmark_seconds=self.bookmark_seconds, events_sent=self.watch_events)
             return await stream.serve(resource_version=resource_version, timeout_seconds=timeout,
                                       bookmarks=req.query_bool(query, "allowWatchBookmarks"),
                                       send_initial=None if send_initial is None else req.query_bool(

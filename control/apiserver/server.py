@@ -40,6 +40,7 @@ import os
 import platform
 import secrets
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -47,13 +48,16 @@ from typing import Any
 
 import yaml
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from control.apiserver import (
+    aggregated_discovery,
     authn,
     certs,
     componentstatus,
     discovery,
     fieldvalidation,
+    health,
     kubeletcerts,
     master_endpoints,
     openapi,
@@ -64,7 +68,9 @@ from control.apiserver import resources as resources_table
 from control.apiserver.allocators import kubernetes_service_ip
 from control.apiserver.bootstrap import bootstrap
 from control.apiserver.handlers import ResourceHandlers, json_response
+from control.apiserver.jsonwire import encode_json
 from control.apiserver.kubeletclient import KubeletClient
+from control.apiserver.metrics import APIServerMetrics, MeteredStorage, is_mutating
 from control.apiserver.metricsapi import MetricsAPI
 from control.apiserver.registry import Registry
 from control.apiserver.request import decode_object
@@ -134,6 +140,13 @@ def _write_private(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _aggregated(body: dict[str, Any], version: str) -> web.Response:
+    """An aggregated discovery document, its Content-Type naming its kind (aggregated_discovery.py); `Vary:
+    Accept` because the same URL answers the legacy document to other clients."""
+    return web.Response(body=encode_json(body), headers={"Content-Type": aggregated_discovery.content_type(version),
+                                                         "Vary": "Accept"})
+
+
 def _status_response(error: APIError) -> web.Response:
     response = json_response(error.status, error.code)
     if error.code == 429:
@@ -141,6 +154,7 @@ def _status_response(error: APIError) -> web.Response:
     return response
 
 
+HEALTH_TIMEOUT = 5.0
 LONG_RUNNING_SUFFIXES = ("/log", "/exec", "/attach", "/portforward")
 
 
@@ -189,8 +203,14 @@ class APIServer:
         self._node_password = jointoken.parse(self.node_token).password
         self.authenticator = authn.TokenAuthenticator({self.admin_token: authn.ADMIN,
                                                         self._node_password: authn.NODE})
-        self._storage = storage
+        self._given_storage = storage
+        self._storage: Storage | None = None  # the store, timed into etcd_request_duration_seconds
         self._owns_storage = storage is None
+        self.metrics = APIServerMetrics()
+        self.metrics.count_storage_objects(self._count_stored)
+        self._inflight_by_kind = {"readOnly": 0, "mutating": 0}
+        self._bootstrapped = False
+        self._stopping = False
         self._inflight = 0
         self._runner: web.AppRunner | None = None
         self._cache: WatchCache | None = None
@@ -235,11 +255,15 @@ class APIServer:
                                     token: authn.NODE})
 
     async def start(self) -> None:
-        if self._storage is None:
-            self._storage = await asyncio.to_thread(open_storage, self.config.datastore, data_dir=self.config.data_dir)
+        self._stopping = False
+        if self._given_storage is None:
+            self._given_storage = await asyncio.to_thread(open_storage, self.config.datastore,
+                                                          data_dir=self.config.data_dir)
+        self._storage = MeteredStorage(self._given_storage, self.metrics.storage_latency)
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
                                  node_port_range=self.config.node_port_range)
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
+        self._bootstrapped = True
         self._cache = WatchCache(self._storage)
         await self._cache.start()
         ssl_context = None
@@ -285,6 +309,7 @@ class APIServer:
                 log.exception("reconciling Endpoints default/kubernetes failed")
 
     async def stop(self) -> None:
+        self._stopping = True  # readyz's shutdown check fails from here on
         if self._endpoints_task is not None:
             self._endpoints_task.cancel()
             try:
@@ -298,9 +323,10 @@ class APIServer:
         if self._cache is not None:
             await self._cache.stop()
             self._cache = None
-        if self._storage is not None and self._owns_storage:
-            await asyncio.to_thread(self._storage.close)
-            self._storage = None
+        if self._given_storage is not None and self._owns_storage:
+            await asyncio.to_thread(self._given_storage.close)
+            self._given_storage = None
+        self._storage = None
 
     # -- the handler chain --------------------------------------------------------------------------
 
@@ -319,22 +345,48 @@ class APIServer:
             return await handler(request)  # long-running requests are not counted, as upstream
         if self._inflight >= self.config.max_inflight:
             raise status.too_many_requests(1)
+        kind = "mutating" if is_mutating(request.method) else "readOnly"
         self._inflight += 1
+        self._inflight_by_kind[kind] += 1
+        self.metrics.inflight.labels(kind).set(self._inflight_by_kind[kind])
         try:
             return await handler(request)
         finally:
             self._inflight -= 1
+            self._inflight_by_kind[kind] -= 1
+            self.metrics.inflight.labels(kind).set(self._inflight_by_kind[kind])
+
+    @web.middleware
+    async def _instrument(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """apiserver_request_total and apiserver_request_duration_seconds (metrics.py), around everything
+        else, so the code counted is the one the client got."""
+        start = time.perf_counter()
+        code = 500
+        try:
+            response = await handler(request)
+            code = response.status
+            return response
+        except web.HTTPException as exc:
+            code = exc.status
+            raise
+        finally:
+            route = request.match_info.route.resource
+            if route is not None:  # a path nothing serves is not a request of any kind
+                self.metrics.observe_request(method=request.method, path=request.path, query=request.query,
+                                             content_type=request.headers.get("Content-Type", ""), code=code,
+                                             seconds=time.perf_counter() - start, route=route.canonical)
 
     def _app(self) -> web.Application:
         assert self.registry is not None and self._cache is not None
-        app = web.Application(middlewares=[_errors, self._authenticate, self._limit_inflight,
+        app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, self._limit_inflight,
                                            fieldvalidation.middleware(self.openapi)],
                               client_max_size=4 * 1024 * 1024)
         kubelet = KubeletClient(ca_file=self.certs.ca_path if self.certs else None,
                                 cert_file=self.certs.kubelet_client_cert_path if self.certs else None,
                                 key_file=self.certs.kubelet_client_key_path if self.certs else None)
         resources = ResourceHandlers(self.registry, self._cache, kubelet=kubelet,
-                                     bookmark_seconds=self.config.bookmark_seconds)
+                                     bookmark_seconds=self.config.bookmark_seconds,
+                                     watch_events=self.metrics.watch_events)
         version = discovery.version_info(platform=f"{sys.platform}/{platform.machine()}",
                                          python_version=platform.python_version())
 
@@ -342,9 +394,13 @@ class APIServer:
             return json_response(version)
 
         async def get_api(request: web.Request) -> web.Response:
+            if (aggregated := aggregated_discovery.negotiate(request.headers.get("Accept"))) is not None:
+                return _aggregated(aggregated_discovery.discovery_list(core=True, version=aggregated), aggregated)
             return json_response(discovery.api_versions(request.host))
 
         async def get_apis(request: web.Request) -> web.Response:
+            if (aggregated := aggregated_discovery.negotiate(request.headers.get("Accept"))) is not None:
+                return _aggregated(aggregated_discovery.discovery_list(core=False, version=aggregated), aggregated)
             return json_response(discovery.api_group_list())
 
         async def get_core(request: web.Request) -> web.Response:
@@ -360,7 +416,9 @@ class APIServer:
             ("/apis/{group}", self._group), ("/apis/{group}/{version}", get_group_version),
         ]
         other_routes = [
-            ("/healthz", self._health), ("/livez", self._health), ("/readyz", self._ready),
+            ("/healthz", self._health), ("/livez", self._health), ("/readyz", self._health),
+            ("/healthz/{check:.+}", self._health_check), ("/livez/{check:.+}", self._health_check),
+            ("/readyz/{check:.+}", self._health_check), ("/metrics", self._metrics),
             ("/openapi/v2", self._openapi_v2), ("/openapi/v3", self._openapi_v3_index),
             ("/openapi/v3/{gv:.+}", self._openapi_v3), ("/cacerts", self._cacerts),
         ]
@@ -394,18 +452,64 @@ class APIServer:
             raise web.HTTPNotFound()
         return json_response(body)
 
-    @staticmethod
-    async def _health(request: web.Request) -> web.Response:
-        return web.Response(text="ok")
+    def _health_checks(self, kind: str) -> health.HealthChecks:
+        """The checks of /healthz, /livez or /readyz, in upstream's order and with upstream's names. readyz
+        adds what only decides whether to send traffic here: the watch cache synced, not shutting down."""
+        async def ok() -> str | None:
+            return None
 
-    async def _ready(self, request: web.Request) -> web.Response:
-        """Ready while the store answers; a load balancer then stops sending to a server without one."""
-        assert self._storage is not None
-        try:
-            await asyncio.wait_for(asyncio.to_thread(self._storage.revision), timeout=5)
-        except (StorageError, TimeoutError) as exc:
-            return web.Response(status=503, text=f"[-]storage failed: {exc}\nreadyz check failed")
-        return web.Response(text="ok")
+        async def etcd() -> str | None:
+            try:
+                return await asyncio.wait_for(asyncio.to_thread(self._storage_health), timeout=HEALTH_TIMEOUT)
+            except TimeoutError:
+                return f"the store did not answer within {HEALTH_TIMEOUT:g}s"
+
+        async def informer_sync() -> str | None:
+            return None if self._cache is not None else "the watch cache is not running"
+
+        async def bootstrapped() -> str | None:
+            return None if self._bootstrapped else "the system namespaces and Services are not in place yet"
+
+        async def shutdown() -> str | None:
+            return "the server is shutting down" if self._stopping else None
+
+        checks: list[tuple[str, health.Check]] = [("ping", ok), ("log", ok), ("etcd", etcd)]
+        if kind == "readyz":
+            checks += [("etcd-readiness", etcd), ("informer-sync", informer_sync)]
+        checks.append(("poststarthook/bootstrap-controller", bootstrapped))
+        if kind == "readyz":
+            checks.append(("shutdown", shutdown))
+        return health.HealthChecks(kind, checks)
+
+    @staticmethod
+    def _text(answer: health.Answer) -> web.Response:
+        return web.Response(status=answer.code, text=answer.text, charset="utf-8",
+                            headers={"X-Content-Type-Options": "nosniff"})
+
+    async def _health(self, request: web.Request) -> web.Response:
+        """`/healthz`, `/livez`, `/readyz`, with `?verbose` and `?exclude=` (health.py)."""
+        kind = request.path.strip("/").split("/")[0]
+        answer = await self._health_checks(kind).run(verbose="verbose" in request.query,
+                                                     exclude=request.query.getall("exclude", []))
+        return self._text(answer)
+
+    async def _health_check(self, request: web.Request) -> web.Response:
+        """`/readyz/etcd`, `/livez/ping`, …: one check."""
+        kind = request.path.strip("/").split("/")[0]
+        answer = await self._health_checks(kind).run_one(request.match_info["check"])
+        if answer is None:
+            raise web.HTTPNotFound()
+        return self._text(answer)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        """The Prometheus registry (metrics.py), collected off the event loop (storage counts are reads)."""
+        data = await asyncio.to_thread(generate_latest, self.metrics.registry)
+        return web.Response(body=data, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    def _count_stored(self, prefix: str) -> int:
+        if self._storage is None:
+            raise StorageError("storage is closed")
+        return self._storage.count(prefix)
 
     def _storage_health(self) -> str | None:
         """The store answers a read of its revision (upstream: the etcd client's health check)."""

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import Counter
 
 from control.apiserver import status, tables
 from control.apiserver.jsonwire import encode_json
@@ -93,8 +94,12 @@ class WatchStream:
     """One client watch, from the request to the end of the stream."""
 
     def __init__(self, request: web.Request, target: Target, flt: Filter, *, registry: Registry,
-                 cache: WatchCache, lines: EventLines, bookmark_seconds: float) -> None:
+                 cache: WatchCache, lines: EventLines, bookmark_seconds: float,
+                 events_sent: Counter | None = None) -> None:
         self.request = request
+        # apiserver_watch_events_total{group, version, kind} of this resource, or None when not counted
+        resource = target.resource
+        self._sent = events_sent.labels(resource.group, resource.version, resource.kind) if events_sent else None
         self.target = target
         self.flt = flt
         self.registry = registry
@@ -106,6 +111,8 @@ class WatchStream:
         self._first_table = True
 
     def _encode(self, kind: str, obj: dict[str, Any], *, revision: int = 0, key: str = "") -> bytes:
+        if self._sent is not None:
+            self._sent.inc()
         if self.table is not None and kind != "BOOKMARK" and kind != "ERROR":
             row = tables.watch_event_table(self.target.resource, obj, now=datetime.now(UTC), first=self._first_table,
                                            include_object=self.include_object, table_version=self.table.version)
@@ -116,6 +123,8 @@ class WatchStream:
         return encode_line(kind, obj)
 
     def _bookmark(self, revision: int, *, initial_end: bool = False) -> bytes:
+        if self._sent is not None:
+            self._sent.inc()
         resource = self.target.resource
         metadata: dict[str, Any] = {"resourceVersion": str(revision)}
         if initial_end:

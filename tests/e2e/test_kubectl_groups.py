@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -144,3 +145,52 @@ def test_get_componentstatuses_from_real_checks(tmp_path: Path, scheduler: bool)
         assert one["conditions"] == [{"type": "Healthy", "status": "True", "message": "ok"}]
     finally:
         server.stop()
+
+
+def test_metrics_and_health_through_kubectl(kubectl: Kubectl, ns: str) -> None:
+    kubectl.run("create", "configmap", "one", "-n", ns, "--from-literal=a=b")
+    text = kubectl.run("get", "--raw", "/metrics").stdout
+    assert re.search(r'^apiserver_request_total\{code="201",component="apiserver",dry_run="",group="",'
+                     r'resource="configmaps",scope="resource",subresource="",verb="POST",version="v1"\} \d', text,
+                     re.MULTILINE), text[:2000]
+    assert 'apiserver_request_duration_seconds_bucket{component="apiserver"' in text
+    assert re.search(r'^apiserver_storage_objects\{resource="namespaces"\} [1-9]', text, re.MULTILINE)
+    assert re.search(r'^etcd_request_duration_seconds_count\{operation="create",type="configmaps"\} [1-9]', text,
+                     re.MULTILINE)
+    assert "apiserver_current_inflight_requests{request_kind=\"readOnly\"}" in text
+    ready = kubectl.run("get", "--raw", "/readyz?verbose").stdout
+    assert ready.splitlines()[0] == "[+]ping ok" and "[+]etcd ok" in ready.splitlines()
+    assert ready.rstrip().endswith("readyz check passed")
+    assert kubectl.run("get", "--raw", "/livez?verbose").stdout.rstrip().endswith("livez check passed")
+    assert kubectl.run("get", "--raw", "/readyz/etcd").stdout == "ok"
+    assert kubectl.run("get", "--raw", "/livez/ping").stdout == "ok"
+    assert kubectl.run("get", "--raw", "/readyz/nothing", check=False).returncode != 0
+
+
+def test_kubectl_133_uses_aggregated_discovery(apiserver: Endpoint, tmp_path: Path) -> None:
+    """kubectl 1.33 with an empty cache: two discovery requests (/api, /apis) answered as
+    APIGroupDiscoveryList v2, and no fallback to the per-group-version documents."""
+    kubectl = Kubectl(KUBECTLS["1.33"], apiserver.kubeconfig, str(tmp_path / "cache"))
+    result = kubectl.run("get", "ingress,deployments,csr", "-A", "-v=8")
+    log = result.stderr
+    urls = re.findall(r'"Request" verb="GET" url="https://[^/]+(/[^"?]*)', log)
+    assert urls[:2] == ["/api", "/apis"], urls
+    assert not [url for url in urls if re.fullmatch(r"/apis?/[^/]+(/v[^/]+)?", url)], urls  # no fallback
+    assert log.count("Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList") >= 2
+    assert log.count("Content-Type: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList") == 2
+    legacy = apiserver.request("GET", "/apis", headers={"Accept": "application/json"})
+    assert legacy.headers["Content-Type"] == "application/json" and legacy.json()["kind"] == "APIGroupList"
+    beta = apiserver.request("GET", "/api", headers={
+        "Accept": "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"})
+    assert beta.headers["Content-Type"] == "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+    assert beta.json()["apiVersion"] == "apidiscovery.k8s.io/v2beta1"
+
+
+def test_error_status_bytes_as_upstream(apiserver: Endpoint) -> None:
+    missing = apiserver.request("GET", "/apis/apps/v1/namespaces/default/deployments/web")
+    assert missing.status_code == 404
+    assert missing.content == (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":'
+                               b'"deployments.apps \\"web\\" not found","reason":"NotFound","details":{"name":"web",'
+                               b'"group":"apps","kind":"deployments"},"code":404}\n')
+    nowhere = apiserver.request("GET", "/nowhere")
+    assert nowhere.content.endswith(b'"reason":"NotFound","details":{},"code":404}\n')
