@@ -153,6 +153,8 @@ def test_leading_zero_addresses_load_after_normalisation(mode: Mode, netns) -> N
     (port,) = service_ports(service)
     st = ProxyState(services={port.name: port}, endpoints={port.name: endpoints("10.244.1.2")})
     ipt.restore(render(st, NODE).text)
+    for jump in jump_rules(NODE):
+        ipt.insert_rule(jump.table, jump.chain, jump.rule)
     saved = ipt.save("nat")
     assert "192.0.2.99/32" in saved and "192.0.2.10/32" in saved and "198.51.100.7/32" in saved
     for destination in ("10.96.0.20", "192.0.2.99", "192.0.2.10", "198.51.100.7"):
