@@ -50,6 +50,8 @@ from aiohttp import web
 from control.apiserver import authn, certs, discovery, kubeletcerts, master_endpoints, openapi, status
 from control.apiserver.allocators import kubernetes_service_ip
 from control.apiserver.bootstrap import bootstrap
+from control.apiserver.crd.controller import PREFIX as CRD_PREFIX
+from control.apiserver.crd.controller import CRDController
 from control.apiserver.handlers import ResourceHandlers, json_response
 from control.apiserver.kubeletclient import KubeletClient
 from control.apiserver.metricsapi import MetricsAPI
@@ -181,6 +183,8 @@ class APIServer:
         self.certs: certs.ServingCerts | None = None
         self.advertise_address: str | None = None
         self._endpoints_task: asyncio.Task | None = None
+        self._crds: CRDController | None = None
+        self._crd_task: asyncio.Task | None = None
 
     @property
     def url(self) -> str:
@@ -219,6 +223,9 @@ class APIServer:
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
         self._cache = WatchCache(self._storage)
         await self._cache.start()
+        self._crds = CRDController(self.registry)
+        await asyncio.to_thread(self._crds.sync_all)  # custom resources are served before the server listens
+        self._crd_task = asyncio.create_task(self._follow_crds(self._crds, self._cache))
         ssl_context = None
         if self.config.tls:
             self.certs = await asyncio.to_thread(certs.ensure_serving_certs, self.config.data_dir,
@@ -261,7 +268,38 @@ class APIServer:
             except Exception:
                 log.exception("reconciling Endpoints default/kubernetes failed")
 
+    async def _follow_crds(self, controller: CRDController, cache: WatchCache) -> None:
+        """A CRD controller pass after every change under the CRDs' prefix (the watch cache wakes it), and
+        one second later again while a pass asks for it (a deletion under way, a lost race). A
+        subscription the cache closed (it fell behind) is replaced after a full pass."""
+        again = False
+        while True:
+            subscription = cache.subscribe(CRD_PREFIX, cache.revision)
+            try:
+                while not subscription.closed:
+                    event = await subscription.next(timeout=1.0 if again else 30.0)
+                    if event is None and not again and not subscription.closed:
+                        continue
+                    try:
+                        again = await asyncio.to_thread(controller.sync_all)
+                    except Exception:
+                        log.exception("the CRD controller's pass failed")
+                        again = True
+            finally:
+                cache.unsubscribe(subscription)
+            await asyncio.sleep(1.0)
+
     async def stop(self) -> None:
+        if self._crd_task is not None:
+            self._crd_task.cancel()
+            try:
+                await self._crd_task
+            except asyncio.CancelledError:
+                pass
+            self._crd_task = None
+        if self._crds is not None:
+            self._crds.stop()
+            self._crds = None
         if self._endpoints_task is not None:
             self._endpoints_task.cancel()
             try:

@@ -28,6 +28,7 @@ from control.apiserver.strategies.base import (
     Strategy,
     WorkloadStrategy,
 )
+from control.apiserver.strategies.customresourcedefinitions import CustomResourceDefinitionStrategy
 from control.apiserver.strategies.endpointslices import EndpointSliceStrategy
 from control.apiserver.strategies.namespaces import NamespaceStrategy
 from control.apiserver.strategies.pods import BindingStrategy, PodStrategy
@@ -57,6 +58,7 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "priorityclasses": PriorityClassStrategy,
     "poddisruptionbudgets": PodDisruptionBudgetStrategy,
     "endpointslices": EndpointSliceStrategy,
+    "customresourcedefinitions": CustomResourceDefinitionStrategy,
 })
 
 

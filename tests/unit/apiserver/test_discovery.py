@@ -29,6 +29,7 @@ def test_api_versions():
 def test_api_group_list_has_named_groups_with_preferred_version():
     groups = {g["name"]: g for g in discovery.api_group_list()["groups"]}
     assert set(groups) == {"apps", "batch", "coordination.k8s.io", "scheduling.k8s.io", "discovery.k8s.io", "policy",
+                           "apiextensions.k8s.io",
                            "metrics.k8s.io"}
     assert groups["apps"]["preferredVersion"] == {"groupVersion": "apps/v1", "version": "v1"}
     assert groups["apps"]["versions"] == [{"groupVersion": "apps/v1", "version": "v1"}]
