@@ -63,7 +63,7 @@ class Version:
 
     resource: Resource
     storage_api_version: str
-    schema: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    schema: Mapping[str, Any] = field(default_factory=dict)  # read-only: shared by every request
     columns: tuple[Column, ...] = (AGE_COLUMN,)
     scale: ScalePaths | None = None
     terminating: bool = False
@@ -394,6 +394,6 @@ def served_versions(crd: Mapping[str, Any]) -> list[Version]:
                                c.get("description", ""), c.get("format", ""), int(c.get("priority") or 0))
                         for c in version.get("additionalPrinterColumns") or [] if isinstance(c, dict))
         schema = ((version.get("schema") or {}).get("openAPIV3Schema")) or {}
-        served.append(Version(resource, storage, MappingProxyType(deep_copy(schema)), columns or (AGE_COLUMN,),
+        served.append(Version(resource, storage, deep_copy(schema), columns or (AGE_COLUMN,),
                               scale, terminating))
     return served

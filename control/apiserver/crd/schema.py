@@ -307,7 +307,7 @@ def _object(value: dict[str, Any], schema: Schema, path: str, errors: list[Field
             _validate(item, child, f"{path}.{name}" if path else name, errors)
     if schema.get(EMBEDDED):
         for name in ("apiVersion", "kind"):
-            if not value.get(name) and not schema.get(PRESERVE):
+            if not value.get(name):
                 errors.append(FieldError.required(join(path, name), "must not be empty"))
 
 

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from control.apimachinery.meta import deep_copy
-from control.apimachinery.validation import FieldError
+from control.apimachinery.validation import ErrorType, FieldError
 from control.apiserver import status
 from control.apiserver.crd import cel, definitions, jsonpath
 from control.apiserver.crd import schema as structural
@@ -84,8 +84,9 @@ class CustomResourceStrategy(Strategy):
         schema = self.version.schema
         if not schema:
             return errors
-        errors += structural.validate(obj, schema, "", root=True)
-        if not errors and cel.has_rules(schema):
+        schema_errors = structural.validate(obj, schema, "", root=True)
+        errors += schema_errors
+        if cel.has_rules(schema) and not any(_blocks_cel(e) for e in schema_errors):
             errors += cel.validate_object(obj, old, schema)
         return errors
 
@@ -120,6 +121,13 @@ class CustomResourceStrategy(Strategy):
         new = deep_copy(obj)
         jsonpath.set_value(new, paths.spec_replicas, replicas)
         return new
+
+
+def _blocks_cel(error: FieldError) -> bool:
+    """Upstream hasBlockingErr: a value of the wrong type or outside its enum stops the CEL rules, which
+    would only fail on it again with a less helpful message."""
+    return error.type is ErrorType.NOT_SUPPORTED or (
+        error.type is ErrorType.INVALID and " in body must be of type " in error.detail)
 
 
 def _integer(found: list[Any]) -> int:
