@@ -58,7 +58,7 @@ from control.apiserver.metricsapi import MetricsAPI
 from control.apiserver.registry import Registry
 from control.apiserver.request import decode_object
 from control.apiserver.status import APIError
-from control.apiserver.watchcache import WatchCache
+from control.apiserver.watchcache import Subscription, WatchCache
 from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
@@ -224,8 +224,9 @@ class APIServer:
         self._cache = WatchCache(self._storage)
         await self._cache.start()
         self._crds = CRDController(self.registry)
+        crd_events = self._cache.subscribe(CRD_PREFIX, self._cache.revision)  # first: no change is missed
         await asyncio.to_thread(self._crds.sync_all)  # custom resources are served before the server listens
-        self._crd_task = asyncio.create_task(self._follow_crds(self._crds, self._cache))
+        self._crd_task = asyncio.create_task(self._follow_crds(self._crds, self._cache, crd_events))
         ssl_context = None
         if self.config.tls:
             self.certs = await asyncio.to_thread(certs.ensure_serving_certs, self.config.data_dir,
@@ -268,13 +269,12 @@ class APIServer:
             except Exception:
                 log.exception("reconciling Endpoints default/kubernetes failed")
 
-    async def _follow_crds(self, controller: CRDController, cache: WatchCache) -> None:
+    async def _follow_crds(self, controller: CRDController, cache: WatchCache, subscription: Subscription) -> None:
         """A CRD controller pass after every change under the CRDs' prefix (the watch cache wakes it), and
         one second later again while a pass asks for it (a deletion under way, a lost race). A
-        subscription the cache closed (it fell behind) is replaced after a full pass."""
+        subscription the cache closed (it fell behind) is replaced, then a full pass catches up."""
         again = False
         while True:
-            subscription = cache.subscribe(CRD_PREFIX, cache.revision)
             try:
                 while not subscription.closed:
                     event = await subscription.next(timeout=1.0 if again else 30.0)
@@ -288,6 +288,8 @@ class APIServer:
             finally:
                 cache.unsubscribe(subscription)
             await asyncio.sleep(1.0)
+            subscription = cache.subscribe(CRD_PREFIX, cache.revision)
+            again = True
 
     async def stop(self) -> None:
         if self._crd_task is not None:

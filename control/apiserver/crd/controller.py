@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from control.apimachinery.meta import deep_copy, format_timestamp
 from control.apiserver.crd import definitions
@@ -44,13 +44,26 @@ def _creation(crd: Mapping[str, Any]) -> tuple[str, str]:
     return metadata.get("creationTimestamp", ""), metadata.get("name", "")
 
 
-class CRDController:
-    """One registry's CRDs, kept in step with what it serves. Not thread-safe: one pass at a time."""
+class SchemaPublisher(Protocol):
+    """Where the schemas of served versions go for /openapi/v2 and /v3 (wt-openapi's OpenAPIDocuments,
+    /work/notes/openapi-hook.md): one call per served version, again on a change, removal when it goes."""
 
-    def __init__(self, registry: Registry) -> None:
+    def add_custom(self, group: str, version: str, kind: str, schema: Mapping[str, Any], *, plural: str,
+                   namespaced: bool, list_kind: str = "") -> None: ...
+
+    def remove_custom(self, group: str, version: str, kind: str) -> None: ...
+
+
+class CRDController:
+    """One registry's CRDs, kept in step with what it serves (and, given a publisher, what OpenAPI
+    documents). Not thread-safe: one pass at a time."""
+
+    def __init__(self, registry: Registry, *, schemas: SchemaPublisher | None = None) -> None:
         assert CRDS is not None
         self.registry = registry
+        self.schemas = schemas
         self._served: dict[str, str] = {}  # CRD name → fingerprint of what is served
+        self._published: dict[str, list[tuple[str, str, str]]] = {}  # CRD name → (group, version, kind)
 
     def sync_all(self) -> bool:
         """One pass over every CRD; returns whether another pass is needed soon (deletions under way,
@@ -71,12 +84,27 @@ class CRDController:
         return again
 
     def stop(self) -> None:
+        for name in list(self._served):
+            self._stop(name)
         self.registry.stop_serving_custom()
-        self._served.clear()
 
     def _stop(self, name: str) -> None:
         self.registry.stop_serving_custom(name)
         self._served.pop(name, None)
+        self._publish(name, [], "")
+
+    def _publish(self, name: str, versions: list[definitions.Version], list_kind: str) -> None:
+        if self.schemas is None:
+            return
+        wanted = {(v.resource.group, v.resource.version, v.resource.kind): v for v in versions}
+        for key in self._published.pop(name, []):
+            if key not in wanted:
+                self.schemas.remove_custom(*key)
+        for (group, version, kind), served in wanted.items():
+            self.schemas.add_custom(group, version, kind, served.schema, plural=served.resource.plural,
+                                    namespaced=served.resource.namespaced, list_kind=list_kind)
+        if wanted:
+            self._published[name] = list(wanted)
 
     def _serve(self, crd: Mapping[str, Any]) -> None:
         name = crd["metadata"]["name"]
@@ -87,6 +115,7 @@ class CRDController:
         if versions:
             self.registry.serve_custom(name, versions)
             self._served[name] = fingerprint
+            self._publish(name, versions, ((crd.get("status") or {}).get("acceptedNames") or {}).get("listKind", ""))
             log.info("serving %s (versions %s)", name, ", ".join(v.resource.version for v in versions))
         else:
             self._stop(name)

@@ -188,3 +188,37 @@ def test_stop_forgets_everything_this_registry_served(store):
     assert by_path("example.com", "v1", "widgets") is None
     with pytest.raises(APIError):
         registry.strategy(resources.Resource("example.com", "v1", "widgets", "widget", "Widget", True, custom=True))
+
+
+class RecordingPublisher:
+    """The OpenAPI documents' hook, recorded (control/apiserver/crd/controller.py SchemaPublisher)."""
+
+    def __init__(self) -> None:
+        self.published: dict[tuple[str, str, str], dict] = {}
+
+    def add_custom(self, group, version, kind, schema, *, plural, namespaced, list_kind=""):
+        self.published[(group, version, kind)] = {"schema": schema, "plural": plural, "namespaced": namespaced,
+                                                  "list_kind": list_kind}
+
+    def remove_custom(self, group, version, kind):
+        del self.published[(group, version, kind)]
+
+
+def test_served_versions_are_published_and_withdrawn(store):
+    registry, _ = store
+    publisher = RecordingPublisher()
+    controller = CRDController(registry, schemas=publisher)
+    establish(registry, controller)
+    assert set(publisher.published) == {("example.com", "v1", "Widget"), ("example.com", "v1beta1", "Widget")}
+    v1 = publisher.published[("example.com", "v1", "Widget")]
+    assert v1["plural"] == "widgets" and v1["namespaced"] and v1["list_kind"] == "WidgetList"
+    assert v1["schema"]["properties"]["spec"]["required"] == ["size"]
+    crd = registry.must_get(CRDS, "", "widgets.example.com")
+    crd["spec"]["versions"][1]["served"] = False
+    registry.update(CRDS, "", "widgets.example.com", crd)
+    controller.sync_all()
+    assert set(publisher.published) == {("example.com", "v1", "Widget")}
+    assert by_path("example.com", "v1beta1", "widgets") is None
+    registry.delete(CRDS, "", "widgets.example.com", DeleteOptions())
+    controller.sync_all()
+    assert publisher.published == {}
