@@ -206,3 +206,20 @@ def test_a_kopf_operator_reconciles_a_custom_object(k: Kubectl, crd: dict[str, A
         except subprocess.TimeoutExpired:
             operator.kill()
             operator.wait(timeout=10)
+
+
+def test_a_restarted_server_serves_its_custom_resources_at_once(tmp_path: Path) -> None:
+    """The first CRD pass runs before the server listens: no 404 window after a restart."""
+    definition = widget_crd(group="restart.example.com")
+    path = "/apis/restart.example.com/v1/namespaces/default/widgets"
+    with running_server(str(tmp_path)) as endpoint:
+        assert endpoint.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                json=definition).status_code == 201
+        deadline = time.monotonic() + 10
+        while endpoint.request("GET", path).status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert endpoint.request("POST", path, json=widget("kept", api_version="restart.example.com/v1",
+                                                          size="small")).status_code == 201
+    with running_server(str(tmp_path)) as endpoint:
+        answer = endpoint.request("GET", f"{path}/kept")
+        assert answer.status_code == 200 and answer.json()["spec"]["replicas"] == 1
