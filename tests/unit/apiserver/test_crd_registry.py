@@ -222,3 +222,23 @@ def test_served_versions_are_published_and_withdrawn(store):
     registry.delete(CRDS, "", "widgets.example.com", DeleteOptions())
     controller.sync_all()
     assert publisher.published == {}
+
+
+def test_openapi_documents_with_the_crd_kind_and_a_published_custom_kind():
+    """JSONSchemaProps (the CRD kind's schema) has a property named `$ref`: v2 JSON and protobuf and every v3
+    document must still build, and the custom kind gets its own v3 document."""
+    import json
+
+    from control.apiserver import openapi
+
+    documents = openapi.OpenAPIDocuments()
+    documents.add_custom("example.com", "v1", "Widget", widget_crd()["spec"]["versions"][0]["schema"][
+        "openAPIV3Schema"], plural="widgets", namespaced=True)
+    assert documents.v2_protobuf() and documents.v2_json()
+    for path in documents.v3_index()["paths"]:
+        assert documents.v3(path) is not None
+    crd_doc = json.loads(documents.v3("apis/apiextensions.k8s.io/v1")[0])
+    props = crd_doc["components"]["schemas"]["io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"]
+    assert "$ref" in props["properties"]
+    widget_doc = json.loads(documents.v3("apis/example.com/v1")[0])
+    assert widget_doc["components"]["schemas"]["com.example.v1.Widget"]["properties"]["spec"]["required"] == ["size"]
