@@ -33,8 +33,10 @@ RECHECK_SECONDS = 5.0
 
 class Forwarder:
     def __init__(self, resolv_conf: str = resolvconf.HOST_RESOLV_CONF, *, timeout: float = TIMEOUT,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 servers: tuple[str, ...] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        """`servers`, when given, replace the resolv.conf's (loopback ones included: tests' fake upstreams)."""
         self.resolv_conf = resolv_conf
+        self._fixed = servers
         self.timeout = timeout
         self._clock = clock
         self._lock = threading.Lock()
@@ -43,6 +45,8 @@ class Forwarder:
         self._servers: tuple[str, ...] = ()
 
     def servers(self) -> tuple[str, ...]:
+        if self._fixed is not None:
+            return self._fixed
         with self._lock:
             now = self._clock()
             if now - self._checked >= RECHECK_SECONDS:
@@ -61,10 +65,11 @@ class Forwarder:
 
     def forward(self, query: dns.message.Message, *, tcp: bool = False) -> dns.message.Message:
         for server in self.servers():
+            host, _, port = server.partition("#")  # "address#port", as dig and dnsmasq write it
             try:
                 if tcp:
-                    return dns.query.tcp(query, server, timeout=self.timeout)
-                response, _ = dns.query.udp_with_fallback(query, server, timeout=self.timeout)
+                    return dns.query.tcp(query, host, timeout=self.timeout, port=int(port or 53))
+                response, _ = dns.query.udp_with_fallback(query, host, timeout=self.timeout, port=int(port or 53))
                 return response
             except (dns.exception.DNSException, OSError) as exc:
                 log.debug("forwarding %s to %s failed: %s", query.question, server, exc)

@@ -82,24 +82,11 @@ class DNSServer:
     def start(self) -> None:
         family = socket.AF_INET6 if ":" in self.address else socket.AF_INET
         try:
-            udp = self._udp = socket.socket(family, socket.SOCK_DGRAM)
-            udp.bind((self.address, self.port))
-            self.port = udp.getsockname()[1]
-            outer = self
-
-            class Handler(socketserver.BaseRequestHandler):
-                def handle(self) -> None:
-                    outer._serve_tcp(self.request, self.client_address[0])
-
-            class TCPServer(socketserver.ThreadingTCPServer):
-                address_family = family
-                allow_reuse_address = True
-                daemon_threads = True
-
-            self._tcp = TCPServer((self.address, self.port), Handler)
+            self._bind(family)
         except BaseException:
             self.stop()
             raise
+        assert self._tcp is not None
         self._server_label = f"dns://{self.address}:{self.port}"
         self._threads = [threading.Thread(target=self._serve_udp, name="dns-udp", daemon=True),
                          threading.Thread(target=self._tcp.serve_forever, kwargs={"poll_interval": 0.2},
@@ -107,6 +94,34 @@ class DNSServer:
         for thread in self._threads:
             thread.start()
         log.info("cluster DNS serving %s on %s:%d (UDP and TCP)", self.zone.domain, self.address, self.port)
+
+    def _bind(self, family: socket.AddressFamily) -> None:
+        """UDP and TCP on one port; with port 0, the free UDP port may be taken for TCP: try another."""
+        outer = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                outer._serve_tcp(self.request, self.client_address[0])
+
+        class TCPServer(socketserver.ThreadingTCPServer):
+            address_family = family
+            allow_reuse_address = True
+            daemon_threads = True
+
+        for attempt in range(1 if self.port else 20):
+            udp = self._udp = socket.socket(family, socket.SOCK_DGRAM)
+            udp.bind((self.address, self.port))
+            port = udp.getsockname()[1]
+            try:
+                self._tcp = TCPServer((self.address, port), Handler)
+            except OSError:
+                udp.close()
+                self._udp = None
+                if self.port or attempt == 19:
+                    raise
+                continue
+            self.port = port
+            return
 
     def stop(self) -> None:
         self._stopped.set()
@@ -158,12 +173,12 @@ class DNSServer:
 
     def _finish(self, query: dns.message.Message, response: dns.message.Message, zone: str, qtype: str,
                 started: float, reply: Callable[[dns.message.Message, dns.message.Message], None]) -> None:
+        self.metrics.responses.labels(self._server_label, zone, dns.rcode.to_text(response.rcode())).inc()
+        self.metrics.duration.labels(self._server_label, zone, qtype).observe(time.perf_counter() - started)
         try:
             reply(query, response)
         except OSError as exc:  # the client went away
             log.debug("DNS reply failed: %s", exc)
-        self.metrics.responses.labels(self._server_label, zone, dns.rcode.to_text(response.rcode())).inc()
-        self.metrics.duration.labels(self._server_label, zone, qtype).observe(time.perf_counter() - started)
 
     def _serve_udp(self) -> None:
         udp = self._udp
