@@ -81,7 +81,7 @@ def synthetic(name: str, zone: Zone, *, dns_address: str | None) -> tuple[dict[i
 
 def _as_asked(rrset: dns.rrset.RRset, qname: dns.name.Name) -> dns.rrset.RRset:
     """The RRset under the query's spelling of its name (a copy only when the spelling differs)."""
-    if rrset.name.to_text() == qname.to_text():
+    if rrset.name.labels == qname.labels:  # byte-wise: Name equality ignores case
         return rrset
     return dns.rrset.from_rdata_list(qname, rrset.ttl, list(rrset))
 
