@@ -70,8 +70,8 @@ def cluster_zone(count: int) -> Zone:
 
 
 def static_zone(count: int) -> dict[tuple[str, int], dns.rrset.RRset]:
-    return {(service_name, dns.rdatatype.A): dns.rrset.from_text(service_name, 5, "IN", "A", service["spec"]["clusterIP"])
-            for service_name, service in zip(names(count), fake_services(count), strict=True)}
+    return {(name, dns.rdatatype.A): dns.rrset.from_text(name, 5, "IN", "A", service["spec"]["clusterIP"])
+            for name, service in zip(names(count), fake_services(count), strict=True)}
 
 
 def static_answer(zone: dict[tuple[str, int], dns.rrset.RRset], query: dns.message.Message) -> dns.message.Message:

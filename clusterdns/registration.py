@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 NAMESPACE = "kube-system"
 SERVICE = "kube-dns"
-MANAGED_BY = "slimkube.io/cluster-dns"
+MANAGED_BY = "cluster-dns.slimkube.io"  # a label value: no "/"
 SLICES = "discovery.k8s.io/v1"
 
 

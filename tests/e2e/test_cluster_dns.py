@@ -65,7 +65,8 @@ def test_pods_find_services_by_name(workload_cluster: RunningCluster, cluster_na
         slices = client.list("/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices",
                              params={"labelSelector": "kubernetes.io/service-name=kube-dns"})["items"]
         return sorted(s["endpoints"][0]["nodeName"] for s in slices)
-    wait_for(lambda: dns_nodes() == sorted(cluster.names), 30, "a kube-dns EndpointSlice from every node")
+    wait_for(lambda: dns_nodes() == sorted(cluster.names), 30, lambda: "a kube-dns EndpointSlice from every node; "
+             "`up` said:\n" + "\n".join(line for line in cluster.up.lines if "DNS" in line))
     assert client.get("/api/v1/namespaces/kube-system/services/kube-dns")["spec"]["clusterIP"] == dns_ip
 
     client.create(f"/api/v1/namespaces/{ns}/pods", httpd("server", cluster.names[1]))
