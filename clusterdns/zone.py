@@ -92,9 +92,10 @@ class Zone:
                 continue
             labels = name[: -len(self.domain) - 1].split(".")
             for i in range(len(labels)):
-                self._below[".".join(labels[i:]) + "." + self.domain] += delta
-        for name in [n for n, count in self._below.items() if count <= 0]:
-            del self._below[name]
+                above = ".".join(labels[i:]) + "." + self.domain
+                self._below[above] += delta
+                if self._below[above] <= 0:
+                    del self._below[above]
 
     def _publish(self, name: str) -> None:
         owners = self._owners.get(name)

@@ -7,6 +7,8 @@ import dns.flags
 import dns.message
 import dns.rcode
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clusterdns.answer import answer
 from clusterdns.feeder import ZoneFeeder
@@ -135,3 +137,33 @@ def test_any_and_malformed(zone):
     query.question.append(query.question[0])
     response = answer(query, zone)
     assert response is not None and response.rcode() == dns.rcode.FORMERR
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["x", "y"]),
+                          st.one_of(st.none(), st.sampled_from(["10.96.0.5", "10.96.0.6", "None"])),
+                          st.lists(st.sampled_from(["10.244.1.1", "10.244.1.2", "10.244.2.1"]), max_size=3)),
+                max_size=25))
+@settings(max_examples=60, deadline=None)
+def test_zone_after_any_events_equals_a_fresh_one(events):
+    """Whatever order Services come, change and go in, the zone equals one built from the final state."""
+    zone = Zone(clock=lambda: 1.0)
+    feeder = ZoneFeeder(zone, "cluster.local")
+    final: dict[tuple[str, str], tuple[dict, dict]] = {}
+    for name, ns, cluster_ip, addresses in events:
+        if cluster_ip is None:
+            feeder.on_service_delete(svc(name, ns))
+            final.pop((name, ns), None)
+            continue
+        service = svc(name, ns, clusterIP=cluster_ip, ports=[{"name": "p", "port": 1, "protocol": "TCP"}])
+        slice_ = eps(name, *[ep(a, f"h{i}") for i, a in enumerate(addresses)], ns=ns)
+        feeder.on_service(service)
+        feeder.on_slice(slice_)
+        final[(name, ns)] = (service, slice_)
+    fresh = Zone(clock=lambda: 1.0)
+    fresh_feeder = ZoneFeeder(fresh, "cluster.local")
+    for service, slice_ in final.values():
+        fresh_feeder.on_slice(slice_)
+        fresh_feeder.on_service(service)
+    assert {n: {t: r.to_text() for t, r in v.items()} for n, v in zone.names.items()} == \
+        {n: {t: r.to_text() for t, r in v.items()} for n, v in fresh.names.items()}
+    assert zone._below == fresh._below
