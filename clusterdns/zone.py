@@ -105,8 +105,8 @@ class Zone:
             return
         owner = dns.name.from_text(name)
         rrsets: dict[int, dns.rrset.RRset] = {}
-        for records in owners.values():
-            for record in records:
+        for key in sorted(owners):  # the same RRsets whatever order the Services came in
+            for record in owners[key]:
                 rdtype = dns.rdatatype.from_text(record.rtype)
                 rrset = rrsets.get(rdtype)
                 if rrset is None:
