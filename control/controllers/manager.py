@@ -10,11 +10,11 @@ switchable off with `--disable`).
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
 "endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
 "serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
-"replicationcontroller", "deployment", "job", "ttl-after-finished", "endpointslice", "endpointslicemirroring",
-"service-lb-controller", …) to an init function: it builds the controller against the context (registering
-its informer handlers) and returns the loop to run, `run(stop)`, which the manager runs on its own thread. A
-later controller is one module under control/controllers/ (a `Controller` of base.py) and one line in this
-table.
+"replicationcontroller", "deployment", "daemonset", "job", "ttl-after-finished", "endpointslice",
+"endpointslicemirroring", "service-lb-controller", …) to an init function: it builds the controller against
+the context (registering its informer handlers) and returns the loop to run, `run(stop)`, which the manager
+runs on its own thread. A later controller is one module under control/controllers/ (a `Controller` of
+base.py) and one line in this table.
 
 Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
 --node-monitor-grace-period, --resource-quota-sync-period) travel in `ControllerManagerConfiguration`, in the context.
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
+from control.controllers.daemonset import DaemonSetController
 from control.controllers.deployment import DeploymentController
 from control.controllers.discovery import ServerDiscovery
 from control.controllers.disruption import DisruptionController
@@ -176,6 +177,10 @@ def _start_deployment(ctx: ControllerContext) -> Run:
     return DeploymentController(ctx.client, ctx.informers).run
 
 
+def _start_daemonset(ctx: ControllerContext) -> Run:
+    return DaemonSetController(ctx.client, ctx.informers).run
+
+
 def _start_job(ctx: ControllerContext) -> Run:
     return JobController(ctx.client, ctx.informers, backoff_base=ctx.config.job_pod_failure_backoff,
                          backoff_cap=ctx.config.job_pod_failure_backoff_max).run
@@ -201,6 +206,7 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "replicaset": _start_replica_set,
     "replicationcontroller": _start_replication_controller,
     "deployment": _start_deployment,
+    "daemonset": _start_daemonset,
     "job": _start_job,
     "ttl-after-finished": _start_ttl_after_finished,
     "service-lb-controller": _start_service_lb,
