@@ -6,7 +6,8 @@ pkg/registry/scheduling/rest/storage_scheduling.go's post-start hook `AddSystemP
 Run once at start-up, through the generic store like any client write: the system namespaces, the
 system PriorityClasses (system-node-critical, system-cluster-critical), the `kubernetes` Service on the
 first service IP, and allocator reservations matching the Services actually stored (a crash between
-reservation and write leaks one; repair drops it).
+reservation and write leaks one; repair drops it), and an APIService per local group-version
+(autoregister.py).
 
 Also the `kube-system/kube-dns` Service on the service CIDR's tenth address (k3s and kubeadm: 10.96.0.10,
 what kubelets' `clusterDNS` names), ports 53/UDP `dns`, 53/TCP `dns-tcp`, 9153/TCP `metrics` and the labels
@@ -24,6 +25,8 @@ import logging
 from typing import Any
 
 from control.api.priority import SYSTEM_PRIORITY_CLASSES
+from control.apimachinery.meta import format_timestamp
+from control.apiserver import autoregister, discovery
 from control.apiserver.registry import Registry
 from control.apiserver.resources import Resource, by_path
 from control.apiserver.status import APIError
@@ -91,3 +94,4 @@ def bootstrap(registry: Registry, *, api_port: int) -> None:
         except APIError as exc:
             if exc.code != 409:
                 log.warning("no kube-system/kube-dns Service on %s: %s", dns_ip, exc)
+    autoregister.register(registry, discovery.group_versions(), now=format_timestamp(registry.clock()))
