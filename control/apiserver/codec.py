@@ -4,9 +4,9 @@ standard library where it would not.
 Why: encoding and decoding JSON is most of what the server does per object (a LIST of 10,000 pods, a
 watch event for 100 watchers, every write's stored form); orjson does it several times faster than
 `json` (bench/RESULTS.md). What must not change is the answer:
-- `dumps` gives compact JSON as `json.dumps(..., separators=(",", ":"))` would, except that non-ASCII
-  characters are written as UTF-8 rather than `\\uXXXX` escapes (the same JSON text). Values orjson
-  refuses — integers beyond 64 bits, non-string keys — fall back to the standard library.
+- `dumps` gives compact JSON as `json.dumps(..., separators=(",", ":"), ensure_ascii=False)` would
+  (non-ASCII characters as UTF-8, not `\\uXXXX` escapes). Values orjson refuses — integers beyond 64
+  bits, non-string keys, lone surrogates — fall back to the standard library.
 - `loads` must not round: orjson reads an integer beyond 64 bits as a float, so a document with a run
   of 19 or more digits (int64 has 19) is read by the standard library, as is anything orjson refuses
   (lone surrogates, numbers beyond a double), which then parses or raises as before.
@@ -27,8 +27,12 @@ def dumps(obj: Any) -> bytes:
     """Compact JSON bytes of `obj`."""
     try:
         return orjson.dumps(obj)
-    except TypeError:  # an integer beyond 64 bits or a key that is not a string
-        return json.dumps(obj, separators=(",", ":")).encode()
+    except TypeError:  # an integer beyond 64 bits, a key that is not a string, a lone surrogate
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+        try:
+            return text.encode()
+        except UnicodeEncodeError:  # a lone surrogate cannot be UTF-8: keep the text escaped
+            return json.dumps(obj, separators=(",", ":")).encode()
 
 
 def loads(data: bytes | str) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 from multidict import MultiMapping
+from prometheus_client import Counter
 
 from control.api import podlogoptions
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
@@ -26,6 +27,7 @@ from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
 from control.apiserver import binding, codec, eviction, status, streaming, tables
 from control.apiserver import request as req
+from control.apiserver.jsonwire import encode_json, wire
 from control.apiserver.kubeletclient import KubeletClient, NodeConnection, node_connection
 from control.apiserver.registry import DeleteOptions, Registry
 from control.apiserver.resources import by_path
@@ -43,7 +45,7 @@ _VERB_FOR_METHOD = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "p
 
 
 def json_response(body: Any, code: int = 200) -> web.Response:
-    return web.Response(body=codec.dumps(body), status=code, content_type="application/json")
+    return web.Response(body=encode_json(body), status=code, content_type="application/json")
 
 
 def _scale_selector(obj: Mapping[str, Any]) -> str:
@@ -82,8 +84,9 @@ class ResourceHandlers:
     """Everything under `/api/v1/` and `/apis/{group}/{version}/`."""
 
     def __init__(self, registry: Registry, cache: WatchCache, *, kubelet: KubeletClient,
-                 bookmark_seconds: float = 60.0) -> None:
+                 bookmark_seconds: float = 60.0, watch_events: Counter | None = None) -> None:
         self.registry = registry
+        self.watch_events = watch_events
         self.kubelet = kubelet
         self.cache = cache
         self.lines = EventLines()
@@ -127,7 +130,7 @@ class ResourceHandlers:
             self._include_object(query)  # a bad includeObject is a 400 here, not a ValueError in the stream
             send_initial = query.get("sendInitialEvents")
             stream = WatchStream(request, target, flt, registry=self.registry, cache=self.cache, lines=self.lines,
-                                 bookmark_seconds=self.bookmark_seconds)
+                                 bookmark_seconds=self.bookmark_seconds, events_sent=self.watch_events)
             return await stream.serve(resource_version=resource_version, timeout_seconds=timeout,
                                       bookmarks=req.query_bool(query, "allowWatchBookmarks"),
                                       send_initial=None if send_initial is None else req.query_bool(
@@ -149,7 +152,7 @@ class ResourceHandlers:
         envelope = {"kind": f"{resource.kind}List", "apiVersion": resource.api_version, "metadata": metadata}
         if page.raw is not None:  # the items' JSON spliced into the list as they are (Registry.list raw)
             body = codec.dumps({**envelope, "items": []})[:-3] + b"[" + b",".join(page.raw) + b"]}"
-            return web.Response(body=body, content_type="application/json")
+            return web.Response(body=wire(body), content_type="application/json")
         return json_response({**envelope, "items": page.items})
 
     @staticmethod
@@ -174,7 +177,9 @@ class ResourceHandlers:
         dry_run = req.dry_run(request.query)
         if self.registry.strategy(target.resource).binds_pods:
             return await self._bind(target, body, dry_run=dry_run)
-        obj = await asyncio.to_thread(self.registry.create, target.resource, target.namespace, body, dry_run=dry_run)
+        manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), "CreateOptions")
+        obj = await asyncio.to_thread(self.registry.create, target.resource, target.namespace, body, dry_run=dry_run,
+                                      manager=manager)
         return json_response(obj, 201)
 
     async def _delete_collection(self, request: web.Request, target: req.Target) -> web.StreamResponse:
@@ -202,8 +207,10 @@ class ResourceHandlers:
 
     async def _update(self, request: web.Request, target: req.Target, subresource: str = "") -> web.StreamResponse:
         body = req.decode_object(await _read(request), _content_type(request))
+        manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), "UpdateOptions")
         obj, created = await asyncio.to_thread(self.registry.update, target.resource, target.namespace, target.name,
-                                               body, subresource=subresource, dry_run=req.dry_run(request.query))
+                                               body, subresource=subresource, dry_run=req.dry_run(request.query),
+                                               manager=manager)
         return json_response(obj, 201 if created else 200)
 
     async def _patch(self, request: web.Request, target: req.Target, subresource: str = "") -> web.StreamResponse:
@@ -212,10 +219,18 @@ class ResourceHandlers:
             raise APIError(415, "UnsupportedMediaType",
                            f"the body of the request was in an unknown format - accepted media types include: "
                            f"{', '.join(req.PATCH_TYPES)}")
+        manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), "PatchOptions",
+                                    apply=patch_type == "apply")
         document = req.decode_body(await _read(request), request.content_type)
+        if patch_type == "apply":
+            obj, created = await asyncio.to_thread(
+                self.registry.apply, target.resource, target.namespace, target.name, document, manager=manager,
+                force=req.query_bool(request.query, "force"), subresource=subresource,
+                dry_run=req.dry_run(request.query))
+            return json_response(obj, 201 if created else 200)
         obj = await asyncio.to_thread(self.registry.patch, target.resource, target.namespace, target.name,
                                       patch_type, document, subresource=subresource,
-                                      dry_run=req.dry_run(request.query))
+                                      dry_run=req.dry_run(request.query), manager=manager)
         return json_response(obj)
 
     async def _delete(self, request: web.Request, target: req.Target) -> web.StreamResponse:
@@ -229,7 +244,7 @@ class ResourceHandlers:
     async def _subresource(self, request: web.Request, target: req.Target) -> web.StreamResponse:
         sub = target.subresource
         method = request.method
-        if sub in ("status", "finalize"):
+        if sub in ("status", "finalize", "approval"):
             if method == "GET":
                 return await self._get(request, target)
             if method == "PUT":
@@ -271,11 +286,14 @@ class ResourceHandlers:
                 document["metadata"] = {"resourceVersion": wanted}
         else:
             patch_type = req.PATCH_TYPES.get(request.content_type, "")
-            if not patch_type:
+            if not patch_type or patch_type == "apply":  # apply to /scale: not served
                 raise status.unsupported_media_type(request.content_type)
             document = req.decode_body(await _read(request), request.content_type)
+        options = "UpdateOptions" if request.method == "PUT" else "PatchOptions"
+        manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), options)
         obj = await asyncio.to_thread(self.registry.patch, *args, patch_type, document, transform=scale_of,
-                                      apply_back=_apply_scale, dry_run=req.dry_run(request.query))
+                                      apply_back=_apply_scale, dry_run=req.dry_run(request.query),
+                                      manager=manager, fields_subresource="scale")
         return json_response(scale_of(obj))
 
     async def _bind(self, target: req.Target, body: dict[str, Any], *, dry_run: bool = False) -> web.StreamResponse:

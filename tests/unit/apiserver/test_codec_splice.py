@@ -8,6 +8,7 @@ import json
 import pytest
 
 from control.apiserver import codec
+from control.apiserver.jsonwire import encode_json, wire
 from control.apiserver.registry import Registry, decode, encode, with_revision
 from control.apiserver.resources import by_path
 from control.apiserver.selection import parse_filter
@@ -123,3 +124,18 @@ def test_raw_watch_line_equals_the_encoded_line():
     assert json.loads(raw) == {"type": "MODIFIED", "object": decode(stored, 7)}
     assert lines.line(7, event.key, "MODIFIED", decode(stored, 7)) is raw  # one encoding per event and type
     assert lines.decoded(event) is lines.decoded(event)  # one decoding per event for every watcher
+
+
+def test_spliced_bytes_carry_gos_escapes_and_utf8_as_encode_json_does():
+    pod = _stored_pod(annotations={"note": "<a&b> é \u2028"})
+    stored = encode(pod)
+    event = Event(EventType.ADDED, "/registry/pods/ns/p", stored, 8, 8)
+    line = EventLines().raw_line(PODS, event, "ADDED")
+    assert json.loads(line) == {"type": "ADDED", "object": decode(stored, 8)}
+    assert b"\\u003ca\\u0026b\\u003e \xc3\xa9 \\u2028" in line and b"<" not in line
+    assert line == wire(line[:-1])  # nothing left to escape
+    # stored by the standard library with `\u` escapes (an older version): decoded, so UTF-8 again
+    older = json.dumps(pod, separators=(",", ":")).encode()
+    assert b"\\u00e9" in older
+    assert "é".encode() in with_revision(PODS, older, 9)
+    assert encode_json({"a": "<é>"}) == wire(b'{"a":"<\xc3\xa9>"}') == b'{"a":"\\u003c\xc3\xa9\\u003e"}\n'
