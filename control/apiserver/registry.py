@@ -76,10 +76,10 @@ def with_revision(resource: Resource, value: bytes, revision: int) -> bytes:
     bytes with `"resourceVersion"` spliced in as metadata's first field. A value not in `encode`'s shape
     (stored by an older version, or written past the registry) is decoded and encoded instead."""
     head = _stored_head(resource.api_version, resource.kind)
-    if value.startswith(head) and b"\\u" not in value:  # `\u` escapes: stored by `json`, not byte-exact
-        at = len(head)
-        field = b'"resourceVersion":"%d"' % revision
-        return value[:at] + field + (b"" if value[at:at + 1] == b"}" else b",") + value[at:]
+    # `\u` escapes: stored by `json` (non-ASCII escaped), which upstream's encoder would write as UTF-8
+    if value.startswith(head) and not (b"\\" in value and b"\\u" in value):
+        rest = value[len(head):]
+        return b'%b"resourceVersion":"%d"%b%b' % (head, revision, b"" if rest[:1] == b"}" else b",", rest)
     return codec.dumps(decode(value, revision))
 
 
