@@ -74,10 +74,12 @@ def decode(value: bytes, revision: int) -> dict[str, Any]:
 def with_revision(resource: Resource, value: bytes, revision: int) -> bytes:
     """The JSON a read returns for a stored value, `decode` + encode without the decoding: the stored
     bytes with `"resourceVersion"` spliced in as metadata's first field. A value not in `encode`'s shape
-    (stored by an older version, or written past the registry) is decoded and encoded instead."""
+    (stored by an older version, or written past the registry) is decoded and encoded instead. (One
+    stored by the standard library with non-ASCII characters as `\\uXXXX` escapes is handed out with
+    them — the same JSON value as the UTF-8 upstream writes — until its next write: looking for them
+    in every item cost a sixth of a LIST.)"""
     head = _stored_head(resource.api_version, resource.kind)
-    # `\u` escapes: stored by `json` (non-ASCII escaped), which upstream's encoder would write as UTF-8
-    if value.startswith(head) and not (b"\\" in value and b"\\u" in value):
+    if value.startswith(head):
         rest = value[len(head):]
         return b'%b"resourceVersion":"%d"%b%b' % (head, revision, b"" if rest[:1] == b"}" else b",", rest)
     return codec.dumps(decode(value, revision))
