@@ -31,7 +31,7 @@ from control.apiserver.crd.strategies import CustomResourceStrategy
 from control.apiserver.jsonwire import encode_json, go_escape
 from control.apiserver.kubeletclient import KubeletClient, NodeConnection, node_connection
 from control.apiserver.registry import DeleteOptions, Registry
-from control.apiserver.resources import by_path
+from control.apiserver.resources import Resource, by_path
 from control.apiserver.selection import Filter, parse_filter
 from control.apiserver.status import APIError
 from control.apiserver.watch import EventLines, WatchStream
@@ -151,7 +151,7 @@ class ResourceHandlers:
         if page.continue_token:
             metadata["continue"] = page.continue_token
         resource = target.resource
-        envelope = {"kind": f"{resource.kind}List", "apiVersion": resource.api_version, "metadata": metadata}
+        envelope = {"kind": self._list_kind(resource), "apiVersion": resource.api_version, "metadata": metadata}
         if page.raw is not None:  # the items' JSON spliced into the list as they are (Registry.list raw)
             head, tail = codec.dumps({**envelope, "items": []})[:-2], b"]}\n"  # head ends in `"items":[`
             items = page.raw or [b""]
@@ -159,6 +159,13 @@ class ResourceHandlers:
             items[-1] = items[-1] + tail
             return web.Response(body=go_escape(b",".join(items)), content_type="application/json")
         return json_response({**envelope, "items": page.items})
+
+    def _list_kind(self, resource: Resource) -> str:
+        """`{Kind}List`, or the listKind a CRD accepted."""
+        strategy = self.registry.strategy(resource)
+        if isinstance(strategy, CustomResourceStrategy) and strategy.version.list_kind:
+            return strategy.version.list_kind
+        return f"{resource.kind}List"
 
     def _printer(self, target: req.Target) -> tables.Printer:
         return tables.printer_for(target.resource, self.registry.strategy(target.resource))
@@ -196,7 +203,7 @@ class ResourceHandlers:
         items = await asyncio.to_thread(self.registry.delete_collection, target.resource, target.namespace, flt,
                                         options)
         resource = target.resource
-        return json_response({"kind": f"{resource.kind}List", "apiVersion": resource.api_version,
+        return json_response({"kind": self._list_kind(resource), "apiVersion": resource.api_version,
                               "metadata": {}, "items": items})
 
     # -- one object ---------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ def crd(k: Kubectl) -> Iterator[dict[str, Any]]:
     """The Widget CRD in a group of its own per test, Established; deleted (with its objects) afterwards."""
     group = f"t{uuid.uuid4().hex[:6]}.example.com"
     definition = widget_crd(group=group)
+    definition["spec"]["names"]["listKind"] = "WidgetCollection"
     k.run("apply", "-f", "-", input=json.dumps(definition))
     k.run("wait", "--for=condition=Established", f"crd/widgets.{group}", "--timeout=30s")
     k.run("create", "namespace", "widgets", check=False)
@@ -90,6 +91,8 @@ def test_custom_objects_with_kubectl(k: Kubectl, crd: dict[str, Any], crd_server
     explained = k.run("explain", "widgets.spec.size", f"--api-version={group}/v1").stdout
     assert "FIELD: size" in explained and "<string>" in explained
     assert "junk" not in get_json(k, resource, "pruned")["spec"]
+    listed = crd_server.request("GET", f"/apis/{group}/v1/namespaces/widgets/widgets").json()
+    assert (listed["kind"], listed["apiVersion"]) == ("WidgetCollection", f"{group}/v1")
 
     refused = apply(k, widget("bad", api_version=f"{group}/v1", size="huge", replicas=-1), check=False)
     assert refused.returncode != 0

@@ -91,9 +91,9 @@ class CRDController:
     def _stop(self, name: str) -> None:
         self.registry.stop_serving_custom(name)
         self._served.pop(name, None)
-        self._publish(name, [], "")
+        self._publish(name, [])
 
-    def _publish(self, name: str, versions: list[definitions.Version], list_kind: str) -> None:
+    def _publish(self, name: str, versions: list[definitions.Version], list_kind: str = "") -> None:
         if self.schemas is None:
             return
         wanted = {(v.resource.group, v.resource.version, v.resource.kind): v for v in versions}
@@ -115,7 +115,7 @@ class CRDController:
         if versions:
             self.registry.serve_custom(name, versions)
             self._served[name] = fingerprint
-            self._publish(name, versions, ((crd.get("status") or {}).get("acceptedNames") or {}).get("listKind", ""))
+            self._publish(name, versions, versions[0].list_kind)
             log.info("serving %s (versions %s)", name, ", ".join(v.resource.version for v in versions))
         else:
             self._stop(name)

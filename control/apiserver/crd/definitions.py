@@ -67,6 +67,7 @@ class Version:
     columns: tuple[Column, ...] = (AGE_COLUMN,)
     scale: ScalePaths | None = None
     terminating: bool = False
+    list_kind: str = ""
 
 
 def version_priority(name: str) -> tuple[int, int, int, str]:
@@ -395,5 +396,5 @@ def served_versions(crd: Mapping[str, Any]) -> list[Version]:
                         for c in version.get("additionalPrinterColumns") or [] if isinstance(c, dict))
         schema = ((version.get("schema") or {}).get("openAPIV3Schema")) or {}
         served.append(Version(resource, storage, deep_copy(schema), columns or (AGE_COLUMN,),
-                              scale, terminating))
+                              scale, terminating, accepted.get("listKind", "")))
     return served

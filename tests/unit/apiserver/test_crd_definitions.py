@@ -149,6 +149,7 @@ def test_served_versions_in_priority_order_with_their_subresources():
     assert [c.name for c in v1.columns] == ["Size", "Replicas", "Color", "Age"]
     assert v1beta1.columns == (definitions.AGE_COLUMN,)
     assert v1.scale == definitions.ScalePaths(".spec.replicas", ".status.replicas", ".status.selector")
+    assert v1.list_kind == v1beta1.list_kind == "WidgetList"
 
 
 @pytest.mark.parametrize(("names", "expected"), [
