@@ -285,6 +285,9 @@ def validate_pod_spec(c: Check, spec: Mapping[str, Any], path: str, *,
             if name in volumes:
                 c.add([FieldError.duplicate(join(volume_path, "name"), name)])
             volumes.add(name)
+        claim = volume.get("persistentVolumeClaim")
+        if isinstance(claim, dict) and not claim.get("claimName"):
+            c.add([FieldError.required(join(volume_path, "persistentVolumeClaim.claimName"))])
     mountable = volumes | claim_volumes
     names: set[str] = set()
     containers = c.items(spec, "containers", join(path, "containers"))
@@ -619,6 +622,7 @@ def validate(plural: str, obj: dict[str, Any], *, old: dict[str, Any] | None = N
     from control.api.validation_apps import APPS_VALIDATORS
     from control.api.validation_discovery import DISCOVERY_VALIDATORS
     from control.api.validation_scheduling import SCHEDULING_VALIDATORS
+    from control.api.validation_storage import STORAGE_VALIDATORS
 
     c = Check()
     if not isinstance(obj, dict):
@@ -627,7 +631,7 @@ def validate(plural: str, obj: dict[str, Any], *, old: dict[str, Any] | None = N
         name_validator = _NAME_VALIDATORS.get(plural, is_dns1123_subdomain)
         validate_object_meta(c, metadata, "metadata", name_validator=name_validator)
     validator = (_VALIDATORS.get(plural) or APPS_VALIDATORS.get(plural) or SCHEDULING_VALIDATORS.get(plural)
-                 or DISCOVERY_VALIDATORS.get(plural))
+                 or DISCOVERY_VALIDATORS.get(plural) or STORAGE_VALIDATORS.get(plural))
     if validator is not None:
         validator(c, obj, old if isinstance(old, dict) else None)
     return c.errors

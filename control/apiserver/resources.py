@@ -106,6 +106,10 @@ RESOURCES: tuple[Resource, ...] = (
     _core("serviceaccounts", "serviceaccount", "ServiceAccount", short_names=("sa",)),
     _core("replicationcontrollers", "replicationcontroller", "ReplicationController", short_names=("rc",),
           categories=("all",), subresources=_subresources(status=_status("ReplicationController"), scale=_SCALE)),
+    _core("persistentvolumes", "persistentvolume", "PersistentVolume", False, short_names=("pv",),
+          subresources=_subresources(status=_status("PersistentVolume"))),
+    _core("persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", short_names=("pvc",),
+          subresources=_subresources(status=_status("PersistentVolumeClaim"))),
     # Deprecated upstream in favour of pods/binding but still served; kube-scheduler once used it.
     _core("bindings", "binding", "Binding", verbs=("create",)),
     Resource("apps", "v1", "deployments", "deployment", "Deployment", True, short_names=("deploy",),
@@ -126,6 +130,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", True),
     Resource("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", True,
              short_names=("pdb",), subresources=_subresources(status=_status("PodDisruptionBudget"))),
+    Resource("storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", False, short_names=("sc",)),
 )
 
 # Served by control/apiserver/metricsapi.py from the kubelets and never stored, so they are in discovery
