@@ -11,6 +11,7 @@ switchable off with `--disable`).
 "endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
 "serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
 "replicationcontroller", "deployment", "endpointslice", "endpointslicemirroring", "service-lb-controller",
+"persistentvolume-binder",
 …) to an init function: it builds the controller against the context (registering its informer handlers)
 and returns the loop to run, `run(stop)`, which the manager runs on its own thread. A later controller is
 one module under control/controllers/ (a `Controller` of base.py) and one line in this table.
@@ -48,6 +49,7 @@ from control.controllers.nodelifecycle import (
     NODE_STARTUP_GRACE_PERIOD,
     NodeLifecycleController,
 )
+from control.controllers.persistentvolume import PersistentVolumeController
 from control.controllers.podgc import PodGCController
 from control.controllers.podgc_selection import TERMINATED_POD_GC_THRESHOLD
 from control.controllers.replicaset import REPLICATION_CONTROLLER, ReplicaSetController
@@ -156,6 +158,10 @@ def _start_disruption(ctx: ControllerContext) -> Run:
     return DisruptionController(ctx.client, ctx.informers).run
 
 
+def _start_persistent_volume_binder(ctx: ControllerContext) -> Run:
+    return PersistentVolumeController(ctx.client, ctx.informers).run
+
+
 def _start_replica_set(ctx: ControllerContext) -> Run:
     return ReplicaSetController(ctx.client, ctx.informers).run
 
@@ -185,6 +191,7 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "replicationcontroller": _start_replication_controller,
     "deployment": _start_deployment,
     "service-lb-controller": _start_service_lb,
+    "persistentvolume-binder": _start_persistent_volume_binder,
 }
 
 
