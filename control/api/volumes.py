@@ -93,12 +93,11 @@ def is_default_class(storage_class: Obj) -> bool:
 
 
 def default_class(classes: Iterable[Obj]) -> Obj | None:
-    """The default StorageClass as upstream's DefaultStorageClass admission picks it: of several defaults the
-    newest (by creationTimestamp, then name)."""
-    defaults = [c for c in classes if is_default_class(c)]
-    if not defaults:
-        return None
-    return max(defaults, key=lambda c: (str(_meta(c).get("creationTimestamp") or ""), str(_meta(c).get("name") or "")))
+    """The default StorageClass as upstream's GetDefaultClass picks it: of several defaults the newest by
+    creationTimestamp, of equally new ones the first by name."""
+    defaults = sorted((c for c in classes if is_default_class(c)), key=lambda c: str(_meta(c).get("name") or ""))
+    defaults.sort(key=lambda c: str(_meta(c).get("creationTimestamp") or ""), reverse=True)  # stable: names stay
+    return defaults[0] if defaults else None
 
 
 def access_modes_string(modes: Iterable[str] | None) -> str:
