@@ -6,7 +6,7 @@ DefaultStorageClass admission gives a claim, the `local-path` class bootstrap cr
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -22,7 +22,7 @@ from control.storage.sqlite import SQLiteStorage
 PVS = by_path("", "v1", "persistentvolumes")
 PVCS = by_path("", "v1", "persistentvolumeclaims")
 CLASSES = by_path("storage.k8s.io", "v1", "storageclasses")
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture

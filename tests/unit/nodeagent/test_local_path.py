@@ -66,8 +66,9 @@ def pod(read_only: bool = False) -> dict:
 
 def bound(tmp_path: Path, phase: str = "Bound") -> FakeObjects:
     pvc = {**claim(volume="pv1"), "status": {"phase": phase}}
-    pv = {"metadata": {"name": "pv1"}, "spec": {"hostPath": {"path": str(tmp_path / "vol"), "type": "DirectoryOrCreate"},
-                                                "claimRef": {"namespace": "ns", "name": "data", "uid": "abc"}}}
+    pv = {"metadata": {"name": "pv1"},
+          "spec": {"hostPath": {"path": str(tmp_path / "vol"), "type": "DirectoryOrCreate"},
+                   "claimRef": {"namespace": "ns", "name": "data", "uid": "abc"}}}
     return FakeObjects(claims={("ns", "data"): pvc}, volumes={"pv1": pv})
 
 
