@@ -98,12 +98,20 @@ def _claim_spec_without_mutable(spec: Mapping[str, Any], old_spec: Mapping[str, 
     """The spec as far as an update may not change it: requests, and volumeName / storageClassName set
     while they were empty, are taken from `spec` into the old one before comparing."""
     result = copy.deepcopy(dict(old_spec))
-    resources = dict(result.get("resources") or {})
-    resources["requests"] = (spec.get("resources") or {}).get("requests")
-    result["resources"] = resources
+    new_resources = spec.get("resources")
+    if isinstance(new_resources, Mapping) and isinstance(result.get("resources"), Mapping):
+        resources = dict(result["resources"])
+        if "requests" in new_resources:
+            resources["requests"] = new_resources["requests"]
+        else:
+            resources.pop("requests", None)
+        result["resources"] = resources
     for key in ("volumeName", "storageClassName"):
         if not old_spec.get(key):
-            result[key] = spec.get(key)
+            if key in spec:
+                result[key] = spec[key]
+            else:
+                result.pop(key, None)
     return result
 
 

@@ -100,6 +100,8 @@ def test_default_class_admission_and_claim_immutability(registry: Registry):
     with pytest.raises(APIError) as info:
         registry.update(PVCS, "default", "c", changed)
     assert "spec is immutable after creation except resources.requests" in info.value.message
+    annotated = {**claim, "metadata": {**claim["metadata"], "annotations": {"a": "b"}}}
+    claim = registry.update(PVCS, "default", "c", annotated)[0]  # no volumeName key: still the same spec
     bound = {**claim, "spec": {**claim["spec"], "volumeName": "pv-1"}}
     assert registry.update(PVCS, "default", "c", bound)[0]["spec"]["volumeName"] == "pv-1"
     fast = registry.get(CLASSES, "", "fast")
