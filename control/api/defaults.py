@@ -252,6 +252,9 @@ def _job(obj: dict[str, Any]) -> None:
     _default(spec, "backoffLimit", 6)
     _default(spec, "completionMode", "NonIndexed")
     _default(spec, "suspend", False)
+    # JobPodReplacementPolicy (on by default since 1.29): with a pod failure policy a replacement waits
+    # for the failed pod to be fully terminated.
+    _default(spec, "podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
     template = _dict(spec, "template")
     template_labels = _dict(_dict(template, "metadata"), "labels")
     if template_labels and (metadata := _child(obj, "metadata")) is not None and not metadata.get("labels"):

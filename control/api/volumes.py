@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from control.api.nodeselector import node_selector_matches
+from control.api.nodeaffinity import node_selector_matches
 from control.apimachinery.labels import SelectorError, selector_from_label_selector
 from control.apimachinery.quantity import QuantityError, to_bytes
 

@@ -15,12 +15,15 @@ from control.storage.interface import Conflict, KeyNotFound
 PODS = by_path("", "v1", "pods")
 
 
-def bind(registry: Registry, namespace: str, name: str, node_name: str) -> None:
-    """Set `spec.nodeName` once, with the PodScheduled condition."""
+def bind(registry: Registry, namespace: str, name: str, node_name: str, *, dry_run: bool = False) -> None:
+    """Set `spec.nodeName` once, with the PodScheduled condition; a dry run decides the same and stores
+    nothing (upstream passes dryRun down to the pod's GuaranteedUpdate)."""
     assert PODS is not None
     pod = registry.must_get(PODS, namespace, name)
     revision = int(pod["metadata"]["resourceVersion"])
     assign_node(pod, node_name, now=registry.clock())
+    if dry_run:
+        return
     try:
         registry.storage.update(storage_key(PODS, namespace, name), encode(pod), expected_revision=revision)
     except (Conflict, KeyNotFound):

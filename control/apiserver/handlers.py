@@ -171,7 +171,7 @@ class ResourceHandlers:
         body = req.decode_object(await _read(request), _content_type(request))
         dry_run = req.dry_run(request.query)
         if self.registry.strategy(target.resource).binds_pods:
-            return await self._bind(target, body)
+            return await self._bind(target, body, dry_run=dry_run)
         obj = await asyncio.to_thread(self.registry.create, target.resource, target.namespace, body, dry_run=dry_run)
         return json_response(obj, 201)
 
@@ -237,7 +237,7 @@ class ResourceHandlers:
             return await self._scale(request, target)
         if sub == "binding":
             body = req.decode_object(await _read(request), _content_type(request))
-            return await self._bind(target, body)
+            return await self._bind(target, body, dry_run=req.dry_run(request.query))
         if sub == "log":
             return await self._log(request, target)
         if sub in ("exec", "attach", "portforward"):
@@ -276,7 +276,7 @@ class ResourceHandlers:
                                       apply_back=_apply_scale, dry_run=req.dry_run(request.query))
         return json_response(scale_of(obj))
 
-    async def _bind(self, target: req.Target, body: dict[str, Any]) -> web.StreamResponse:
+    async def _bind(self, target: req.Target, body: dict[str, Any], *, dry_run: bool = False) -> web.StreamResponse:
         name = target.name
         if not name and isinstance(body.get("metadata"), dict):
             name = body["metadata"].get("name")
@@ -284,7 +284,7 @@ class ResourceHandlers:
         if not name or not isinstance(node, str) or not node:
             errors = [FieldError.required("target.name")] if not node else [FieldError.required("metadata.name")]
             raise status.invalid("Binding", name or "", errors)
-        await asyncio.to_thread(binding.bind, self.registry, target.namespace, name, node)
+        await asyncio.to_thread(binding.bind, self.registry, target.namespace, name, node, dry_run=dry_run)
         return json_response(status.success_status(), 201)
 
     async def _pod_container(self, request: web.Request, target: req.Target) -> tuple[str, str, NodeConnection]:

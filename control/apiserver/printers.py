@@ -453,6 +453,21 @@ def daemonset_cells(daemonset: Obj, now: datetime) -> list[Any]:
             _label_selector(_spec(daemonset).get("selector"))]
 
 
+def controller_revision_cells(revision: Obj, now: datetime) -> list[Any]:
+    """printControllerRevision: the controller as `kind.group/name` in lower case, `<none>` without one."""
+    owner = next((ref for ref in (revision.get("metadata") or {}).get("ownerReferences") or ()
+                  if ref.get("controller") is True), None)
+    controller = "<none>"
+    if owner is not None:
+        group = str(owner.get("apiVersion") or "").rpartition("/")[0]
+        kind = str(owner.get("kind") or "")
+        if group:
+            controller = f"{kind.lower()}.{group}/{owner.get('name', '')}"
+        else:
+            controller = f"{kind.lower()}/{owner.get('name', '')}"
+    return [_name(revision), controller, revision.get("revision", 0), _age(revision, now)]
+
+
 def statefulset_cells(statefulset: Obj, now: datetime) -> list[Any]:
     return [_name(statefulset), _ready_of(statefulset), _age(statefulset, now),
             *_containers_and_images(_template_spec(statefulset))]

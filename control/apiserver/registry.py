@@ -36,7 +36,7 @@ from typing import Any
 
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
-from control.apiserver import admission, patch, status, strategies
+from control.apiserver import admission, fieldvalidation, patch, status, strategies
 from control.apiserver.resources import Resource, storage_key, storage_prefix
 from control.apiserver.selection import Filter
 from control.apiserver.status import APIError
@@ -258,6 +258,7 @@ class Registry:
         `begin_write` reserved."""
         obj = deep_copy(body)
         self._check_identity(resource, namespace, obj)
+        fieldvalidation.prune_written(obj)
         metadata = obj["metadata"]
         generate = metadata.get("generateName") if not metadata.get("name") else None
         if generate:
@@ -361,6 +362,7 @@ class Registry:
     def _write(self, resource: Resource, namespace: str, record: Record, obj: dict[str, Any], *,
                subresource: str, dry_run: bool) -> dict[str, Any]:
         """Turn a full new object into a compare-and-swap update of `record`."""
+        fieldvalidation.prune_written(obj)
         old = decode(record.value, record.mod_revision)
         name = old["metadata"]["name"]
         strategy = self.strategy(resource)

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from multidict import MultiMapping
 
-from control.apiserver import protobuf, status
+from control.apiserver import fieldvalidation, protobuf, status
 from control.apiserver.resources import Resource, by_path
 from control.apiserver.status import APIError
 
@@ -129,11 +129,12 @@ def decode_body(data: bytes, content_type: str) -> Any:
     except UnicodeDecodeError:
         raise status.bad_request("the body is not valid UTF-8") from None
     try:
-        if media in ("application/yaml", "application/x-yaml", "text/yaml"):
-            return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        return _parse_json(text)
+        is_yaml = media in ("application/yaml", "application/x-yaml", "text/yaml")
+        body = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if is_yaml else _parse_json(text)
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         raise status.bad_request(f"couldn't get version/kind; json parse error: {str(exc).splitlines()[0]}") from None
+    fieldvalidation.note_duplicates(text, yaml_text=is_yaml)
+    return body
 
 
 def _decode_protobuf(data: bytes) -> dict[str, Any]:

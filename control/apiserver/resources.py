@@ -120,6 +120,7 @@ RESOURCES: tuple[Resource, ...] = (
              categories=("all",), subresources=_subresources(status=_status("DaemonSet"))),
     Resource("apps", "v1", "statefulsets", "statefulset", "StatefulSet", True, short_names=("sts",),
              categories=("all",), subresources=_subresources(status=_status("StatefulSet"), scale=_SCALE)),
+    Resource("apps", "v1", "controllerrevisions", "controllerrevision", "ControllerRevision", True),
     Resource("batch", "v1", "jobs", "job", "Job", True, categories=("all",),
              subresources=_subresources(status=_status("Job"))),
     Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", True, short_names=("cj",), categories=("all",),

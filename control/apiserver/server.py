@@ -47,7 +47,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from control.apiserver import authn, certs, discovery, kubeletcerts, master_endpoints, openapi, status
+from control.apiserver import authn, certs, discovery, fieldvalidation, kubeletcerts, master_endpoints, openapi, status
 from control.apiserver.allocators import kubernetes_service_ip
 from control.apiserver.bootstrap import bootstrap
 from control.apiserver.handlers import ResourceHandlers, json_response
@@ -181,6 +181,8 @@ class APIServer:
         self.certs: certs.ServingCerts | None = None
         self.advertise_address: str | None = None
         self._endpoints_task: asyncio.Task | None = None
+        # what /openapi/v2 and /openapi/v3 serve; the CRD code publishes custom kinds through add_custom
+        self.openapi = openapi.OpenAPIDocuments()
 
     @property
     def url(self) -> str:
@@ -303,7 +305,8 @@ class APIServer:
 
     def _app(self) -> web.Application:
         assert self.registry is not None and self._cache is not None
-        app = web.Application(middlewares=[_errors, self._authenticate, self._limit_inflight],
+        app = web.Application(middlewares=[_errors, self._authenticate, self._limit_inflight,
+                                           fieldvalidation.middleware(self.openapi)],
                               client_max_size=4 * 1024 * 1024)
         kubelet = KubeletClient(ca_file=self.certs.ca_path if self.certs else None,
                                 cert_file=self.certs.kubelet_client_cert_path if self.certs else None,
@@ -336,7 +339,8 @@ class APIServer:
         ]
         other_routes = [
             ("/healthz", self._health), ("/livez", self._health), ("/readyz", self._ready),
-            ("/openapi/v2", self._openapi), ("/cacerts", self._cacerts),
+            ("/openapi/v2", self._openapi_v2), ("/openapi/v3", self._openapi_v3_index),
+            ("/openapi/v3/{gv:.+}", self._openapi_v3), ("/cacerts", self._cacerts),
         ]
         for path, handler in discovery_routes:
             app.router.add_get(path, handler)
@@ -402,9 +406,25 @@ class APIServer:
             raise web.HTTPNotFound()
         return web.Response(body=await asyncio.to_thread(self.certs.ca_pem), content_type="application/x-pem-file")
 
-    @staticmethod
-    async def _openapi(request: web.Request) -> web.Response:
-        accept = request.headers.get("Accept", "")
-        if "protobuf" in accept:
-            return web.Response(body=openapi.openapi_v2_protobuf(), content_type="application/octet-stream")
-        return json_response(openapi.openapi_v2_json())
+    async def _openapi_v2(self, request: web.Request) -> web.Response:
+        """JSON, or gnostic protobuf when asked for (kubectl 1.20 asks for it and accepts octet-stream)."""
+        if "protobuf" in request.headers.get("Accept", ""):
+            body = await asyncio.to_thread(self.openapi.v2_protobuf)
+            return web.Response(body=body, content_type="application/octet-stream")
+        return web.Response(body=await asyncio.to_thread(self.openapi.v2_json), content_type="application/json")
+
+    async def _openapi_v3_index(self, request: web.Request) -> web.Response:
+        return json_response(await asyncio.to_thread(self.openapi.v3_index))
+
+    async def _openapi_v3(self, request: web.Request) -> web.Response:
+        """One group-version's document; a stale `?hash=` is redirected to the current one, and a matching
+        one may be cached for good, as kube-openapi's handler3 answers."""
+        found = await asyncio.to_thread(self.openapi.v3, request.match_info["gv"].strip("/"))
+        if found is None:
+            raise web.HTTPNotFound()
+        data, digest = found
+        wanted = request.query.get("hash")
+        if wanted is not None and wanted != digest:
+            raise web.HTTPMovedPermanently(f"{request.path}?hash={digest}")
+        headers = {"ETag": f'"{digest}"', "Cache-Control": "public, immutable" if wanted else "no-cache, private"}
+        return web.Response(body=data, content_type="application/json", headers=headers)

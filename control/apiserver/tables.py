@@ -189,6 +189,10 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("apps", "statefulsets"): Printer((
         NAME, Column("Ready", "string", "Number of the pod with ready state"), AGE, CONTAINERS, IMAGES,
     ), printers.statefulset_cells),
+    ("apps", "controllerrevisions"): Printer((
+        NAME, Column("Controller", "string", "Controller of the object"),
+        Column("Revision", "string", "Revision indicates the revision of the state represented by Data."), AGE,
+    ), printers.controller_revision_cells),
     ("batch", "jobs"): Printer((
         NAME,
         Column("Status", "string", "Status of the job."),

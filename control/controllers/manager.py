@@ -10,11 +10,11 @@ switchable off with `--disable`).
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
 "endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
 "serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
-"replicationcontroller", "deployment", "endpointslice", "endpointslicemirroring", "service-lb-controller",
-"persistentvolume-binder",
-…) to an init function: it builds the controller against the context (registering its informer handlers)
-and returns the loop to run, `run(stop)`, which the manager runs on its own thread. A later controller is
-one module under control/controllers/ (a `Controller` of base.py) and one line in this table.
+"replicationcontroller", "deployment", "daemonset", "job", "ttl-after-finished", "endpointslice",
+"endpointslicemirroring", "service-lb-controller", "persistentvolume-binder", …) to an init function: it
+builds the controller against the context (registering its informer handlers) and returns the loop to run,
+`run(stop)`, which the manager runs on its own thread. A later controller is one module under
+control/controllers/ (a `Controller` of base.py) and one line in this table.
 
 Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
 --node-monitor-grace-period, --resource-quota-sync-period) travel in `ControllerManagerConfiguration`, in the context.
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
+from control.controllers.daemonset import DaemonSetController
 from control.controllers.deployment import DeploymentController
 from control.controllers.discovery import ServerDiscovery
 from control.controllers.disruption import DisruptionController
@@ -42,6 +43,8 @@ from control.controllers.endpointslice import EndpointSliceController
 from control.controllers.endpointslice_reconciler import MAX_ENDPOINTS_PER_SLICE
 from control.controllers.endpointslicemirroring import EndpointSliceMirroringController
 from control.controllers.garbagecollector import GarbageCollector
+from control.controllers.job import JobController
+from control.controllers.job_decisions import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP
 from control.controllers.namespace import NamespaceController
 from control.controllers.nodelifecycle import (
     NODE_MONITOR_GRACE_PERIOD,
@@ -58,6 +61,7 @@ from control.controllers.rootcacertpublisher import RootCACertPublisher
 from control.controllers.serviceaccounts import ServiceAccountsController
 from control.controllers.servicelb import ServiceLBController
 from control.controllers.taint_eviction import TaintEvictionController
+from control.controllers.ttlafterfinished import TTLAfterFinishedController
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +83,10 @@ class ControllerManagerConfiguration:
     max_endpoints_per_slice: int = MAX_ENDPOINTS_PER_SLICE  # upstream --max-endpoints-per-slice
     # The service-lb-controller's addresses, one per LoadBalancer Service; empty: the Ready nodes' addresses.
     loadbalancer_address_pool: tuple[str, ...] = ()
+    # The Job controller's back-off of failed pods: base doubling up to the cap (upstream's constants
+    # DefaultJobPodFailureBackOff/MaxJobPodFailureBackOff, which have no flag; settable here for tests).
+    job_pod_failure_backoff: float = DEFAULT_BACKOFF_BASE
+    job_pod_failure_backoff_max: float = DEFAULT_BACKOFF_CAP
 
 
 DEFAULT_CONFIGURATION = ControllerManagerConfiguration()
@@ -174,6 +182,19 @@ def _start_deployment(ctx: ControllerContext) -> Run:
     return DeploymentController(ctx.client, ctx.informers).run
 
 
+def _start_daemonset(ctx: ControllerContext) -> Run:
+    return DaemonSetController(ctx.client, ctx.informers).run
+
+
+def _start_job(ctx: ControllerContext) -> Run:
+    return JobController(ctx.client, ctx.informers, backoff_base=ctx.config.job_pod_failure_backoff,
+                         backoff_cap=ctx.config.job_pod_failure_backoff_max).run
+
+
+def _start_ttl_after_finished(ctx: ControllerContext) -> Run:
+    return TTLAfterFinishedController(ctx.client, ctx.informers).run
+
+
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
     "endpointslice": _start_endpointslice,
@@ -190,6 +211,9 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "replicaset": _start_replica_set,
     "replicationcontroller": _start_replication_controller,
     "deployment": _start_deployment,
+    "daemonset": _start_daemonset,
+    "job": _start_job,
+    "ttl-after-finished": _start_ttl_after_finished,
     "service-lb-controller": _start_service_lb,
     "persistentvolume-binder": _start_persistent_volume_binder,
 }

@@ -5,7 +5,11 @@ Upstream: pkg/controller/tainteviction/taint_eviction.go (the NoExecuteTaintMana
 "taint-eviction-controller" since 1.29): `processPodOnNode` — no NoExecute taint: nothing; a taint no
 toleration matches: delete now; else the smallest tolerationSeconds of the matching tolerations (none:
 tolerated forever; ≤ 0: now) — and the event `TaintManagerEviction` "Marking for deletion Pod ns/name".
-Seed 000 §node controller: pods managed by a DaemonSet are skipped, never deleted.
+Seed 000 §node controller: pods managed by a DaemonSet are never deleted. As upstream since the
+DaemonSet controller gives its pods tolerations, that is not a special case here: a daemon pod tolerates
+not-ready and unreachable NoExecute with no tolerationSeconds (control/controllers/daemonset_decisions.py),
+so `eviction_time` never comes for it; a NoExecute taint it does not tolerate evicts it like any pod (and
+the DaemonSet controller, for which that node is no longer eligible, does not put it back).
 
 Departure: upstream starts the toleration clock when its worker first sees the pod on the tainted node, so
 a controller restart starts it again; here each taint's own `timeAdded` (which the node lifecycle
@@ -27,7 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from control.api.taints import NO_EXECUTE, matching_toleration, taints_of, tolerations_of
-from control.apimachinery.meta import controller_ref, key_of, parse_timestamp, split_key
+from control.apimachinery.meta import key_of, parse_timestamp, split_key
 from control.client.errors import NotFound
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
@@ -63,10 +67,6 @@ def eviction_time(tolerations: Sequence[Mapping[str, Any]], taints: Sequence[Map
         at = added + timedelta(seconds=max(0, seconds))
         due = at if due is None else min(due, at)
     return due
-
-
-def is_daemon_pod(pod: Mapping[str, Any]) -> bool:
-    return (controller_ref(pod) or {}).get("kind") == "DaemonSet"
 
 
 class TaintEvictionController(Controller):
@@ -105,7 +105,7 @@ class TaintEvictionController(Controller):
         node_name = ((pod or {}).get("spec") or {}).get("nodeName")
         node = self.nodes.get(None, node_name) if node_name else None
         taints = no_execute_taints(node) if node is not None else []
-        if pod is None or not taints or pod["metadata"].get("deletionTimestamp") or is_daemon_pod(pod):
+        if pod is None or not taints or pod["metadata"].get("deletionTimestamp"):
             with self._lock:
                 self._first_seen.pop(key, None)
             return

@@ -38,6 +38,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
+from control.api.batch import generate_job_selector
 from control.api.defaults import apply_defaults
 from control.api.validation import validate
 from control.apimachinery.meta import deep_copy, format_timestamp
@@ -256,10 +257,17 @@ class ReplicationControllerStrategy(ReplicasWorkloadStrategy):
 
 
 class JobStrategy(WorkloadStrategy):
-    """batch/v1 Jobs: upstream's DefaultGarbageCollectionPolicy is OrphanDependents in batch/v1, as for
-    ReplicationControllers (kubectl sends propagationPolicy=Background itself)."""
+    """batch/v1 Jobs (upstream pkg/registry/batch/job/strategy.go): DefaultGarbageCollectionPolicy is
+    OrphanDependents in batch/v1, as for ReplicationControllers (kubectl sends propagationPolicy=Background
+    itself); a new Job's selector and template labels are generated from its uid unless
+    `spec.manualSelector` (upstream does it in Validate, once the uid is known; here the uid is known in
+    prepare_for_create, which runs just before)."""
 
     orphans_by_default = True
+
+    def prepare_for_create(self, obj: dict[str, Any], *, now: datetime, uid: str) -> None:
+        super().prepare_for_create(obj, now=now, uid=uid)
+        generate_job_selector(obj, uid)
 
 
 class StatefulSetStrategy(WorkloadStrategy):

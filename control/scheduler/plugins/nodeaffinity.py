@@ -2,16 +2,15 @@
 preferred node affinity terms add their weights (score, normalised so the best node gets 100).
 
 Upstream: pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go and
-k8s.io/component-helpers/scheduling/corev1/nodeaffinity, shared in control/api/nodeselector.py. Seed
-000: MatchNodeSelector and NodeAffinityPriority (In, NotIn, Exists, DoesNotExist, Gt, Lt).
+k8s.io/component-helpers/scheduling/corev1/nodeaffinity (terms are ORed, a term's matchExpressions and
+matchFields ANDed, an empty or invalid term matches nothing; matchFields knows only metadata.name). Seed
+000: MatchNodeSelector and NodeAffinityPriority (In, NotIn, Exists, DoesNotExist, Gt, Lt). The matching
+itself is control/api/nodeaffinity.py, which the DaemonSet controller shares.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from control.api.nodeselector import node_selector_matches, term_matches
+from control.api.nodeaffinity import node_affinity, required_matches, term_matches
 from control.scheduler.cache import Snapshot
 from control.scheduler.framework import (
     SKIP,
@@ -27,26 +26,12 @@ from control.scheduler.nodeinfo import NodeInfo
 REASON = "node(s) didn't match Pod's node affinity/selector"
 
 
-def _node_affinity(pod: Pod) -> Mapping[str, Any]:
-    return ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
-
-
-def required_matches(pod: Pod, node: Mapping[str, Any]) -> bool:
-    """nodeSelector (every label equal) and required node affinity (some term matches)."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-    if any(labels.get(key) != value for key, value in selector.items()):
-        return False
-    required = _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
-    return node_selector_matches(required, node)
-
-
 class NodeAffinity:
     name = "NodeAffinity"
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         spec = pod.get("spec") or {}
-        if not spec.get("nodeSelector") and "requiredDuringSchedulingIgnoredDuringExecution" not in _node_affinity(pod):
+        if not spec.get("nodeSelector") and "requiredDuringSchedulingIgnoredDuringExecution" not in node_affinity(pod):
             return SKIP
         return SUCCESS
 
@@ -56,7 +41,7 @@ class NodeAffinity:
         return unschedulable(REASON, resolvable=False)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
-        preferred = _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution") or []
+        preferred = node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution") or []
         if not preferred:
             return SKIP
         state.write(self.name, preferred)

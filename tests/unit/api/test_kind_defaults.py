@@ -162,13 +162,17 @@ def test_pod_templates_get_pod_spec_defaults(plural: str, obj: dict[str, Any], s
                  id="statefulset"),
     pytest.param("jobs", {"spec": {}},
                  {"parallelism": 1, "completions": 1, "backoffLimit": 6, "completionMode": "NonIndexed",
-                  "suspend": False}, id="job"),
+                  "suspend": False, "podReplacementPolicy": "TerminatingOrFailed"}, id="job"),
     pytest.param("jobs", {"spec": {"parallelism": 3}},
-                 {"parallelism": 3, "backoffLimit": 6, "completionMode": "NonIndexed", "suspend": False},
-                 id="job-work-queue"),
+                 {"parallelism": 3, "backoffLimit": 6, "completionMode": "NonIndexed", "suspend": False,
+                  "podReplacementPolicy": "TerminatingOrFailed"}, id="job-work-queue"),
     pytest.param("jobs", {"spec": {"completions": 5, "backoffLimit": 0, "suspend": True}},
                  {"parallelism": 1, "completions": 5, "backoffLimit": 0, "completionMode": "NonIndexed",
-                  "suspend": True}, id="job-user-values"),
+                  "suspend": True, "podReplacementPolicy": "TerminatingOrFailed"}, id="job-user-values"),
+    pytest.param("jobs", {"spec": {"podFailurePolicy": {"rules": []}}},
+                 {"parallelism": 1, "completions": 1, "backoffLimit": 6, "completionMode": "NonIndexed",
+                  "suspend": False, "podFailurePolicy": {"rules": []}, "podReplacementPolicy": "Failed"},
+                 id="job-with-pod-failure-policy"),
     pytest.param("cronjobs", {"spec": {"schedule": "* * * * *"}},
                  {"schedule": "* * * * *", "concurrencyPolicy": "Allow", "suspend": False,
                   "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1}, id="cronjob"),
@@ -234,3 +238,17 @@ def test_other_kinds(plural: str, obj: dict[str, Any], expected: dict[str, Any])
 ])
 def test_malformed_objects_never_raise(plural: str, obj: dict[str, Any]) -> None:
     apply_defaults(plural, copy.deepcopy(obj))
+
+
+def test_job_selector_generated_from_uid_unless_manual() -> None:
+    from control.api.batch import generate_job_selector
+
+    job = {"metadata": {"name": "pi"}, "spec": {"template": _template(restartPolicy="Never")}}
+    generate_job_selector(job, "u-1")
+    assert job["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}}
+    assert job["spec"]["template"]["metadata"]["labels"] == {
+        "app": "web", "job-name": "pi", "batch.kubernetes.io/job-name": "pi", "controller-uid": "u-1",
+        "batch.kubernetes.io/controller-uid": "u-1"}
+    manual = {"metadata": {"name": "pi"}, "spec": {"manualSelector": True, "template": _template()}}
+    generate_job_selector(manual, "u-1")
+    assert "selector" not in manual["spec"] and manual["spec"]["template"]["metadata"]["labels"] == {"app": "web"}

@@ -75,6 +75,8 @@ VALID: dict[str, Obj] = {
     "resourcequotas": {"metadata": _meta("quota"), "spec": {"hard": {"pods": "10", "requests.cpu": "4",
                                                                      "requests.memory": 8589934592}}},
     "serviceaccounts": {"metadata": _meta("builder")},
+    "controllerrevisions": {"metadata": _meta("web-5d8f9c7b6"), "revision": 2,
+                            "data": {"spec": {"template": {"$patch": "replace"}}}},
 }
 
 
@@ -215,6 +217,25 @@ CASES = [
                  id="job-completions"),
     pytest.param("jobs", lambda o: o["spec"].update(backoffLimit=-1), "spec.backoffLimit", ErrorType.INVALID,
                  id="job-backoff"),
+    pytest.param("jobs", lambda o: o["spec"].update(selector={"matchLabels": {"app": "other"}}),
+                 "spec.template.metadata.labels", ErrorType.INVALID, id="job-selector-mismatch"),
+    pytest.param("jobs", lambda o: (_tpl(o).update(restartPolicy="OnFailure"), o["spec"].update(podFailurePolicy={
+        "rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]}}]})),
+                 "spec.template.spec.restartPolicy", ErrorType.INVALID, id="job-failure-policy-needs-never"),
+    pytest.param("jobs", lambda o: o["spec"].update(podFailurePolicy={"rules": [
+        {"action": "Explode", "onExitCodes": {"operator": "In", "values": [1]}}]}),
+                 "spec.podFailurePolicy.rules[0].action", ErrorType.NOT_SUPPORTED, id="job-failure-policy-action"),
+    pytest.param("jobs", lambda o: o["spec"].update(podFailurePolicy={"rules": [
+        {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [0]}}]}),
+                 "spec.podFailurePolicy.rules[0].onExitCodes.values", ErrorType.INVALID, id="job-failure-policy-zero"),
+    pytest.param("jobs", lambda o: o["spec"].update(podReplacementPolicy="Sometimes"), "spec.podReplacementPolicy",
+                 ErrorType.NOT_SUPPORTED, id="job-replacement-policy"),
+    pytest.param("cronjobs", lambda o: o["spec"].update(timeZone="Mars/Olympus"), "spec.timeZone",
+                 ErrorType.INVALID, id="cron-time-zone"),
+    pytest.param("cronjobs", lambda o: o["spec"].update(timeZone="Local"), "spec.timeZone",
+                 ErrorType.INVALID, id="cron-local-time-zone"),
+    pytest.param("cronjobs", lambda o: o["spec"].update(schedule="CRON_TZ=UTC 0 * * * *"), "spec.schedule",
+                 ErrorType.INVALID, id="cron-tz-in-schedule"),
     pytest.param("cronjobs", lambda o: o["spec"].pop("schedule"), "spec.schedule", ErrorType.REQUIRED,
                  id="cron-schedule-required"),
     pytest.param("cronjobs", lambda o: o["spec"].update(schedule="* * * *"), "spec.schedule", ErrorType.INVALID,
@@ -390,3 +411,14 @@ def test_validate_never_raises(plural: str, data: st.DataObject, replacement: An
     new, old = (valid, broken) if as_old else (broken, valid)
     errors = validate(plural, new, old=old)
     assert all(isinstance(e.message, str) for e in errors)
+
+
+def test_controller_revision_data_is_mandatory_and_immutable_and_revision_not_negative() -> None:
+    obj = copy.deepcopy(VALID["controllerrevisions"])
+    broken = {**obj, "revision": -1}
+    broken.pop("data")
+    assert sorted((e.field, e.type) for e in validate("controllerrevisions", broken)) == [
+        ("data", ErrorType.REQUIRED), ("revision", ErrorType.INVALID)]
+    changed = {**obj, "data": {"spec": {}}, "revision": 3}
+    assert [(e.field, e.type) for e in validate("controllerrevisions", changed, old=obj)] == [
+        ("data", ErrorType.INVALID)]

@@ -10,7 +10,7 @@ import pytest
 from control.api.defaults import apply_defaults
 from control.api.validation import validate
 from control.apiserver import protobuf, tables
-from control.apiserver.openapi import encode_varint, length_delimited
+from control.apiserver.gnostic import encode_varint, length_delimited
 from control.apiserver.resources import by_path
 from control.apiserver.strategies import strategy_for
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from control.apiserver import protobuf
-from control.apiserver.openapi import encode_varint, length_delimited
+from control.apiserver.gnostic import encode_varint, length_delimited
 
 
 def entry(key: str, value: bytes) -> bytes:

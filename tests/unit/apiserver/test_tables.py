@@ -204,6 +204,11 @@ def test_node_status_and_roles(node, status, roles):
                                            "status": {"active": [{}], "lastScheduleTime": _ago(minutes=3)}},
                      {"Schedule": "*/5 * * * *", "Timezone": "<none>", "Suspend": "False", "Active": 1,
                       "Last Schedule": "3m"}, id="cronjob"),
+        pytest.param("apps", "controllerrevisions", {"revision": 3, "metadata": {"name": "x", "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "web", "uid": "u", "controller": True}]}},
+            {"Controller": "daemonset.apps/web", "Revision": 3}, id="controllerrevision"),
+        pytest.param("apps", "controllerrevisions", {"revision": 1}, {"Controller": "<none>", "Revision": 1},
+                     id="controllerrevision-orphan"),
         pytest.param("", "configmaps", {"data": {"a": "1"}, "binaryData": {"b": "AA=="}}, {"Data": 2}, id="configmap"),
         pytest.param("", "secrets", {"type": "Opaque", "data": {"a": "MQ=="}}, {"Type": "Opaque", "Data": 1},
                      id="secret"),

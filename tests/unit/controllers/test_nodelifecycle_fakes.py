@@ -15,6 +15,7 @@ import pytest
 from control.apimachinery.meta import format_timestamp, get_condition, key_of
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
+from control.controllers.daemonset_decisions import DAEMON_TOLERATIONS
 from control.controllers.nodelifecycle import NodeLifecycleController
 from control.controllers.taint_eviction import TaintEvictionController
 from tests.support.fake_apiserver import FakeAPIServer
@@ -207,7 +208,8 @@ def test_eviction_at_once_after_toleration_seconds_and_daemonset_pods_kept(h: Ha
     h.api.add(pod("default", tolerations=default_tolerations()))  # the API server's defaults: 300 s
     h.api.add(pod("short", tolerations=default_tolerations(10)))
     h.api.add(pod("forever", tolerations=[{"operator": "Exists"}]))
-    h.api.add(pod("daemon", owner="DaemonSet"))  # tolerates nothing, but a DaemonSet's: kept
+    # the tolerations the DaemonSet controller gives its pods keep them; no special case by owner
+    h.api.add(pod("daemon", owner="DaemonSet", tolerations=[dict(t) for t in DAEMON_TOLERATIONS]))
     h.sync_nodes()
     h.sync_pods()
     assert h.pods() == ["bare", "daemon", "default", "forever", "short"]  # a healthy node: nothing goes

@@ -16,12 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from control.api.nodeaffinity import required_matches
 from control.api.taints import taints_of, tolerates, tolerations_of
 from control.apimachinery import labels
 from control.scheduler.framework import Listers, Pod
 from control.scheduler.nodeinfo import NodeInfo, PodInfo
 from control.scheduler.plugins.defaultselector import default_selector
-from control.scheduler.plugins.nodeaffinity import required_matches
 
 NAME = "PodTopologySpread"
 DO_NOT_SCHEDULE = "DoNotSchedule"

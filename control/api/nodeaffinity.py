@@ -1,10 +1,12 @@
-"""NodeSelectorTerms against a Node: shared by the scheduler's NodeAffinity and VolumeBinding plugins, the
-PersistentVolume controller (a PV's `spec.nodeAffinity`) and the kubelet.
+"""Node affinity matching: whether a Node satisfies a pod's `nodeSelector` and required node affinity, and
+whether a NodeSelectorTerm matches a Node. Shared by the scheduler's NodeAffinity plugin (filter, score,
+topology spread), the DaemonSet controller (which nodes should run a daemon pod) and PersistentVolumes'
+node affinity (control/api/volumes.py).
 
-Upstream: k8s.io/component-helpers/scheduling/corev1/nodeaffinity (terms are ORed, a term's
-matchExpressions and matchFields ANDed, an empty or invalid term matches nothing; matchFields knows only
-metadata.name) and pkg/volume/util `CheckNodeAffinity` for volumes. Seed 000: MatchNodeSelector
-(In, NotIn, Exists, DoesNotExist, Gt, Lt).
+Upstream: k8s.io/component-helpers/scheduling/corev1/nodeaffinity (`GetRequiredNodeAffinity(pod).Match`,
+`NodeSelectorTerm` matching: terms are ORed, a term's matchExpressions and matchFields ANDed, an empty or
+invalid term matches nothing; matchFields knows only metadata.name with In/NotIn). Seed 000:
+MatchNodeSelector (In, NotIn, Exists, DoesNotExist, Gt, Lt).
 """
 
 from __future__ import annotations
@@ -50,7 +52,24 @@ def term_matches(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
 
 
 def node_selector_matches(selector: Mapping[str, Any] | None, node: Mapping[str, Any]) -> bool:
-    """A NodeSelector (some term matches); None, meaning no constraint, matches every node."""
+    """A NodeSelector (some term matches); None, meaning no constraint, matches every node (a
+    PersistentVolume's `spec.nodeAffinity.required`, upstream volume util CheckNodeAffinity)."""
     if selector is None:
         return True
     return any(term_matches(term, node) for term in selector.get("nodeSelectorTerms") or [])
+
+
+def node_affinity(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    return ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+
+
+def required_matches(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """nodeSelector (every label equal) and required node affinity (some term matches)."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    if any(labels.get(key) != value for key, value in selector.items()):
+        return False
+    required = node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        return True
+    return any(term_matches(term, node) for term in required.get("nodeSelectorTerms") or [])
