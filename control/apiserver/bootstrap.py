@@ -8,7 +8,8 @@ system PriorityClasses (system-node-critical, system-cluster-critical), the defa
 StorageClass of the built-in provisioner (k3s deploys the same class from its manifests at every start; a
 class an operator changed is left alone, a deleted one comes back), the `kubernetes` Service on the
 first service IP, and allocator reservations matching the Services actually stored (a crash between
-reservation and write leaks one; repair drops it).
+reservation and write leaks one; repair drops it), and an APIService per local group-version
+(autoregister.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 
 from control.api.priority import SYSTEM_PRIORITY_CLASSES
 from control.api.volumes import LOCAL_PATH_CLASS_NAME, local_path_class
+from control.apimachinery.meta import format_timestamp
+from control.apiserver import autoregister, discovery
 from control.apiserver.registry import Registry
 from control.apiserver.resources import Resource, by_path
 from control.apiserver.status import APIError
@@ -61,3 +64,4 @@ def bootstrap(registry: Registry, *, api_port: int) -> None:
                      "sessionAffinity": "None",
                      "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": api_port}]},
         })
+    autoregister.register(registry, discovery.group_versions(), now=format_timestamp(registry.clock()))

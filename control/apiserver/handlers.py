@@ -11,7 +11,6 @@ the object and 202 for one that only marked it (graceful pod, finalizers, termin
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 from multidict import MultiMapping
+from prometheus_client import Counter
 
 from control.api import podlogoptions
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
@@ -27,6 +27,7 @@ from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
 from control.apiserver import binding, eviction, status, streaming, tables
 from control.apiserver import request as req
+from control.apiserver.jsonwire import encode_json
 from control.apiserver.kubeletclient import KubeletClient, NodeConnection, node_connection
 from control.apiserver.registry import DeleteOptions, Registry
 from control.apiserver.resources import by_path
@@ -44,8 +45,7 @@ _VERB_FOR_METHOD = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "p
 
 
 def json_response(body: Any, code: int = 200) -> web.Response:
-    return web.Response(body=json.dumps(body, separators=(",", ":")).encode(), status=code,
-                        content_type="application/json")
+    return web.Response(body=encode_json(body), status=code, content_type="application/json")
 
 
 def _scale_selector(obj: Mapping[str, Any]) -> str:
@@ -84,8 +84,9 @@ class ResourceHandlers:
     """Everything under `/api/v1/` and `/apis/{group}/{version}/`."""
 
     def __init__(self, registry: Registry, cache: WatchCache, *, kubelet: KubeletClient,
-                 bookmark_seconds: float = 60.0) -> None:
+                 bookmark_seconds: float = 60.0, watch_events: Counter | None = None) -> None:
         self.registry = registry
+        self.watch_events = watch_events
         self.kubelet = kubelet
         self.cache = cache
         self.lines = EventLines()
@@ -129,7 +130,7 @@ class ResourceHandlers:
             self._include_object(query)  # a bad includeObject is a 400 here, not a ValueError in the stream
             send_initial = query.get("sendInitialEvents")
             stream = WatchStream(request, target, flt, registry=self.registry, cache=self.cache, lines=self.lines,
-                                 bookmark_seconds=self.bookmark_seconds)
+                                 bookmark_seconds=self.bookmark_seconds, events_sent=self.watch_events)
             return await stream.serve(resource_version=resource_version, timeout_seconds=timeout,
                                       bookmarks=req.query_bool(query, "allowWatchBookmarks"),
                                       send_initial=None if send_initial is None else req.query_bool(
@@ -172,7 +173,9 @@ class ResourceHandlers:
         dry_run = req.dry_run(request.query)
         if self.registry.strategy(target.resource).binds_pods:
             return await self._bind(target, body, dry_run=dry_run)
-        obj = await asyncio.to_thread(self.registry.create, target.resource, target.namespace, body, dry_run=dry_run)
+        manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), "CreateOptions")
+        obj = await asyncio.to_thread(self.registry.create, target.resource, target.namespace, body, dry_run=dry_run,
+                                      manager=manager)
         return json_response(obj, 201)
 
     async def _delete_collection(self, request: web.Request, target: req.Target) -> web.StreamResponse:
@@ -200,8 +203,10 @@ class ResourceHandlers:
 
     async def _update(self, request: web.Request, target: req.Target, subresource: str = "") -> web.StreamResponse:
         body = req.decode_object(await _read(request), _content_type(request))
+        manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), "UpdateOptions")
         obj, created = await asyncio.to_thread(self.registry.update, target.resource, target.namespace, target.name,
-                                               body, subresource=subresource, dry_run=req.dry_run(request.query))
+                                               body, subresource=subresource, dry_run=req.dry_run(request.query),
+                                               manager=manager)
         return json_response(obj, 201 if created else 200)
 
     async def _patch(self, request: web.Request, target: req.Target, subresource: str = "") -> web.StreamResponse:
@@ -210,10 +215,18 @@ class ResourceHandlers:
             raise APIError(415, "UnsupportedMediaType",
                            f"the body of the request was in an unknown format - accepted media types include: "
                            f"{', '.join(req.PATCH_TYPES)}")
+        manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), "PatchOptions",
+                                    apply=patch_type == "apply")
         document = req.decode_body(await _read(request), request.content_type)
+        if patch_type == "apply":
+            obj, created = await asyncio.to_thread(
+                self.registry.apply, target.resource, target.namespace, target.name, document, manager=manager,
+                force=req.query_bool(request.query, "force"), subresource=subresource,
+                dry_run=req.dry_run(request.query))
+            return json_response(obj, 201 if created else 200)
         obj = await asyncio.to_thread(self.registry.patch, target.resource, target.namespace, target.name,
                                       patch_type, document, subresource=subresource,
-                                      dry_run=req.dry_run(request.query))
+                                      dry_run=req.dry_run(request.query), manager=manager)
         return json_response(obj)
 
     async def _delete(self, request: web.Request, target: req.Target) -> web.StreamResponse:
@@ -227,7 +240,7 @@ class ResourceHandlers:
     async def _subresource(self, request: web.Request, target: req.Target) -> web.StreamResponse:
         sub = target.subresource
         method = request.method
-        if sub in ("status", "finalize"):
+        if sub in ("status", "finalize", "approval"):
             if method == "GET":
                 return await self._get(request, target)
             if method == "PUT":
@@ -269,11 +282,14 @@ class ResourceHandlers:
                 document["metadata"] = {"resourceVersion": wanted}
         else:
             patch_type = req.PATCH_TYPES.get(request.content_type, "")
-            if not patch_type:
+            if not patch_type or patch_type == "apply":  # apply to /scale: not served
                 raise status.unsupported_media_type(request.content_type)
             document = req.decode_body(await _read(request), request.content_type)
+        options = "UpdateOptions" if request.method == "PUT" else "PatchOptions"
+        manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), options)
         obj = await asyncio.to_thread(self.registry.patch, *args, patch_type, document, transform=scale_of,
-                                      apply_back=_apply_scale, dry_run=req.dry_run(request.query))
+                                      apply_back=_apply_scale, dry_run=req.dry_run(request.query),
+                                      manager=manager, fields_subresource="scale")
         return json_response(scale_of(obj))
 
     async def _bind(self, target: req.Target, body: dict[str, Any], *, dry_run: bool = False) -> web.StreamResponse:

@@ -16,6 +16,7 @@ from types import MappingProxyType
 
 from control.apiserver.allocators import ClusterIPAllocator, NodePortAllocator
 from control.apiserver.resources import RESOURCES, Resource
+from control.apiserver.strategies.admissionregistration import WebhookConfigurationStrategy
 from control.apiserver.strategies.base import (
     CreateOnUpdateStrategy,
     DaemonSetStrategy,
@@ -28,12 +29,15 @@ from control.apiserver.strategies.base import (
     Strategy,
     WorkloadStrategy,
 )
+from control.apiserver.strategies.certificates import CertificateSigningRequestStrategy
 from control.apiserver.strategies.endpointslices import EndpointSliceStrategy
 from control.apiserver.strategies.namespaces import NamespaceStrategy
+from control.apiserver.strategies.networking import IngressClassStrategy, IngressStrategy, NetworkPolicyStrategy
 from control.apiserver.strategies.pods import BindingStrategy, PodStrategy
 from control.apiserver.strategies.priorityclasses import PriorityClassStrategy
 from control.apiserver.strategies.secrets import SecretStrategy
 from control.apiserver.strategies.services import ServiceAllocations, ServiceStrategy
+from control.apiserver.strategies.storage_csi import VolumeAttachmentStrategy
 from control.apiserver.strategies.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
 from control.storage.interface import Storage
 
@@ -60,6 +64,15 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "endpointslices": EndpointSliceStrategy,
     "persistentvolumes": PersistentVolumeStrategy,
     "persistentvolumeclaims": PersistentVolumeClaimStrategy,
+    "certificatesigningrequests": CertificateSigningRequestStrategy,
+    "ingresses": IngressStrategy,
+    "ingressclasses": IngressClassStrategy,
+    "networkpolicies": NetworkPolicyStrategy,
+    "volumeattachments": VolumeAttachmentStrategy,
+    "mutatingwebhookconfigurations": WebhookConfigurationStrategy,
+    "validatingwebhookconfigurations": WebhookConfigurationStrategy,
+    # upstream apiServiceStrategy: the status (Available) is the aggregator's, dropped on create
+    "apiservices": ResetStatusStrategy,
 })
 
 

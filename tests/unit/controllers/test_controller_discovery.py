@@ -6,7 +6,7 @@ kept; and the controllers of this part registered under upstream's names with th
 from __future__ import annotations
 
 from control.apiserver import discovery as documents
-from control.apiserver.resources import METRICS_RESOURCES, RESOURCES
+from control.apiserver.resources import COMPONENT_STATUSES, METRICS_RESOURCES, RESOURCES
 from control.client.errors import ApiError, NotFound
 from control.controllers.discovery import ServerDiscovery
 from control.controllers.manager import CONTROLLERS, ControllerManagerConfiguration
@@ -34,7 +34,7 @@ def test_every_served_resource_of_the_preferred_versions():
     result = ServerDiscovery(DocumentGetter()).preferred_resources()
     assert not result.failed
     found = {(r.api_version, r.plural) for r in result.resources}
-    assert found == {(r.api_version, r.plural) for r in RESOURCES + METRICS_RESOURCES}
+    assert found == {(r.api_version, r.plural) for r in (*RESOURCES, *METRICS_RESOURCES, COMPONENT_STATUSES)}
     # the metrics API cannot be deleted or watched: the namespace and garbage collectors pass it by
     assert not any(r.supports("delete") or r.supports("watch") for r in result.resources
                    if r.api_version == "metrics.k8s.io/v1beta1")
