@@ -617,6 +617,7 @@ def validate(plural: str, obj: dict[str, Any], *, old: dict[str, Any] | None = N
     """Every error of a `plural` object about to be stored; `old` is the stored object on update."""
     # Imported here, not at the top: validation_apps and validation_scheduling build on this module.
     from control.api.validation_apps import APPS_VALIDATORS
+    from control.api.validation_autoscaling import AUTOSCALING_VALIDATORS
     from control.api.validation_discovery import DISCOVERY_VALIDATORS
     from control.api.validation_scheduling import SCHEDULING_VALIDATORS
 
@@ -627,7 +628,7 @@ def validate(plural: str, obj: dict[str, Any], *, old: dict[str, Any] | None = N
         name_validator = _NAME_VALIDATORS.get(plural, is_dns1123_subdomain)
         validate_object_meta(c, metadata, "metadata", name_validator=name_validator)
     validator = (_VALIDATORS.get(plural) or APPS_VALIDATORS.get(plural) or SCHEDULING_VALIDATORS.get(plural)
-                 or DISCOVERY_VALIDATORS.get(plural))
+                 or DISCOVERY_VALIDATORS.get(plural) or AUTOSCALING_VALIDATORS.get(plural))
     if validator is not None:
         validator(c, obj, old if isinstance(old, dict) else None)
     return c.errors

@@ -61,6 +61,9 @@ class Resource:
     categories: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
     subresources: Mapping[str, SubResource] = field(default_factory=lambda: MappingProxyType({}))
+    # A version served as a converted view of the stored one (control/apiserver/views.py): the version the
+    # objects are stored in, "" for the storage version itself.
+    storage_version: str = ""
 
     @property
     def api_version(self) -> str:
@@ -121,6 +124,12 @@ RESOURCES: tuple[Resource, ...] = (
              subresources=_subresources(status=_status("Job"))),
     Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", True, short_names=("cj",), categories=("all",),
              subresources=_subresources(status=_status("CronJob"))),
+    Resource("autoscaling", "v2", "horizontalpodautoscalers", "horizontalpodautoscaler", "HorizontalPodAutoscaler",
+             True, short_names=("hpa",), categories=("all",),
+             subresources=_subresources(status=_status("HorizontalPodAutoscaler"))),
+    Resource("autoscaling", "v1", "horizontalpodautoscalers", "horizontalpodautoscaler", "HorizontalPodAutoscaler",
+             True, short_names=("hpa",), categories=("all",),
+             subresources=_subresources(status=_status("HorizontalPodAutoscaler")), storage_version="v2"),
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
     Resource("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", False,
              short_names=("pc",)),
@@ -161,6 +170,16 @@ def group_versions() -> list[tuple[str, str]]:
 
 def resources_in(group: str, version: str) -> list[Resource]:
     return [r for r in RESOURCES if (r.group, r.version) == (group, version)]
+
+
+def storage_resource(resource: Resource) -> Resource:
+    """The resource whose version a view's objects are stored in (the resource itself when it is not a view)."""
+    if not resource.storage_version:
+        return resource
+    stored = by_path(resource.group, resource.storage_version, resource.plural)
+    if stored is None:
+        raise ValueError(f"{resource.plural} {resource.version}: no storage version {resource.storage_version}")
+    return stored
 
 
 def storage_prefix(resource: Resource) -> str:

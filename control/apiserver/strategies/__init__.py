@@ -19,6 +19,7 @@ from control.apiserver.resources import RESOURCES, Resource
 from control.apiserver.strategies.base import (
     CreateOnUpdateStrategy,
     DaemonSetStrategy,
+    HorizontalPodAutoscalerStrategy,
     JobStrategy,
     PodDisruptionBudgetStrategy,
     ReplicasWorkloadStrategy,
@@ -57,6 +58,7 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "priorityclasses": PriorityClassStrategy,
     "poddisruptionbudgets": PodDisruptionBudgetStrategy,
     "endpointslices": EndpointSliceStrategy,
+    "horizontalpodautoscalers": HorizontalPodAutoscalerStrategy,
 })
 
 
@@ -72,4 +74,4 @@ def build(storage: Storage, *, service_cidr: str, node_port_range: tuple[int, in
     allocations = ServiceAllocations(ClusterIPAllocator(storage, service_cidr),
                                      NodePortAllocator(storage, node_port_range))
     return {resource.plural: ServiceStrategy(resource, allocations) if resource.plural == _SERVICES
-            else strategy_for(resource) for resource in RESOURCES}
+            else strategy_for(resource) for resource in RESOURCES if not resource.storage_version}
