@@ -175,7 +175,9 @@ class ResourceHandlers:
         dry_run = req.dry_run(request.query)
         if self.registry.strategy(target.resource).binds_pods:
             return await self._bind(target, body, dry_run=dry_run)
-        obj = await asyncio.to_thread(self.registry.create, target.resource, target.namespace, body, dry_run=dry_run)
+        manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), "CreateOptions")
+        obj = await asyncio.to_thread(self.registry.create, target.resource, target.namespace, body, dry_run=dry_run,
+                                      manager=manager)
         return json_response(obj, 201)
 
     async def _delete_collection(self, request: web.Request, target: req.Target) -> web.StreamResponse:
@@ -203,8 +205,10 @@ class ResourceHandlers:
 
     async def _update(self, request: web.Request, target: req.Target, subresource: str = "") -> web.StreamResponse:
         body = req.decode_object(await _read(request), _content_type(request))
+        manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), "UpdateOptions")
         obj, created = await asyncio.to_thread(self.registry.update, target.resource, target.namespace, target.name,
-                                               body, subresource=subresource, dry_run=req.dry_run(request.query))
+                                               body, subresource=subresource, dry_run=req.dry_run(request.query),
+                                               manager=manager)
         return json_response(obj, 201 if created else 200)
 
     async def _patch(self, request: web.Request, target: req.Target, subresource: str = "") -> web.StreamResponse:
@@ -213,10 +217,18 @@ class ResourceHandlers:
             raise APIError(415, "UnsupportedMediaType",
                            f"the body of the request was in an unknown format - accepted media types include: "
                            f"{', '.join(req.PATCH_TYPES)}")
+        manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), "PatchOptions",
+                                    apply=patch_type == "apply")
         document = req.decode_body(await _read(request), request.content_type)
+        if patch_type == "apply":
+            obj, created = await asyncio.to_thread(
+                self.registry.apply, target.resource, target.namespace, target.name, document, manager=manager,
+                force=req.query_bool(request.query, "force"), subresource=subresource,
+                dry_run=req.dry_run(request.query))
+            return json_response(obj, 201 if created else 200)
         obj = await asyncio.to_thread(self.registry.patch, target.resource, target.namespace, target.name,
                                       patch_type, document, subresource=subresource,
-                                      dry_run=req.dry_run(request.query))
+                                      dry_run=req.dry_run(request.query), manager=manager)
         return json_response(obj)
 
     async def _delete(self, request: web.Request, target: req.Target) -> web.StreamResponse:
@@ -333,11 +345,14 @@ class ResourceHandlers:
                 document["metadata"] = {"resourceVersion": wanted}
         else:
             patch_type = req.PATCH_TYPES.get(request.content_type, "")
-            if not patch_type:
+            if not patch_type or patch_type == "apply":  # apply to /scale: not served
                 raise status.unsupported_media_type(request.content_type)
             document = req.decode_body(await _read(request), request.content_type)
+        options = "UpdateOptions" if request.method == "PUT" else "PatchOptions"
+        manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), options)
         obj = await asyncio.to_thread(self.registry.patch, *args, patch_type, document, transform=scale_of,
-                                      apply_back=_apply_scale, dry_run=req.dry_run(request.query))
+                                      apply_back=_apply_scale, dry_run=req.dry_run(request.query),
+                                      manager=manager, fields_subresource="scale")
         return json_response(scale_of(obj))
 
     async def _bind(self, target: req.Target, body: dict[str, Any], *, dry_run: bool = False) -> web.StreamResponse:

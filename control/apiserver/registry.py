@@ -17,6 +17,10 @@ Design notes
   Foreground (or, without one, the kind's default: orphan for v1 ReplicationControllers and batch/v1
   Jobs) are recorded as the `orphan`/`foregroundDeletion` finalizers the garbage collector acts on, also
   on an object already being deleted (strategies/base.py `gc_finalizers`, upstream store.go).
+- Field ownership (managedfields.py): a write that names its field manager (every request through the
+  handlers does; the server's own bootstrap writes do not) records it in metadata.managedFields right after
+  defaulting, before admission and the strategy, as upstream's handlers call the field manager; an apply
+  (`apply`) merges its configuration over the stored object the same way a patch does, retried on a lost race.
 - Quota admission serialises only the creates a ResourceQuota of their namespace counts, per namespace
   (admission.QuotaAdmission); every other write runs in parallel, down to storage's compare-and-swap.
 """
@@ -36,7 +40,7 @@ from typing import Any
 
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
-from control.apiserver import admission, fieldvalidation, patch, status, strategies
+from control.apiserver import admission, fieldschema, fieldvalidation, managedfields, patch, status, strategies
 from control.apiserver.resources import Resource, storage_key, storage_prefix
 from control.apiserver.selection import Filter
 from control.apiserver.status import APIError
@@ -253,9 +257,10 @@ class Registry:
             raise status.invalid(resource.kind, (obj.get("metadata") or {}).get("name", ""), errors,
                                  group=resource.group)
 
-    def create(self, resource: Resource, namespace: str, body: Any, *, dry_run: bool = False) -> dict[str, Any]:
+    def create(self, resource: Resource, namespace: str, body: Any, *, dry_run: bool = False,
+               manager: str | None = None) -> dict[str, Any]:
         """POST, in the order strategies/base.py documents; a failed write gives back what the strategy's
-        `begin_write` reserved."""
+        `begin_write` reserved. `manager` names the field manager of an Update (None: not tracked)."""
         obj = deep_copy(body)
         self._check_identity(resource, namespace, obj)
         fieldvalidation.prune_written(obj)
@@ -268,6 +273,9 @@ class Registry:
             admission.check_namespace(self, resource, namespace, name)
         strategy = self.strategy(resource)
         strategy.defaults(obj)
+        if manager is not None:
+            obj = managedfields.update(None, obj, self._fields(resource), manager=manager, now=self.clock())
+            metadata = obj["metadata"]
         admission.mutate(self, resource, obj, None, name=generate or name)
         strategy.prepare_for_create(obj, now=self.clock(), uid=str(uuid.uuid4()))
         self._validate(strategy, obj, None)
@@ -297,7 +305,7 @@ class Registry:
     # -- updating -----------------------------------------------------------------------------------
 
     def update(self, resource: Resource, namespace: str, name: str, body: Any, *, subresource: str = "",
-               dry_run: bool = False) -> tuple[dict[str, Any], bool]:
+               dry_run: bool = False, manager: str | None = None) -> tuple[dict[str, Any], bool]:
         """PUT: returns (object, created). A body resourceVersion other than the stored one is a 409."""
         obj = deep_copy(body)
         self._check_identity(resource, namespace, obj, name=name)
@@ -305,21 +313,24 @@ class Registry:
         if record is None:
             if subresource or not self.strategy(resource).allow_create_on_update:
                 raise _not_found(resource, name)
-            return self.create(resource, namespace, obj, dry_run=dry_run), True
+            return self.create(resource, namespace, obj, dry_run=dry_run, manager=manager), True
         wanted = obj["metadata"].get("resourceVersion")
         if wanted and wanted != str(record.mod_revision):
             raise status.conflict(resource.plural, name, status.STALE_OBJECT, group=resource.group)
-        return self._write(resource, namespace, record, obj, subresource=subresource, dry_run=dry_run), False
+        return self._write(resource, namespace, record, obj, subresource=subresource, dry_run=dry_run,
+                           manager=manager), False
 
     def patch(self, resource: Resource, namespace: str, name: str, patch_type: str, document: Any, *,
               subresource: str = "", dry_run: bool = False,
               transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
               apply_back: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
+              manager: str | None = None, fields_subresource: str = "",
               ) -> dict[str, Any]:
         """PATCH with retries on a lost race unless the patch itself names a resourceVersion.
 
         `transform`/`apply_back` let a subresource such as `/scale` patch a view of the object (a Scale)
-        and map the result back onto the object.
+        and map the result back onto the object; `fields_subresource` is then the subresource its
+        managedFields entry names.
         """
         if patch_type != "json" and not isinstance(document, dict):
             # RFC 7386 allows any JSON value as a merge patch, but one that is not an object would
@@ -352,25 +363,93 @@ class Registry:
             new = apply_back(current, patched) if apply_back else patched
             self._check_identity(resource, namespace, new, name=name)
             try:
-                return self._write(resource, namespace, record, new, subresource=subresource, dry_run=dry_run)
+                return self._write(resource, namespace, record, new, subresource=subresource, dry_run=dry_run,
+                                   manager=manager, fields_subresource=fields_subresource)
             except APIError as exc:
                 pinned = isinstance(document, dict) and (document.get("metadata") or {}).get("resourceVersion")
                 if exc.code != 409 or exc.reason != "Conflict" or pinned or attempt == _PATCH_ATTEMPTS - 1:
                     raise
         raise AssertionError("unreachable")
 
+    def apply(self, resource: Resource, namespace: str, name: str, config: Any, *, manager: str, force: bool,
+              subresource: str = "", dry_run: bool = False) -> tuple[dict[str, Any], bool]:
+        """Server-side apply of `config` (upstream's applyPatcher): returns (object, created). An object that
+        does not exist is created from the configuration; a lost race is retried like a patch."""
+        if not isinstance(config, dict):
+            raise status.bad_request("the apply configuration must be an object")
+        _check_metadata_shape(config)
+        api_version, kind = config.get("apiVersion"), config.get("kind")
+        if (api_version, kind) != (resource.api_version, resource.kind):
+            group_version = api_version if isinstance(api_version, str) and "/" in api_version else (
+                f"/{api_version or ''}")
+            raise status.bad_request(f"invalid object type: {group_version}, Kind={kind or ''}")
+        ctx = self._fields(resource, subresource)
+        for attempt in range(_PATCH_ATTEMPTS):
+            record = self._record(resource, namespace, name)
+            current = decode(record.value, record.mod_revision) if record is not None else None
+            if current is None and subresource:
+                raise _not_found(resource, name)
+            try:
+                new = managedfields.apply(current, config, ctx, manager=manager, force=force, now=self.clock())
+            except managedfields.ApplyConflict as exc:
+                raise APIError(409, "Conflict", exc.message, details={"causes": exc.causes()}) from None
+            except managedfields.ApplyError as exc:
+                raise status.bad_request(str(exc)) from None
+            if record is None:
+                try:
+                    return self.create(resource, namespace, {**new, "metadata": {**new["metadata"], "name": name}},
+                                       dry_run=dry_run), True
+                except APIError as exc:
+                    if exc.code != 409 or exc.reason != "AlreadyExists" or attempt == _PATCH_ATTEMPTS - 1:
+                        raise
+                    continue
+            wanted = (config.get("metadata") or {}).get("resourceVersion")
+            if wanted and wanted != str(record.mod_revision):
+                raise status.conflict(resource.plural, name, status.STALE_OBJECT, group=resource.group)
+            self._check_identity(resource, namespace, new, name=name)
+            try:
+                return self._write(resource, namespace, record, new, subresource=subresource, dry_run=dry_run), False
+            except APIError as exc:
+                if exc.code != 409 or exc.reason != "Conflict" or wanted or attempt == _PATCH_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _fields(resource: Resource, subresource: str = "") -> managedfields.Context:
+        """What field ownership needs of a resource: its schema and the fields its strategy resets (upstream
+        GetResetFields: status on the main resource of a kind with /status, spec on /status)."""
+        schema = fieldschema.schema()
+        reset: frozenset[tuple[str, ...]] = frozenset()
+        if subresource == "status":
+            reset = frozenset({("f:spec",)})
+        elif not subresource and "status" in resource.subresources:
+            reset = frozenset({("f:status",)})
+        return managedfields.Context(schema, schema.root(resource.api_version, resource.kind), resource.api_version,
+                                     subresource, reset)
+
     def _write(self, resource: Resource, namespace: str, record: Record, obj: dict[str, Any], *,
-               subresource: str, dry_run: bool) -> dict[str, Any]:
-        """Turn a full new object into a compare-and-swap update of `record`."""
+               subresource: str, dry_run: bool, manager: str | None = None,
+               fields_subresource: str = "") -> dict[str, Any]:
+        """Turn a full new object into a compare-and-swap update of `record`; `manager` (None: the object
+        carries its managedFields already, or the write is not tracked) is recorded as an Update."""
         fieldvalidation.prune_written(obj)
         old = decode(record.value, record.mod_revision)
         name = old["metadata"]["name"]
         strategy = self.strategy(resource)
         if subresource:
             new = strategy.prepare_for_subresource_update(subresource, obj, old)
+            applied = (obj.get("metadata") or {}).get("managedFields")
+            if manager is None and applied is not None:  # an apply to the subresource computed them
+                new["metadata"]["managedFields"] = applied
+            elif manager is not None:
+                new = managedfields.update(old, new, self._fields(resource, subresource), manager=manager,
+                                           now=self.clock())
         else:
             new = obj
             strategy.defaults(new)
+            if manager is not None:
+                new = managedfields.update(old, new, self._fields(resource, fields_subresource),
+                                           manager=manager, now=self.clock())
             admission.mutate(self, resource, new, old, name=name)
             strategy.prepare_for_update(new, old)
         self._validate(strategy, new, old)

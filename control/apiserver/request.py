@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 from multidict import MultiMapping
 
-from control.apiserver import fieldvalidation, protobuf, status
+from control.apimachinery.validation import FieldError
+from control.apiserver import fieldvalidation, managedfields, protobuf, status
 from control.apiserver.resources import Resource, by_path
 from control.apiserver.status import APIError
 
@@ -26,7 +27,9 @@ PATCH_TYPES = {
     "application/json-patch+json": "json",
     "application/merge-patch+json": "merge",
     "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",  # server-side apply; JSON bodies (kubectl's) are YAML too
 }
+_YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "application/apply-patch+yaml")
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 
 
@@ -129,7 +132,7 @@ def decode_body(data: bytes, content_type: str) -> Any:
     except UnicodeDecodeError:
         raise status.bad_request("the body is not valid UTF-8") from None
     try:
-        is_yaml = media in ("application/yaml", "application/x-yaml", "text/yaml")
+        is_yaml = media in _YAML_TYPES
         body = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if is_yaml else _parse_json(text)
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         raise status.bad_request(f"couldn't get version/kind; json parse error: {str(exc).splitlines()[0]}") from None
@@ -191,3 +194,27 @@ def delete_options(query: Mapping[str, str], body: Any) -> dict[str, Any]:
     if preconditions is not None and not isinstance(preconditions, dict):
         raise status.bad_request("preconditions must be an object")
     return options
+
+
+def field_manager(query: Mapping[str, str], user_agent: str, options_kind: str, *, apply: bool = False) -> str:
+    """The field manager of a write: `fieldManager`, else (not for apply, which requires it) the user agent's
+    program name as upstream's managerOrUserAgent derives it. Checked as ValidateFieldManager does, the
+    refusal a 422 on the request's options kind (CreateOptions, UpdateOptions, PatchOptions)."""
+    manager = query.get("fieldManager", "")
+    errors = []
+    if apply and not manager:
+        errors.append(FieldError.required("fieldManager", "is required for apply patch"))
+    if len(manager) > managedfields.MAX_MANAGER_LENGTH:
+        errors.append(FieldError.too_long("fieldManager", managedfields.MAX_MANAGER_LENGTH))
+    errors += [FieldError.invalid("fieldManager", manager, f"invalid character {_rune(char)} (at position {i})")
+               for i, char in enumerate(manager) if not char.isprintable()]
+    if not apply and query.get("force") is not None and options_kind == "PatchOptions":
+        errors.insert(0, FieldError.forbidden("force", "may not be specified for non-apply patch"))
+    if errors:
+        raise status.invalid(options_kind, "", errors, group="meta.k8s.io")
+    return manager or managedfields.manager_from_user_agent(user_agent)
+
+
+def _rune(char: str) -> str:
+    """Go's %#U for a character that is not printable: `U+0007`."""
+    return f"U+{ord(char):04X}"

@@ -10,10 +10,10 @@ switchable off with `--disable`).
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
 "endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
 "serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
-"replicationcontroller", "deployment", "daemonset", "horizontalpodautoscaling", "job", "ttl-after-finished",
-"endpointslice", "endpointslicemirroring", "service-lb-controller", …) to an init function: it builds the
-controller against the context (registering its informer handlers) and returns the loop to run,
-`run(stop)`, which the manager runs on its own thread. A later controller is one module under
+"replicationcontroller", "deployment", "daemonset", "horizontalpodautoscaling", "job", "cronjob",
+"ttl-after-finished", "endpointslice", "endpointslicemirroring", "service-lb-controller", …) to an init
+function: it builds the controller against the context (registering its informer handlers) and returns the
+loop to run, `run(stop)`, which the manager runs on its own thread. A later controller is one module under
 control/controllers/ (a `Controller` of base.py) and one line in this table.
 
 Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
+from control.controllers.cronjob import CronJobController
 from control.controllers.daemonset import DaemonSetController
 from control.controllers.deployment import DeploymentController
 from control.controllers.discovery import ServerDiscovery
@@ -194,6 +195,10 @@ def _start_job(ctx: ControllerContext) -> Run:
                          backoff_cap=ctx.config.job_pod_failure_backoff_max).run
 
 
+def _start_cronjob(ctx: ControllerContext) -> Run:
+    return CronJobController(ctx.client, ctx.informers).run
+
+
 def _start_ttl_after_finished(ctx: ControllerContext) -> Run:
     return TTLAfterFinishedController(ctx.client, ctx.informers).run
 
@@ -217,6 +222,7 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "daemonset": _start_daemonset,
     "horizontalpodautoscaling": _start_horizontal_pod_autoscaling,
     "job": _start_job,
+    "cronjob": _start_cronjob,
     "ttl-after-finished": _start_ttl_after_finished,
     "service-lb-controller": _start_service_lb,
 }
