@@ -23,9 +23,11 @@ service with no backend while its old pods still answer).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from control.apimachinery.netutils import parse_ip_sloppy
 
 DEFAULT_AFFINITY_TIMEOUT = 10800  # seconds; the API server's default for ClientIP affinity
 
@@ -109,6 +111,21 @@ class ProxyState:
     endpoints: Mapping[ServicePortName, Sequence[EndpointInfo]]
 
 
+def _ipv4(value: object) -> str | None:
+    """An IPv4 address in canonical form, or None (upstream newBaseServiceInfo and the endpoint slice cache
+    read addresses with ParseIPSloppy and drop what does not parse or is of the other family). Canonical
+    matters: an object written before 1.20 may hold `1.2.3.004`, which Go reads as 1.2.3.4 but iptables as
+    octal (`010` is 8, `099` an error that fails the whole restore), and the SEP chain hash covers the text."""
+    if not isinstance(value, str) or not value:
+        return None
+    parsed = parse_ip_sloppy(value)
+    return str(parsed) if parsed is not None and parsed.version == 4 else None
+
+
+def _ipv4s(values: Iterable[object]) -> tuple[str, ...]:
+    return tuple(ip for ip in map(_ipv4, values) if ip is not None)
+
+
 def service_ports(service: Mapping[str, Any]) -> list[ServicePortInfo]:
     """The rule-relevant ports of a Service; none for headless or ExternalName services.
 
@@ -119,12 +136,15 @@ def service_ports(service: Mapping[str, Any]) -> list[ServicePortInfo]:
     cluster_ip = spec.get("clusterIP") or ""
     if spec.get("type") == "ExternalName" or cluster_ip in ("", "None"):
         return []
+    if (cluster_ip := _ipv4(cluster_ip)) is None:
+        return []
     affinity = 0
     if spec.get("sessionAffinity") == "ClientIP":
         config = ((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {})
         affinity = int(config.get("timeoutSeconds") or DEFAULT_AFFINITY_TIMEOUT)
     ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-    lb_ips = tuple(entry["ip"] for entry in ingress if entry.get("ip"))
+    lb_ips = _ipv4s(entry.get("ip") for entry in ingress if isinstance(entry, Mapping))
+    external_ips = _ipv4s(spec.get("externalIPs") or ())
     result = []
     for port in spec.get("ports") or []:
         protocol = port.get("protocol") or "TCP"
@@ -132,7 +152,7 @@ def service_ports(service: Mapping[str, Any]) -> list[ServicePortInfo]:
         result.append(ServicePortInfo(
             name=name, cluster_ip=cluster_ip, port=int(port["port"]), protocol=protocol,
             node_port=int(port.get("nodePort") or 0), session_affinity_seconds=affinity,
-            external_ips=tuple(spec.get("externalIPs") or ()), load_balancer_ips=lb_ips,
+            external_ips=external_ips, load_balancer_ips=lb_ips,
             external_policy_local=spec.get("externalTrafficPolicy") == "Local",
             internal_policy_local=spec.get("internalTrafficPolicy") == "Local"))
     return result
@@ -164,12 +184,13 @@ def endpoint_slice_by_port(endpoint_slice: Mapping[str, Any], *,
         key = ServicePortName(service[0], service[1], port.get("name") or "", port.get("protocol") or "TCP")
         backends = result.setdefault(key, [])
         for endpoint in endpoint_slice.get("endpoints") or []:
-            if not endpoint.get("addresses"):
+            address = _ipv4((endpoint.get("addresses") or [None])[0])
+            if address is None:
                 continue
             conditions = endpoint.get("conditions") or {}
             host = endpoint.get("nodeName") or ""
             backends.append(EndpointInfo(
-                ip=endpoint["addresses"][0], port=int(port["port"]), ready=conditions.get("ready") is not False,
+                ip=address, port=int(port["port"]), ready=conditions.get("ready") is not False,
                 node_name=host, is_local=bool(node_name) and host == node_name,
                 serving=conditions.get("serving") is not False, terminating=conditions.get("terminating") is True))
     for backends in result.values():

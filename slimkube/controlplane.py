@@ -27,10 +27,12 @@ import asyncio
 import dataclasses
 import logging
 import signal
+import urllib.request
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from control.apiserver import componentstatus
 from control.apiserver.server import APIServer, ServerConfig
 from control.client.rest import RESTClient
 from control.controllers.manager import (
@@ -43,7 +45,7 @@ from control.scheduler.httpserver import SchedulerHTTPServer
 from control.scheduler.metrics import SchedulerMetrics
 from control.scheduler.server import SchedulerServer
 from control.util.loopthread import LoopThread
-from slimkube.leadership import DEFAULT_ELECTION, ElectedPart, LeaderElection, Part, server_identity
+from slimkube.leadership import DEFAULT_ELECTION, ElectedPart, LeaderElection, Part, part_health, server_identity
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +107,7 @@ class SchedulerPart:
         self.metrics = SchedulerMetrics()
         self._current: SchedulerServer | None = None
         self.http: SchedulerHTTPServer | None = None
+        self._address = options.address or ("127.0.0.1", 0)
         if options.address is not None:
             http = SchedulerHTTPServer(options.address, registry=self.metrics.registry, ready=self._ready)
             try:
@@ -124,6 +127,21 @@ class SchedulerPart:
         current = self._current
         return current is None or current.synced()
 
+    def health(self) -> str | None:
+        """What `kubectl get cs` shows for the scheduler: its own `/healthz` over HTTP where it serves one
+        (upstream's probe of the scheduler's port), else its part's health."""
+        if self.http is not None:
+            host, _ = self._address
+            url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{self.http.port}/healthz"
+            try:
+                with urllib.request.urlopen(url, timeout=componentstatus.TIMEOUT) as answer:
+                    body = answer.read().decode(errors="replace").strip()
+            except (OSError, ValueError) as exc:
+                return f"Get {url!r}: {exc}"
+            if body != "ok":
+                return f"{url}: {body}"
+        return part_health(self._elected)
+
     def stop(self) -> None:
         self._elected.stop()
         if self.http is not None:
@@ -142,6 +160,9 @@ class Elected:
 
     def start(self) -> None:
         self._part.start()
+
+    def health(self) -> str | None:
+        return self._part.health()
 
     def stop(self) -> None:
         self._part.stop()
@@ -185,8 +206,12 @@ def start_parts(server: APIServer, *, disable: Collection[str] = (),
     controller manager; each under its own Lease unless `election.enabled` is off."""
     parts: list[Part] = []
     if SCHEDULER not in disable:
-        parts.append(SchedulerPart(server, scheduler, election))
-    parts.append(start_controllers(server, disable=disable, election=election, settings=settings))
+        scheduler_part = SchedulerPart(server, scheduler, election)
+        parts.append(scheduler_part)
+        server.components.register("scheduler", scheduler_part.health)
+    controllers = start_controllers(server, disable=disable, election=election, settings=settings)
+    parts.append(controllers)
+    server.components.register("controller-manager", lambda: part_health(controllers))
     return _Parts(parts)
 
 

@@ -41,6 +41,13 @@ class Part(Protocol):
     def stop(self) -> None: ...
 
 
+def part_health(part: object) -> str | None:
+    """What a part's `health()` says (None: healthy, else why not); a part without one is healthy while it
+    exists. Read by `kubectl get cs` (control/apiserver/componentstatus.py)."""
+    health = getattr(part, "health", None)
+    return health() if callable(health) else None
+
+
 @dataclass(frozen=True)
 class LeaderElection:
     """Upstream's LeaderElectionConfiguration, in seconds."""
@@ -89,9 +96,18 @@ class ElectedPart:
             retry_period=election.retry_period, on_started_leading=self._lead,
             on_stopped_leading=self._stopped_leading)
         self._thread = threading.Thread(target=self._campaign, name=f"elect-{lease}", daemon=True)
+        self._current: Part | None = None  # the part of the running leadership term
 
     def is_leader(self) -> bool:
         return self._elector.is_leader()
+
+    def health(self) -> str | None:
+        """Healthy while campaigning, and — when leading — while the part it runs is (upstream's
+        controller manager /healthz includes its leader-election check the same way)."""
+        if not self._thread.is_alive():
+            return f"not campaigning for the Lease {LEASE_NAMESPACE}/{self.lease}"
+        current = self._current
+        return part_health(current) if current is not None else None
 
     def start(self) -> None:
         self._thread.start()
@@ -114,9 +130,11 @@ class ElectedPart:
                 return
             log.info("%s: became leader (%s)", self.lease, self._elector.identity)
             part = self._start()
+            self._current = part
             try:
                 lost.wait()
             finally:
+                self._current = None
                 part.stop()
 
     def _stopped_leading(self) -> None:

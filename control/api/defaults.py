@@ -309,6 +309,69 @@ def _priority_class(obj: dict[str, Any]) -> None:
     _default(obj, "value", 0)
 
 
+def _ingress_class(obj: dict[str, Any]) -> None:
+    """Upstream networking/v1 SetDefaults_IngressClass: parameters without a scope are cluster-scoped."""
+    if (parameters := _dict(_dict(obj, "spec"), "parameters")) is not None:
+        _default(parameters, "scope", "Cluster")
+
+
+def _network_policy(obj: dict[str, Any]) -> None:
+    """Upstream networking/v1 SetDefaults_NetworkPolicy and SetDefaults_NetworkPolicyPort: ports are TCP
+    unless said; without policyTypes a policy is an Ingress one, and an Egress one too when it has egress
+    rules. `podSelector` is a struct without omitempty: always written."""
+    if (spec := _child(obj, "spec")) is None:
+        return
+    _default(spec, "podSelector", {})
+    for direction in ("ingress", "egress"):
+        for rule in _dicts(spec, direction):
+            for port in _dicts(rule, "ports"):
+                _default(port, "protocol", "TCP")
+    if not spec.get("policyTypes"):
+        spec["policyTypes"] = ["Ingress", *(["Egress"] if spec.get("egress") else [])]
+
+
+def _csi_driver(obj: dict[str, Any]) -> None:
+    """Upstream storage/v1 SetDefaults_CSIDriver."""
+    if (spec := _child(obj, "spec")) is None:
+        return
+    for key, value in (("attachRequired", True), ("podInfoOnMount", False), ("storageCapacity", False),
+                       ("fsGroupPolicy", "ReadWriteOnceWithFSType"), ("requiresRepublish", False),
+                       ("seLinuxMount", False)):
+        _default(spec, key, value)
+    if not spec.get("volumeLifecycleModes"):
+        spec["volumeLifecycleModes"] = ["Persistent"]
+
+
+def _certificate_signing_request(obj: dict[str, Any]) -> None:
+    """Upstream certificates/v1 SetDefaults_CertificateSigningRequestCondition: a condition's status is
+    True unless said."""
+    for condition in _dicts(_dict(obj, "status"), "conditions"):
+        _default(condition, "status", "True")
+
+
+def _webhook_configuration(obj: dict[str, Any], *, mutating: bool) -> None:
+    """Upstream admissionregistration/v1 SetDefaults_ValidatingWebhook / MutatingWebhook, SetDefaults_Rule
+    and SetDefaults_ServiceReference."""
+    for webhook in _dicts(obj, "webhooks"):
+        _default(webhook, "failurePolicy", "Fail")
+        _default(webhook, "matchPolicy", "Equivalent")
+        _default(webhook, "namespaceSelector", {})
+        _default(webhook, "objectSelector", {})
+        _default(webhook, "timeoutSeconds", 10)
+        if mutating:
+            _default(webhook, "reinvocationPolicy", "Never")
+        for rule in _dicts(webhook, "rules"):
+            _default(rule, "scope", "*")
+        if (service := _dict(_dict(webhook, "clientConfig"), "service")) is not None:
+            _default(service, "port", 443)
+
+
+def _api_service(obj: dict[str, Any]) -> None:
+    """Upstream apiregistration/v1 SetDefaults_ServiceReference: port 443."""
+    if (service := _dict(_dict(obj, "spec"), "service")) is not None:
+        _default(service, "port", 443)
+
+
 _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "pods": _pod,
     "services": _service,
@@ -325,6 +388,13 @@ _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "priorityclasses": _priority_class,
     "endpointslices": _endpoint_slice,
     "horizontalpodautoscalers": default_hpa,
+    "ingressclasses": _ingress_class,
+    "networkpolicies": _network_policy,
+    "csidrivers": _csi_driver,
+    "certificatesigningrequests": _certificate_signing_request,
+    "validatingwebhookconfigurations": lambda obj: _webhook_configuration(obj, mutating=False),
+    "mutatingwebhookconfigurations": lambda obj: _webhook_configuration(obj, mutating=True),
+    "apiservices": _api_service,
 }
 
 

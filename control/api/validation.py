@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from control.api.priority import PREEMPTION_POLICIES
+from control.apimachinery.netutils import legacy_ip_errors, non_special_ip_errors, parse_ip_sloppy
 from control.apimachinery.quantity import Quantity, QuantityError
 from control.apimachinery.validation import (
     DNS1123_SUBDOMAIN_MAX_LENGTH,
@@ -427,10 +428,39 @@ def _service(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) ->
     c.supported(spec, "sessionAffinity", "spec.sessionAffinity", ("ClientIP", "None"), required=True)
     c.add(validate_labels(c.strings(spec, "selector", "spec.selector"), path="spec.selector"))
     old_spec = old.get("spec") if old is not None else None
+    old_external = (old_spec or {}).get("externalIPs") if isinstance(old_spec, dict) else None
+    old_external = [ip for ip in old_external or [] if isinstance(ip, str)] if isinstance(old_external, list) else []
+    for index, ip in enumerate(c.texts(spec, "externalIPs", "spec.externalIPs")):
+        errors = legacy_ip_errors(ip, old_external)
+        c.invalid(f"spec.externalIPs[{index}]", ip, errors or non_special_ip_errors(ip))
+    _service_status(c, obj, old)
     if isinstance(old_spec, dict) and cluster_ip:
         old_ip = old_spec.get("clusterIP")
         if old_ip and "ExternalName" not in (old_spec.get("type"), service_type):
             c.immutable(cluster_ip, old_ip, "spec.clusterIP")
+
+
+def _service_status(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+    """Upstream ValidateLoadBalancerStatus: ingress `ip` an address (leading zeros only where the old object
+    already had that very address), `hostname` a DNS name that is not an address, `ipMode` with an `ip`."""
+    if not isinstance(obj.get("status"), dict) or (status := c.obj(obj, "status", "status")) is None:
+        return
+    if (load_balancer := c.obj(status, "loadBalancer", "status.loadBalancer")) is None:
+        return
+    old_ingress = (((old or {}).get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    old_ips = [entry["ip"] for entry in old_ingress if isinstance(entry, dict) and isinstance(entry.get("ip"), str)]
+    for path, entry in c.items(load_balancer, "ingress", "status.loadBalancer.ingress"):
+        ip = c.text(entry, "ip", join(path, "ip"))
+        if ip:
+            c.invalid(join(path, "ip"), ip, legacy_ip_errors(ip, old_ips))
+        if hostname := c.text(entry, "hostname", join(path, "hostname")):
+            c.invalid(join(path, "hostname"), hostname, is_dns1123_subdomain(hostname))
+            if parse_ip_sloppy(hostname) is not None:
+                c.add([FieldError.invalid(join(path, "hostname"), hostname, "must be a DNS name, not an IP address")])
+        if entry.get("ipMode") is not None and not ip:
+            c.add([FieldError.forbidden(join(path, "ipMode"), "may not be specified when `ip` is not set")])
+        elif entry.get("ipMode") is not None:
+            c.supported(entry, "ipMode", join(path, "ipMode"), ("Proxy", "VIP"))
 
 
 # --- configmaps, secrets ------------------------------------------------------------------------------
@@ -616,19 +646,29 @@ _VALIDATORS: dict[str, Validator] = {
 def validate(plural: str, obj: dict[str, Any], *, old: dict[str, Any] | None = None) -> list[FieldError]:
     """Every error of a `plural` object about to be stored; `old` is the stored object on update."""
     # Imported here, not at the top: validation_apps and validation_scheduling build on this module.
+    from control.api.validation_admissionregistration import ADMISSIONREGISTRATION_VALIDATORS
+    from control.api.validation_apiregistration import APIREGISTRATION_NAME_VALIDATORS, APIREGISTRATION_VALIDATORS
     from control.api.validation_apps import APPS_VALIDATORS
     from control.api.validation_autoscaling import AUTOSCALING_VALIDATORS
+    from control.api.validation_certificates import CERTIFICATES_VALIDATORS
+    from control.api.validation_csi import CSI_NAME_VALIDATORS, CSI_VALIDATORS
     from control.api.validation_discovery import DISCOVERY_VALIDATORS
+    from control.api.validation_networking import NETWORKING_VALIDATORS
+    from control.api.validation_node import NODE_VALIDATORS
     from control.api.validation_scheduling import SCHEDULING_VALIDATORS
 
     c = Check()
     if not isinstance(obj, dict):
         return [FieldError.invalid("", obj, "must be of type object")]
     if (metadata := c.obj(obj, "metadata", "metadata")) is not None:
-        name_validator = _NAME_VALIDATORS.get(plural, is_dns1123_subdomain)
+        name_validator = (_NAME_VALIDATORS.get(plural) or CSI_NAME_VALIDATORS.get(plural)
+                          or APIREGISTRATION_NAME_VALIDATORS.get(plural) or is_dns1123_subdomain)
         validate_object_meta(c, metadata, "metadata", name_validator=name_validator)
     validator = (_VALIDATORS.get(plural) or APPS_VALIDATORS.get(plural) or SCHEDULING_VALIDATORS.get(plural)
-                 or DISCOVERY_VALIDATORS.get(plural) or AUTOSCALING_VALIDATORS.get(plural))
+                 or DISCOVERY_VALIDATORS.get(plural) or NETWORKING_VALIDATORS.get(plural)
+                 or CSI_VALIDATORS.get(plural) or CERTIFICATES_VALIDATORS.get(plural) or NODE_VALIDATORS.get(plural)
+                 or ADMISSIONREGISTRATION_VALIDATORS.get(plural) or APIREGISTRATION_VALIDATORS.get(plural)
+                 or AUTOSCALING_VALIDATORS.get(plural))
     if validator is not None:
         validator(c, obj, old if isinstance(old, dict) else None)
     return c.errors

@@ -333,3 +333,20 @@ def validate_annotations(
     if total > TOTAL_ANNOTATION_SIZE_LIMIT:
         errors.append(FieldError.too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
     return errors
+
+
+_WILDCARD_DNS1123_SUBDOMAIN_FMT = "\\*\\." + _DNS1123_SUBDOMAIN_FMT
+_WILDCARD_DNS1123_SUBDOMAIN_MSG = (
+    "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist "
+    "of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character")
+_WILDCARD_DNS1123_SUBDOMAIN = re.compile(_WILDCARD_DNS1123_SUBDOMAIN_FMT)
+
+
+def is_wildcard_dns1123_subdomain(value: str) -> list[str]:
+    """Upstream IsWildcardDNS1123Subdomain: `*.example.com` (Ingress hosts and TLS hosts)."""
+    errors = []
+    if _size(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
+        errors.append(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
+    if not _WILDCARD_DNS1123_SUBDOMAIN.fullmatch(value):
+        errors.append(regex_error(_WILDCARD_DNS1123_SUBDOMAIN_MSG, _WILDCARD_DNS1123_SUBDOMAIN_FMT, "*.example.com"))
+    return errors

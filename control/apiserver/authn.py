@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,11 @@ class UserInfo:
             user["uid"] = self.uid
         return user
 
+
+# Who sent the request being served (set by the server's authentication filter). asyncio.to_thread copies
+# the context, so the registry thread sees it: upstream passes user.Info in the request context the same way,
+# and the few strategies that record the requester (CertificateSigningRequests) read it from there.
+current_user: ContextVar[UserInfo | None] = ContextVar("current_user", default=None)
 
 ADMIN = UserInfo("system:admin", groups=("system:masters",))
 NODE = UserInfo("system:node-token", groups=("system:nodes",))  # any node's join credential, not one node

@@ -6,7 +6,8 @@ pkg/registry/scheduling/rest/storage_scheduling.go's post-start hook `AddSystemP
 Run once at start-up, through the generic store like any client write: the system namespaces, the
 system PriorityClasses (system-node-critical, system-cluster-critical), the `kubernetes` Service on the
 first service IP, and allocator reservations matching the Services actually stored (a crash between
-reservation and write leaks one; repair drops it).
+reservation and write leaks one; repair drops it), and an APIService per local group-version
+(autoregister.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import copy
 from typing import Any
 
 from control.api.priority import SYSTEM_PRIORITY_CLASSES
+from control.apimachinery.meta import format_timestamp
+from control.apiserver import autoregister, discovery
 from control.apiserver.registry import Registry
 from control.apiserver.resources import Resource, by_path
 from control.apiserver.status import APIError
@@ -54,3 +57,4 @@ def bootstrap(registry: Registry, *, api_port: int) -> None:
                      "sessionAffinity": "None",
                      "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": api_port}]},
         })
+    autoregister.register(registry, discovery.group_versions(), now=format_timestamp(registry.clock()))

@@ -3,12 +3,10 @@
 Upstream: k8s.io/apiserver/pkg/endpoints/discovery (legacy.go, root.go, group.go, version.go) and
 k8s.io/apimachinery/pkg/version (the /version body). Everything is built from control/apiserver/resources.py.
 
-Only the legacy (unaggregated) documents are served. kubectl 1.26+ first asks with
-`Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,...,application/json`;
-the server must ignore that media range and answer the legacy document with
-`Content-Type: application/json` (`CONTENT_TYPE`): client-go checks the response's content type, sees it
-is not the aggregated kind and parses the legacy APIGroupList, then fetches each `/apis/{g}/{v}` as
-older clients always did. Answering 406 instead would break kubectl, so the Accept header is not consulted.
+These are the legacy (unaggregated) documents, with `Content-Type: application/json` (`CONTENT_TYPE`).
+A client asking `/api` or `/apis` for `application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`
+(kubectl 1.26+) gets the aggregated document instead (aggregated_discovery.py); one that asks for nothing
+in particular gets these, as upstream answers them.
 
 Subresources are listed as their own entries (`pods/status`, `deployments/scale`) with an empty
 `singularName`, their own kind and verbs, and a `group`/`version` only where they differ from the parent
@@ -19,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from control.apiserver.resources import METRICS_RESOURCES, Resource
+from control.apiserver.resources import COMPONENT_STATUSES, METRICS_RESOURCES, Resource
 from control.apiserver.resources import group_versions as stored_group_versions
 from control.apiserver.resources import resources_in as stored_resources_in
 from control.util.version import KUBERNETES_MAJOR, KUBERNETES_MINOR, KUBERNETES_VERSION
@@ -33,7 +31,7 @@ def group_versions() -> list[tuple[str, str]]:
 
 
 def resources_in(group: str, version: str) -> list[Resource]:
-    served = [r for r in METRICS_RESOURCES if (r.group, r.version) == (group, version)]
+    served = [r for r in (COMPONENT_STATUSES, *METRICS_RESOURCES) if (r.group, r.version) == (group, version)]
     return stored_resources_in(group, version) + served
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 from multidict import MultiMapping
+from prometheus_client import Counter
 
 from control.api import podlogoptions
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
@@ -28,6 +28,7 @@ from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
 from control.apiserver import binding, eviction, status, streaming, tables, views
 from control.apiserver import request as req
+from control.apiserver.jsonwire import encode_json
 from control.apiserver.kubeletclient import KubeletClient, NodeConnection, node_connection
 from control.apiserver.registry import DeleteOptions, Registry
 from control.apiserver.resources import by_path, storage_resource
@@ -45,8 +46,7 @@ _VERB_FOR_METHOD = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "p
 
 
 def json_response(body: Any, code: int = 200) -> web.Response:
-    return web.Response(body=json.dumps(body, separators=(",", ":")).encode(), status=code,
-                        content_type="application/json")
+    return web.Response(body=encode_json(body), status=code, content_type="application/json")
 
 
 def _scale_selector(obj: Mapping[str, Any]) -> str:
@@ -85,8 +85,9 @@ class ResourceHandlers:
     """Everything under `/api/v1/` and `/apis/{group}/{version}/`."""
 
     def __init__(self, registry: Registry, cache: WatchCache, *, kubelet: KubeletClient,
-                 bookmark_seconds: float = 60.0) -> None:
+                 bookmark_seconds: float = 60.0, watch_events: Counter | None = None) -> None:
         self.registry = registry
+        self.watch_events = watch_events
         self.kubelet = kubelet
         self.cache = cache
         self.lines = EventLines()
@@ -132,7 +133,7 @@ class ResourceHandlers:
             self._include_object(query)  # a bad includeObject is a 400 here, not a ValueError in the stream
             send_initial = query.get("sendInitialEvents")
             stream = WatchStream(request, target, flt, registry=self.registry, cache=self.cache, lines=self.lines,
-                                 bookmark_seconds=self.bookmark_seconds)
+                                 bookmark_seconds=self.bookmark_seconds, events_sent=self.watch_events)
             return await stream.serve(resource_version=resource_version, timeout_seconds=timeout,
                                       bookmarks=req.query_bool(query, "allowWatchBookmarks"),
                                       send_initial=None if send_initial is None else req.query_bool(
@@ -303,7 +304,7 @@ class ResourceHandlers:
     async def _subresource(self, request: web.Request, target: req.Target) -> web.StreamResponse:
         sub = target.subresource
         method = request.method
-        if sub in ("status", "finalize"):
+        if sub in ("status", "finalize", "approval"):
             if method == "GET":
                 return await self._get(request, target)
             if method == "PUT":

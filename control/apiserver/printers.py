@@ -532,3 +532,124 @@ def endpoint_slice_cells(slice_: Obj, now: datetime) -> list[Any]:
 def default_cells(obj: Obj, now: datetime) -> list[Any]:
     """rest.DefaultTableConvertor: the name and the raw creation timestamp (a `date` column, not an age)."""
     return [_name(obj), (obj.get("metadata") or {}).get("creationTimestamp") or ""]
+
+
+def _load_balancer_addresses(load_balancer: Mapping[str, Any] | None) -> str:
+    """ingressLoadBalancerStatusStringer (wide): every ingress point's IP or hostname, comma-joined."""
+    ingress = (load_balancer or {}).get("ingress") or []
+    return ",".join(entry.get("ip") or entry.get("hostname") or "" for entry in ingress
+                    if isinstance(entry, Mapping) and (entry.get("ip") or entry.get("hostname")))
+
+
+def _ingress_hosts(rules: Sequence[Mapping[str, Any]]) -> str:
+    """formatHosts: the first three rule hosts, `*` when no rule names one, `+ N more...` past three."""
+    hosts = [str(rule["host"]) for rule in rules[:3] if rule.get("host")]
+    if not hosts:
+        return "*"
+    text = ",".join(hosts)
+    return f"{text} + {len(rules) - 3} more..." if len(rules) > 3 else text
+
+
+def ingress_cells(ingress: Obj, now: datetime) -> list[Any]:
+    """printIngress: CLASS `<none>` without ingressClassName, PORTS `80, 443` once any TLS is configured."""
+    spec = _spec(ingress)
+    rules = [rule for rule in spec.get("rules") or [] if isinstance(rule, Mapping)]
+    return [_name(ingress), spec.get("ingressClassName") or "<none>", _ingress_hosts(rules),
+            _load_balancer_addresses(_status(ingress).get("loadBalancer")),
+            "80, 443" if spec.get("tls") else "80", _age(ingress, now)]
+
+
+def ingress_class_cells(ingress_class: Obj, now: datetime) -> list[Any]:
+    """printIngressClass: PARAMETERS `Kind.apiGroup/name` (`<none>` without parameters)."""
+    spec = _spec(ingress_class)
+    parameters = spec.get("parameters")
+    text = "<none>"
+    if isinstance(parameters, Mapping):
+        text = str(parameters.get("kind", ""))
+        if parameters.get("apiGroup"):
+            text += f".{parameters['apiGroup']}"
+        text += f"/{parameters.get('name', '')}"
+    return [_name(ingress_class), spec.get("controller", ""), text, _age(ingress_class, now)]
+
+
+def network_policy_cells(policy: Obj, now: datetime) -> list[Any]:
+    return [_name(policy), _label_selector(_spec(policy).get("podSelector") or {}), _age(policy, now)]
+
+
+def csr_condition(csr: Obj) -> str:
+    """extractCSRStatus: Denied over Approved over Pending, then `,Failed` and `,Issued`."""
+    kinds = {c.get("type") for c in _status(csr).get("conditions") or [] if isinstance(c, Mapping)}
+    text = "Denied" if "Denied" in kinds else "Approved" if "Approved" in kinds else "Pending"
+    if "Failed" in kinds:
+        text += ",Failed"
+    if _status(csr).get("certificate"):
+        text += ",Issued"
+    return text
+
+
+def certificate_signing_request_cells(csr: Obj, now: datetime) -> list[Any]:
+    """printCertificateSigningRequest: AGE second; REQUESTEDDURATION as a human duration or `<none>`."""
+    spec = _spec(csr)
+    seconds = spec.get("expirationSeconds")
+    duration = human_duration(seconds) if isinstance(seconds, int) else "<none>"
+    return [_name(csr), _age(csr, now), spec.get("signerName") or "<none>", spec.get("username", ""), duration,
+            csr_condition(csr)]
+
+
+def runtime_class_cells(runtime_class: Obj, now: datetime) -> list[Any]:
+    return [_name(runtime_class), runtime_class.get("handler", ""), _age(runtime_class, now)]
+
+
+def csi_driver_cells(driver: Obj, now: datetime) -> list[Any]:
+    """printCSIDriver: the booleans with their API defaults, token audiences (`<unset>` without
+    tokenRequests), lifecycle modes (`<none>` when empty)."""
+    spec = _spec(driver)
+    requests = spec.get("tokenRequests")
+    tokens = ",".join(str(r.get("audience", "")) for r in requests if isinstance(r, Mapping)) \
+        if isinstance(requests, list) else "<unset>"
+    modes = ",".join(spec.get("volumeLifecycleModes") or []) or "<none>"
+    return [_name(driver), _flag(spec, "attachRequired", True), _flag(spec, "podInfoOnMount", False),
+            _flag(spec, "storageCapacity", False), tokens, _flag(spec, "requiresRepublish", False), modes,
+            _age(driver, now)]
+
+
+def _flag(spec: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = spec.get(key)
+    return value if isinstance(value, bool) else default
+
+
+def csi_node_cells(node: Obj, now: datetime) -> list[Any]:
+    return [_name(node), len(_spec(node).get("drivers") or []), _age(node, now)]
+
+
+def volume_attachment_cells(attachment: Obj, now: datetime) -> list[Any]:
+    spec = _spec(attachment)
+    return [_name(attachment), spec.get("attacher", ""), (spec.get("source") or {}).get("persistentVolumeName") or "",
+            spec.get("nodeName", ""), bool(_status(attachment).get("attached")), _age(attachment, now)]
+
+
+def webhook_configuration_cells(configuration: Obj, now: datetime) -> list[Any]:
+    return [_name(configuration), len(configuration.get("webhooks") or []), _age(configuration, now)]
+
+
+def api_service_cells(service: Obj, now: datetime) -> list[Any]:
+    """kube-aggregator's APIService table: SERVICE `Local` or `ns/name`; AVAILABLE the Available condition's
+    status, with its reason in parentheses unless True."""
+    reference = _spec(service).get("service")
+    where = f"{reference.get('namespace', '')}/{reference.get('name', '')}" if isinstance(reference, Mapping) \
+        else "Local"
+    available = "Unknown"
+    condition = get_condition(service, "Available")
+    if condition is not None:
+        state = condition.get("status", "")
+        available = f"{state} ({condition['reason']})" if state != "True" and condition.get("reason") else state
+    return [_name(service), where, available, _age(service, now)]
+
+
+def component_status_cells(component: Obj, now: datetime) -> list[Any]:
+    """printComponentStatus: the Healthy condition decides STATUS; its message and error follow."""
+    for condition in component.get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == "Healthy":
+            healthy = "Healthy" if condition.get("status") == "True" else "Unhealthy"
+            return [_name(component), healthy, condition.get("message", ""), condition.get("error", "")]
+    return [_name(component), "Unknown", "", ""]

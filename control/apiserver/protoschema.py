@@ -31,7 +31,10 @@ GROUPS = {"core": "", "apps": "apps", "batch": "batch", "autoscaling": "autoscal
           "networking": "networking.k8s.io", "rbac": "rbac.authorization.k8s.io",
           "scheduling": "scheduling.k8s.io", "discovery": "discovery.k8s.io",
           "coordination": "coordination.k8s.io", "storage": "storage.k8s.io",
-          "authentication": "authentication.k8s.io"}
+          "authentication": "authentication.k8s.io", "certificates": "certificates.k8s.io",
+          "node": "node.k8s.io", "admissionregistration": "admissionregistration.k8s.io"}
+# Groups vendored from another repository than kubernetes/api: the proto package → the API group.
+OTHER_PACKAGES = {"k8s.io.kube_aggregator.pkg.apis.apiregistration": "apiregistration.k8s.io"}
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,9 @@ def parse_go_structs(text: str) -> dict[str, dict[int, GoField]]:
 
 
 def _api_version(package: str) -> str | None:
+    base, _, version = package.rpartition(".")
+    if base in OTHER_PACKAGES:
+        return f"{OTHER_PACKAGES[base]}/{version}"
     parts = package.split(".")  # k8s.io.api.<group>.<version>
     if parts[:3] != ["k8s", "io", "api"] or len(parts) != 5 or parts[3] not in GROUPS:
         return None

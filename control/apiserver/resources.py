@@ -130,6 +130,27 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("autoscaling", "v1", "horizontalpodautoscalers", "horizontalpodautoscaler", "HorizontalPodAutoscaler",
              True, short_names=("hpa",), categories=("all",),
              subresources=_subresources(status=_status("HorizontalPodAutoscaler")), storage_version="v2"),
+    Resource("certificates.k8s.io", "v1", "certificatesigningrequests", "certificatesigningrequest",
+             "CertificateSigningRequest", False, short_names=("csr",),
+             subresources=_subresources(approval=_status("CertificateSigningRequest"),
+                                        status=_status("CertificateSigningRequest"))),
+    Resource("networking.k8s.io", "v1", "ingressclasses", "ingressclass", "IngressClass", False),
+    Resource("networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", True, short_names=("ing",),
+             subresources=_subresources(status=_status("Ingress"))),
+    Resource("networking.k8s.io", "v1", "networkpolicies", "networkpolicy", "NetworkPolicy", True,
+             short_names=("netpol",)),
+    Resource("storage.k8s.io", "v1", "csidrivers", "csidriver", "CSIDriver", False),
+    Resource("storage.k8s.io", "v1", "csinodes", "csinode", "CSINode", False),
+    Resource("storage.k8s.io", "v1", "volumeattachments", "volumeattachment", "VolumeAttachment", False,
+             subresources=_subresources(status=_status("VolumeAttachment"))),
+    Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "mutatingwebhookconfiguration",
+             "MutatingWebhookConfiguration", False, categories=("api-extensions",)),
+    Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+             "validatingwebhookconfiguration", "ValidatingWebhookConfiguration", False,
+             categories=("api-extensions",)),
+    Resource("apiregistration.k8s.io", "v1", "apiservices", "apiservice", "APIService", False,
+             categories=("api-extensions",), subresources=_subresources(status=_status("APIService"))),
+    Resource("node.k8s.io", "v1", "runtimeclasses", "runtimeclass", "RuntimeClass", False),
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
     Resource("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", False,
              short_names=("pc",)),
@@ -137,6 +158,11 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", True,
              short_names=("pdb",), subresources=_subresources(status=_status("PodDisruptionBudget"))),
 )
+
+# Served by control/apiserver/componentstatus.py from live health checks, never stored (upstream
+# pkg/registry/core/componentstatus): in discovery and tables, not in RESOURCES.
+COMPONENT_STATUSES = _core("componentstatuses", "componentstatus", "ComponentStatus", False,
+                           short_names=("cs",), verbs=("get", "list"))
 
 # Served by control/apiserver/metricsapi.py from the kubelets and never stored, so they are in discovery
 # (kubectl top looks for the group there) but not in RESOURCES, which routing, storage and controllers read.

@@ -40,18 +40,37 @@ import os
 import platform
 import secrets
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from control.apiserver import authn, certs, discovery, fieldvalidation, kubeletcerts, master_endpoints, openapi, status
+from control.apiserver import (
+    aggregated_discovery,
+    authn,
+    certs,
+    componentstatus,
+    discovery,
+    fieldvalidation,
+    health,
+    kubeletcerts,
+    master_endpoints,
+    openapi,
+    status,
+    tables,
+)
+from control.apiserver import resources as resources_table
 from control.apiserver.allocators import kubernetes_service_ip
 from control.apiserver.bootstrap import bootstrap
 from control.apiserver.handlers import ResourceHandlers, json_response
+from control.apiserver.jsonwire import encode_json
 from control.apiserver.kubeletclient import KubeletClient
+from control.apiserver.metrics import APIServerMetrics, MeteredStorage, is_mutating
 from control.apiserver.metricsapi import MetricsAPI
 from control.apiserver.registry import Registry
 from control.apiserver.request import decode_object
@@ -121,6 +140,13 @@ def _write_private(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _aggregated(body: dict[str, Any], version: str) -> web.Response:
+    """An aggregated discovery document, its Content-Type naming its kind (aggregated_discovery.py); `Vary:
+    Accept` because the same URL answers the legacy document to other clients."""
+    return web.Response(body=encode_json(body), headers={"Content-Type": aggregated_discovery.content_type(version),
+                                                         "Vary": "Accept"})
+
+
 def _status_response(error: APIError) -> web.Response:
     response = json_response(error.status, error.code)
     if error.code == 429:
@@ -128,6 +154,7 @@ def _status_response(error: APIError) -> web.Response:
     return response
 
 
+HEALTH_TIMEOUT = 5.0
 LONG_RUNNING_SUFFIXES = ("/log", "/exec", "/attach", "/portforward")
 
 
@@ -140,7 +167,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except APIError as exc:
         return _status_response(exc)
     except web.HTTPNotFound:
-        return _status_response(APIError(404, "NotFound", "the server could not find the requested resource"))
+        return _status_response(status.route_not_found())
     except web.HTTPMethodNotAllowed:
         return _status_response(status.method_not_allowed())
     except web.HTTPRequestEntityTooLarge:
@@ -151,12 +178,17 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _status_response(status.service_unavailable(f"storage is unavailable: {exc}"))
     except StorageError as exc:
         log.exception("storage error on %s %s", request.method, request.path)
-        return _status_response(APIError(500, "InternalError", f"Internal error occurred: {exc}"))
-    except (ConnectionResetError, asyncio.CancelledError):
+        return _status_response(status.internal_error(str(exc)))
+    except ConnectionResetError:  # aiohttp's ClientConnectionResetError too: the client went away mid-answer
+        # A routine end, not an error: re-raised, aiohttp would log "Error handling request" with a traceback.
+        # The answer returned here is never sent (aiohttp gives up quietly on the dead connection).
+        log.debug("%s %s: the client disconnected", request.method, request.path)
+        return web.Response(status=499)
+    except asyncio.CancelledError:
         raise
     except Exception as exc:
         log.exception("unhandled error on %s %s", request.method, request.path)
-        return _status_response(APIError(500, "InternalError", f"Internal error occurred: {type(exc).__name__}"))
+        return _status_response(status.internal_error(type(exc).__name__))
 
 
 class APIServer:
@@ -171,8 +203,14 @@ class APIServer:
         self._node_password = jointoken.parse(self.node_token).password
         self.authenticator = authn.TokenAuthenticator({self.admin_token: authn.ADMIN,
                                                         self._node_password: authn.NODE})
-        self._storage = storage
+        self._given_storage = storage
+        self._storage: Storage | None = None  # the store, timed into etcd_request_duration_seconds
         self._owns_storage = storage is None
+        self.metrics = APIServerMetrics()
+        self.metrics.count_storage_objects(self._count_stored)
+        self._inflight_by_kind = {"readOnly": 0, "mutating": 0}
+        self._bootstrapped = False
+        self._stopping = False
         self._inflight = 0
         self._runner: web.AppRunner | None = None
         self._cache: WatchCache | None = None
@@ -181,6 +219,9 @@ class APIServer:
         self.certs: certs.ServingCerts | None = None
         self.advertise_address: str | None = None
         self._endpoints_task: asyncio.Task | None = None
+        # `kubectl get cs`: the store's check is this server's own; the composition root adds the others
+        self.components = componentstatus.ComponentStatuses()
+        self.components.register("etcd-0", self._storage_health)
         # what /openapi/v2 and /openapi/v3 serve; the CRD code publishes custom kinds through add_custom
         self.openapi = openapi.OpenAPIDocuments()
 
@@ -214,11 +255,15 @@ class APIServer:
                                     token: authn.NODE})
 
     async def start(self) -> None:
-        if self._storage is None:
-            self._storage = await asyncio.to_thread(open_storage, self.config.datastore, data_dir=self.config.data_dir)
+        self._stopping = False
+        if self._given_storage is None:
+            self._given_storage = await asyncio.to_thread(open_storage, self.config.datastore,
+                                                          data_dir=self.config.data_dir)
+        self._storage = MeteredStorage(self._given_storage, self.metrics.storage_latency)
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
                                  node_port_range=self.config.node_port_range)
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
+        self._bootstrapped = True
         self._cache = WatchCache(self._storage)
         await self._cache.start()
         ssl_context = None
@@ -264,6 +309,7 @@ class APIServer:
                 log.exception("reconciling Endpoints default/kubernetes failed")
 
     async def stop(self) -> None:
+        self._stopping = True  # readyz's shutdown check fails from here on
         if self._endpoints_task is not None:
             self._endpoints_task.cancel()
             try:
@@ -277,9 +323,10 @@ class APIServer:
         if self._cache is not None:
             await self._cache.stop()
             self._cache = None
-        if self._storage is not None and self._owns_storage:
-            await asyncio.to_thread(self._storage.close)
-            self._storage = None
+        if self._given_storage is not None and self._owns_storage:
+            await asyncio.to_thread(self._given_storage.close)
+            self._given_storage = None
+        self._storage = None
 
     # -- the handler chain --------------------------------------------------------------------------
 
@@ -287,7 +334,8 @@ class APIServer:
     async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in PUBLIC_PATHS or request.path.startswith(("/healthz/", "/livez/", "/readyz/")):
             return await handler(request)
-        if self.authenticator.authenticate_header(request.headers.get("Authorization", "")) is not None:
+        if (user := self.authenticator.authenticate_header(request.headers.get("Authorization", ""))) is not None:
+            authn.current_user.set(user)
             return await handler(request)
         raise APIError(401, "Unauthorized", "Unauthorized")
 
@@ -297,22 +345,48 @@ class APIServer:
             return await handler(request)  # long-running requests are not counted, as upstream
         if self._inflight >= self.config.max_inflight:
             raise status.too_many_requests(1)
+        kind = "mutating" if is_mutating(request.method) else "readOnly"
         self._inflight += 1
+        self._inflight_by_kind[kind] += 1
+        self.metrics.inflight.labels(kind).set(self._inflight_by_kind[kind])
         try:
             return await handler(request)
         finally:
             self._inflight -= 1
+            self._inflight_by_kind[kind] -= 1
+            self.metrics.inflight.labels(kind).set(self._inflight_by_kind[kind])
+
+    @web.middleware
+    async def _instrument(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """apiserver_request_total and apiserver_request_duration_seconds (metrics.py), around everything
+        else, so the code counted is the one the client got."""
+        start = time.perf_counter()
+        code = 500
+        try:
+            response = await handler(request)
+            code = response.status
+            return response
+        except web.HTTPException as exc:
+            code = exc.status
+            raise
+        finally:
+            route = request.match_info.route.resource
+            if route is not None:  # a path nothing serves is not a request of any kind
+                self.metrics.observe_request(method=request.method, path=request.path, query=request.query,
+                                             content_type=request.headers.get("Content-Type", ""), code=code,
+                                             seconds=time.perf_counter() - start, route=route.canonical)
 
     def _app(self) -> web.Application:
         assert self.registry is not None and self._cache is not None
-        app = web.Application(middlewares=[_errors, self._authenticate, self._limit_inflight,
+        app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, self._limit_inflight,
                                            fieldvalidation.middleware(self.openapi)],
                               client_max_size=4 * 1024 * 1024)
         kubelet = KubeletClient(ca_file=self.certs.ca_path if self.certs else None,
                                 cert_file=self.certs.kubelet_client_cert_path if self.certs else None,
                                 key_file=self.certs.kubelet_client_key_path if self.certs else None)
         resources = ResourceHandlers(self.registry, self._cache, kubelet=kubelet,
-                                     bookmark_seconds=self.config.bookmark_seconds)
+                                     bookmark_seconds=self.config.bookmark_seconds,
+                                     watch_events=self.metrics.watch_events)
         version = discovery.version_info(platform=f"{sys.platform}/{platform.machine()}",
                                          python_version=platform.python_version())
 
@@ -320,9 +394,13 @@ class APIServer:
             return json_response(version)
 
         async def get_api(request: web.Request) -> web.Response:
+            if (aggregated := aggregated_discovery.negotiate(request.headers.get("Accept"))) is not None:
+                return _aggregated(aggregated_discovery.discovery_list(core=True, version=aggregated), aggregated)
             return json_response(discovery.api_versions(request.host))
 
         async def get_apis(request: web.Request) -> web.Response:
+            if (aggregated := aggregated_discovery.negotiate(request.headers.get("Accept"))) is not None:
+                return _aggregated(aggregated_discovery.discovery_list(core=False, version=aggregated), aggregated)
             return json_response(discovery.api_group_list())
 
         async def get_core(request: web.Request) -> web.Response:
@@ -338,7 +416,9 @@ class APIServer:
             ("/apis/{group}", self._group), ("/apis/{group}/{version}", get_group_version),
         ]
         other_routes = [
-            ("/healthz", self._health), ("/livez", self._health), ("/readyz", self._ready),
+            ("/healthz", self._health), ("/livez", self._health), ("/readyz", self._health),
+            ("/healthz/{check:.+}", self._health_check), ("/livez/{check:.+}", self._health_check),
+            ("/readyz/{check:.+}", self._health_check), ("/metrics", self._metrics),
             ("/openapi/v2", self._openapi_v2), ("/openapi/v3", self._openapi_v3_index),
             ("/openapi/v3/{gv:.+}", self._openapi_v3), ("/cacerts", self._cacerts),
         ]
@@ -352,6 +432,8 @@ class APIServer:
         app.router.add_post(kubeletcerts.PATH, self._serving_kubelet_cert)
         for path, metrics_handler in MetricsAPI(self.registry, kubelet).routes():
             app.router.add_get(path, metrics_handler)
+        app.router.add_get("/api/v1/componentstatuses", self._component_statuses)
+        app.router.add_get("/api/v1/componentstatuses/{name}", self._component_statuses)
         app.router.add_route("*", "/api/v1/{tail:.+}", resources.handle)
         app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", resources.handle)
         return app
@@ -370,18 +452,92 @@ class APIServer:
             raise web.HTTPNotFound()
         return json_response(body)
 
-    @staticmethod
-    async def _health(request: web.Request) -> web.Response:
-        return web.Response(text="ok")
+    def _health_checks(self, kind: str) -> health.HealthChecks:
+        """The checks of /healthz, /livez or /readyz, in upstream's order and with upstream's names. readyz
+        adds what only decides whether to send traffic here: the watch cache synced, not shutting down."""
+        async def ok() -> str | None:
+            return None
 
-    async def _ready(self, request: web.Request) -> web.Response:
-        """Ready while the store answers; a load balancer then stops sending to a server without one."""
-        assert self._storage is not None
+        async def etcd() -> str | None:
+            try:
+                return await asyncio.wait_for(asyncio.to_thread(self._storage_health), timeout=HEALTH_TIMEOUT)
+            except TimeoutError:
+                return f"the store did not answer within {HEALTH_TIMEOUT:g}s"
+
+        async def informer_sync() -> str | None:
+            return None if self._cache is not None else "the watch cache is not running"
+
+        async def bootstrapped() -> str | None:
+            return None if self._bootstrapped else "the system namespaces and Services are not in place yet"
+
+        async def shutdown() -> str | None:
+            return "the server is shutting down" if self._stopping else None
+
+        checks: list[tuple[str, health.Check]] = [("ping", ok), ("log", ok), ("etcd", etcd)]
+        if kind == "readyz":
+            checks += [("etcd-readiness", etcd), ("informer-sync", informer_sync)]
+        checks.append(("poststarthook/bootstrap-controller", bootstrapped))
+        if kind == "readyz":
+            checks.append(("shutdown", shutdown))
+        return health.HealthChecks(kind, checks)
+
+    @staticmethod
+    def _text(answer: health.Answer) -> web.Response:
+        return web.Response(status=answer.code, text=answer.text, charset="utf-8",
+                            headers={"X-Content-Type-Options": "nosniff"})
+
+    async def _health(self, request: web.Request) -> web.Response:
+        """`/healthz`, `/livez`, `/readyz`, with `?verbose` and `?exclude=` (health.py)."""
+        kind = request.path.strip("/").split("/")[0]
+        answer = await self._health_checks(kind).run(verbose="verbose" in request.query,
+                                                     exclude=request.query.getall("exclude", []))
+        return self._text(answer)
+
+    async def _health_check(self, request: web.Request) -> web.Response:
+        """`/readyz/etcd`, `/livez/ping`, …: one check."""
+        kind = request.path.strip("/").split("/")[0]
+        answer = await self._health_checks(kind).run_one(request.match_info["check"])
+        if answer is None:
+            raise web.HTTPNotFound()
+        return self._text(answer)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        """The Prometheus registry (metrics.py), collected off the event loop (storage counts are reads)."""
+        data = await asyncio.to_thread(generate_latest, self.metrics.registry)
+        return web.Response(body=data, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    def _count_stored(self, prefix: str) -> int:
+        if self._storage is None:
+            raise StorageError("storage is closed")
+        return self._storage.count(prefix)
+
+    def _storage_health(self) -> str | None:
+        """The store answers a read of its revision (upstream: the etcd client's health check)."""
+        if self._storage is None:
+            return "storage is closed"
         try:
-            await asyncio.wait_for(asyncio.to_thread(self._storage.revision), timeout=5)
-        except (StorageError, TimeoutError) as exc:
-            return web.Response(status=503, text=f"[-]storage failed: {exc}\nreadyz check failed")
-        return web.Response(text="ok")
+            self._storage.revision()
+        except StorageError as exc:
+            return str(exc)
+        return None
+
+    async def _component_statuses(self, request: web.Request) -> web.Response:
+        """GET `componentstatuses` (a List or a Table) or `componentstatuses/{name}` (componentstatus.py)."""
+        resource = resources_table.COMPONENT_STATUSES
+        name = request.match_info.get("name")
+        items = [await self.components.get(name)] if name else await self.components.list()
+        table = tables.parse_accept_table(request.headers.get("Accept"))
+        if table is not None:
+            body = tables.table_for(resource, items, now=datetime.now(UTC), list_resource_version="",
+                                    include_object=tables.parse_include_object(request.query.get("includeObject")),
+                                    table_version=table.version)
+        elif name:
+            body = items[0]
+        else:
+            body = {"kind": "ComponentStatusList", "apiVersion": "v1", "metadata": {}, "items": items}
+        response = json_response(body)
+        response.headers["Warning"] = componentstatus.WARNING
+        return response
 
     async def _token_review(self, request: web.Request) -> web.Response:
         body = decode_object(await request.read(), request.headers.get("Content-Type", ""))

@@ -1,5 +1,9 @@
 """Errors as Kubernetes `Status` objects (upstream: k8s.io/apimachinery/pkg/api/errors/errors.go).
 
+Bodies are byte-compatible with upstream's: metav1.Status and StatusDetails fields in Go's declaration order,
+`details` present exactly where upstream's constructor sets it (an empty `{}` for the generic 404/405), and
+the JSON written as Go's encoder writes it (handlers.encode_json: compact, `<>&` escaped, a final newline).
+
 Handlers raise `APIError`; the server turns it into a `Status` body with the same code. Messages, reasons
 and `details` follow upstream word for word, because clients act on them: kubectl prints the message,
 client-go and the Python client switch on `reason` (AlreadyExists vs Conflict are both 409), and
@@ -25,17 +29,16 @@ class APIError(Exception):
 
     @property
     def status(self) -> dict:
-        body = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
+        """The body in metav1.Status's field order (kind, apiVersion, metadata, status, message, reason,
+        details, code) — Go encodes struct fields in declaration order, so a client comparing bytes sees
+        upstream's; `reason` is left out when empty, `details` when the error has none (omitempty)."""
+        body: dict = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                      "message": self.message}
+        if self.reason:
+            body["reason"] = self.reason
         if self.details is not None:
             body["details"] = self.details
+        body["code"] = self.code
         return body
 
 
@@ -52,9 +55,11 @@ def _qualified(resource: str, group: str) -> str:
 
 
 def _details(name: str, resource: str, group: str) -> dict:
-    details = {"name": name, "kind": resource}
+    """metav1.StatusDetails in its field order: name, group, kind, (uid, causes, retryAfterSeconds)."""
+    details = {"name": name}
     if group:
         details["group"] = group
+    details["kind"] = resource
     return details
 
 
@@ -81,9 +86,11 @@ def invalid(kind: str, name: str, errors: Sequence[FieldError], *, group: str = 
     messages = [e.message for e in errors]
     listed = messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
     qualified = f"{kind}.{group}" if group else kind
-    details = {"name": name, "kind": kind, "causes": [e.as_cause() for e in errors]}
+    details: dict = {"name": name}
     if group:
         details["group"] = group
+    details["kind"] = kind
+    details["causes"] = [e.as_cause() for e in errors]
     return APIError(422, "Invalid", f'{qualified} "{name}" is invalid: {listed}', details=details)
 
 
@@ -92,7 +99,19 @@ def bad_request(message: str) -> APIError:
 
 
 def method_not_allowed() -> APIError:
-    return APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+    """upstream NewGenericServerResponse(405): its details are present and empty."""
+    return APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource",
+                    details={})
+
+
+def route_not_found() -> APIError:
+    """A path nothing serves (upstream NewGenericServerResponse(404) from the not-found handler)."""
+    return APIError(404, "NotFound", "the server could not find the requested resource", details={})
+
+
+def internal_error(cause: str) -> APIError:
+    """upstream NewInternalError: the cause's text in the message and as the one cause."""
+    return APIError(500, "InternalError", f"Internal error occurred: {cause}", details={"causes": [{"message": cause}]})
 
 
 def gone(message: str) -> APIError:

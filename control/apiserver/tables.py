@@ -268,6 +268,97 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         Column("Allowed Disruptions", "integer", "Calculated number of pods that may be disrupted at this time."),
         AGE,
     ), printers.pod_disruption_budget_cells),
+    ("networking.k8s.io", "ingresses"): Printer((
+        NAME,
+        Column("Class", "string", "The name of the IngressClass resource that should be used for additional "
+                                  "configuration"),
+        Column("Hosts", "string", "Hosts that incoming requests are matched against before the ingress rule"),
+        Column("Address", "string", "Address is a list containing ingress points for the load-balancer"),
+        Column("Ports", "string", "Ports of TLS configurations that open"),
+        AGE,
+    ), printers.ingress_cells),
+    ("networking.k8s.io", "ingressclasses"): Printer((
+        NAME,
+        Column("Controller", "string", "Controller that is responsible for handling this class"),
+        Column("Parameters", "string", "A reference to a resource with additional parameters"),
+        AGE,
+    ), printers.ingress_class_cells),
+    ("networking.k8s.io", "networkpolicies"): Printer((
+        NAME,
+        Column("Pod-Selector", "string", "podSelector selects the pods to which this NetworkPolicy object applies."),
+        AGE,
+    ), printers.network_policy_cells),
+    ("certificates.k8s.io", "certificatesigningrequests"): Printer((
+        NAME,
+        AGE,
+        Column("SignerName", "string", "signerName indicates the requested signer, and is a qualified name."),
+        Column("Requestor", "string", "request contains an x509 certificate signing request encoded in a "
+                                      "\"CERTIFICATE REQUEST\" PEM block."),
+        Column("RequestedDuration", "string", "expirationSeconds is the requested duration of validity of the "
+                                              "issued certificate."),
+        Column("Condition", "string", "conditions applied to the request. Known conditions are \"Approved\", "
+                                      "\"Denied\", and \"Failed\"."),
+    ), printers.certificate_signing_request_cells),
+    ("node.k8s.io", "runtimeclasses"): Printer((
+        NAME,
+        Column("Handler", "string", "handler specifies the underlying runtime and configuration that the CRI "
+                                    "implementation will use to handle pods of this class."),
+        AGE,
+    ), printers.runtime_class_cells),
+    ("storage.k8s.io", "csidrivers"): Printer((
+        NAME,
+        Column("AttachRequired", "boolean", "attachRequired indicates this CSI volume driver requires an attach "
+                                            "operation."),
+        Column("PodInfoOnMount", "boolean", "podInfoOnMount indicates this CSI volume driver requires additional pod "
+                                            "information (like podName, podUID, etc.) during mount operations."),
+        Column("StorageCapacity", "boolean", "storageCapacity indicates that the CSI volume driver wants pod "
+                                             "scheduling to consider the storage capacity that the driver deployment "
+                                             "will report."),
+        Column("TokenRequests", "string", "tokenRequests indicates the CSI driver needs pods' service account tokens "
+                                          "it is mounting volume for to do necessary authentication."),
+        Column("RequiresRepublish", "boolean", "requiresRepublish indicates the CSI driver wants `NodePublishVolume` "
+                                               "being periodically called to reflect any possible change in the "
+                                               "mounted volume."),
+        Column("Modes", "string", "volumeLifecycleModes defines what kind of volumes this CSI volume driver "
+                                  "supports."),
+        AGE,
+    ), printers.csi_driver_cells),
+    ("storage.k8s.io", "csinodes"): Printer((
+        NAME,
+        Column("Drivers", "integer", "Drivers indicates the number of CSI drivers registered on the node"),
+        AGE,
+    ), printers.csi_node_cells),
+    ("storage.k8s.io", "volumeattachments"): Printer((
+        NAME,
+        Column("Attacher", "string", "attacher indicates the name of the volume driver that MUST handle this "
+                                     "request.", format="name"),
+        Column("PV", "string", "persistentVolumeName represents the name of the persistent volume to attach."),
+        Column("Node", "string", "nodeName represents the node that the volume should be attached to."),
+        Column("Attached", "boolean", "attached indicates the volume is successfully attached."),
+        AGE,
+    ), printers.volume_attachment_cells),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): Printer((
+        NAME,
+        Column("Webhooks", "integer", "Webhooks indicates the number of webhooks registered in this configuration"),
+        AGE,
+    ), printers.webhook_configuration_cells),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): Printer((
+        NAME,
+        Column("Webhooks", "integer", "Webhooks indicates the number of webhooks registered in this configuration"),
+        AGE,
+    ), printers.webhook_configuration_cells),
+    ("apiregistration.k8s.io", "apiservices"): Printer((
+        NAME,
+        Column("Service", "string", "The reference to the service that hosts this API endpoint."),
+        Column("Available", "string", "Whether this service is available."),
+        AGE,
+    ), printers.api_service_cells),
+    ("", "componentstatuses"): Printer((
+        NAME,
+        Column("Status", "string", "Status of the component conditions"),
+        Column("Message", "string", "Message of the component conditions"),
+        Column("Error", "string", "Error of the component conditions"),
+    ), printers.component_status_cells),
 }
 
 

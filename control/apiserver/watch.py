@@ -11,6 +11,8 @@ A watch is a chunked HTTP response of JSON lines `{"type": ..., "object": ...}`.
 - `allowWatchBookmarks`: BOOKMARK events carrying only the current revision, sent when the stream has
   been quiet, so a client resumes from a recent revision after a reconnect; with `sendInitialEvents`
   one marked `k8s.io/initial-events-end` follows the synthetic ADDED events.
+- A client that disconnects, at any point, ends its watch quietly (a debug line, no traceback): it is
+  the most ordinary way for a watch to end.
 - `timeoutSeconds` ends the stream cleanly; without it the stream lasts 30-60 minutes (upstream's
   minRequestTimeout jitter); otherwise it stays open. A watcher too slow to keep up is closed, not
   buffered without bound.
@@ -23,15 +25,16 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 import logging
 import random
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import Counter
 
 from control.apiserver import status, tables
+from control.apiserver.jsonwire import encode_json
 from control.apiserver.registry import Registry, decode
 from control.apiserver.request import Target
 from control.apiserver.resources import storage_prefix
@@ -63,7 +66,8 @@ class EventLines:
 
 
 def encode_line(kind: str, obj: dict[str, Any]) -> bytes:
-    return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+    """One watch event as upstream's encoder writes it: a JSON object and a newline."""
+    return encode_json({"type": kind, "object": obj})
 
 
 def _visible(event: Event, flt: Filter) -> tuple[str, dict[str, Any]] | None:
@@ -90,8 +94,12 @@ class WatchStream:
     """One client watch, from the request to the end of the stream."""
 
     def __init__(self, request: web.Request, target: Target, flt: Filter, *, registry: Registry,
-                 cache: WatchCache, lines: EventLines, bookmark_seconds: float) -> None:
+                 cache: WatchCache, lines: EventLines, bookmark_seconds: float,
+                 events_sent: Counter | None = None) -> None:
         self.request = request
+        # apiserver_watch_events_total{group, version, kind} of this resource, or None when not counted
+        resource = target.resource
+        self._sent = events_sent.labels(resource.group, resource.version, resource.kind) if events_sent else None
         self.target = target
         self.flt = flt
         self.registry = registry
@@ -103,6 +111,8 @@ class WatchStream:
         self._first_table = True
 
     def _encode(self, kind: str, obj: dict[str, Any], *, revision: int = 0, key: str = "") -> bytes:
+        if self._sent is not None:
+            self._sent.inc()
         if self.table is not None and kind != "BOOKMARK" and kind != "ERROR":
             row = tables.watch_event_table(self.target.resource, obj, now=datetime.now(UTC), first=self._first_table,
                                            include_object=self.include_object, table_version=self.table.version)
@@ -113,6 +123,8 @@ class WatchStream:
         return encode_line(kind, obj)
 
     def _bookmark(self, revision: int, *, initial_end: bool = False) -> bytes:
+        if self._sent is not None:
+            self._sent.inc()
         resource = self.target.resource
         metadata: dict[str, Any] = {"resourceVersion": str(revision)}
         if initial_end:
@@ -136,15 +148,21 @@ class WatchStream:
         response = web.StreamResponse(headers={"Content-Type": "application/json",
                                                "Cache-Control": "no-cache, private"})
         response.enable_chunked_encoding()
-        await response.prepare(self.request)
         try:
+            await response.prepare(self.request)
             subscription = await self.cache.subscribe_from(prefix, after)
         except TooOld as exc:
             gone = status.gone(f"too old resource version: {exc.requested} ({exc.oldest})").status
-            await response.write(encode_line("ERROR", gone))
+            try:
+                await response.write(encode_line("ERROR", gone))
+            except ConnectionResetError:
+                log.debug("watch %s: the client disconnected before its 410", prefix)
             return response
         except StorageError as exc:  # the store cannot replay history now: end; the client resumes
             log.warning("watch from %s: cannot read the store's history (%s)", after, exc)
+            return response
+        except ConnectionResetError:  # gone before the headers were out: a routine end as below
+            log.debug("watch %s: the client disconnected", prefix)
             return response
         loop = asyncio.get_running_loop()
         duration = timeout_seconds if timeout_seconds is not None else random.uniform(1800, 3600)

@@ -256,6 +256,13 @@ class ControllerManager:
             self._threads.append(thread)
         log.info("controller manager: started %s", ", ".join(self.enabled) or "no controllers")
 
+    def health(self) -> str | None:
+        """None while every started controller runs; else which stopped (`kubectl get cs`)."""
+        if self._stop.is_set():
+            return "the controller manager is stopping"
+        stopped = [t.name.removeprefix("controller-") for t in self._threads if not t.is_alive()]
+        return f"controllers stopped: {', '.join(stopped)}" if stopped else None
+
     def _run(self, name: str, run: Run) -> None:
         try:
             run(self._stop)

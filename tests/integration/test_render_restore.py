@@ -15,7 +15,7 @@ import pytest
 
 from control.util.iptables import Iptables, IptablesError, Mode, Result, run_command
 from proxy.chains import endpoint_chain_name, service_chain_name
-from proxy.model import EndpointInfo, NodeConfig, ProxyState, ServicePortInfo, ServicePortName
+from proxy.model import EndpointInfo, NodeConfig, ProxyState, ServicePortInfo, ServicePortName, service_ports
 from proxy.render import jump_rules, render
 from tests.conftest import unavailable
 from tests.support.packet_trace import Netfilter, Packet
@@ -136,3 +136,26 @@ def test_full_partial_and_stale_sequence(mode: Mode, netns) -> None:
     with pytest.raises(IptablesError):
         ipt.restore("*nat\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -j KUBE-SVC-DOESNOTEXIST0000\nCOMMIT\n")
     assert saved_table(ipt, "nat") == before
+
+
+@pytest.mark.parametrize("mode", [pytest.param(Mode.LEGACY, id="legacy"), pytest.param(Mode.NFT, id="nft")])
+def test_leading_zero_addresses_load_after_normalisation(mode: Mode, netns) -> None:
+    """An old Service's `192.0.2.099` (valid for Go's sloppy parser, refused by iptables, which reads octets
+    with a leading zero as octal) reaches the kernel as 192.0.2.99 and routes; the raw text would fail the
+    whole restore."""
+    ipt = Iptables(backend(mode), in_netns(netns(mode.value[:3])))
+    with pytest.raises(IptablesError):
+        ipt.restore("*nat\n:KUBE-ZERO-TEST - [0:0]\n-A KUBE-ZERO-TEST -d 192.0.2.099/32 -j RETURN\nCOMMIT\n")
+    service = {"metadata": {"namespace": "ns", "name": "old"},
+               "spec": {"clusterIP": "10.96.0.020", "externalIPs": ["192.0.2.099", "192.0.2.010"],
+                        "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
+               "status": {"loadBalancer": {"ingress": [{"ip": "198.51.100.007"}]}}}
+    (port,) = service_ports(service)
+    st = ProxyState(services={port.name: port}, endpoints={port.name: endpoints("10.244.1.2")})
+    ipt.restore(render(st, NODE).text)
+    for jump in jump_rules(NODE):
+        ipt.insert_rule(jump.table, jump.chain, jump.rule)
+    saved = ipt.save("nat")
+    assert "192.0.2.99/32" in saved and "192.0.2.10/32" in saved and "198.51.100.7/32" in saved
+    for destination in ("10.96.0.20", "192.0.2.99", "192.0.2.10", "198.51.100.7"):
+        assert kernel_trace(ipt, Packet("203.0.113.5", destination, 80)).endpoints == {"10.244.1.2:8080"}

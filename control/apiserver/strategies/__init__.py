@@ -16,6 +16,7 @@ from types import MappingProxyType
 
 from control.apiserver.allocators import ClusterIPAllocator, NodePortAllocator
 from control.apiserver.resources import RESOURCES, Resource
+from control.apiserver.strategies.admissionregistration import WebhookConfigurationStrategy
 from control.apiserver.strategies.base import (
     CreateOnUpdateStrategy,
     DaemonSetStrategy,
@@ -29,12 +30,15 @@ from control.apiserver.strategies.base import (
     Strategy,
     WorkloadStrategy,
 )
+from control.apiserver.strategies.certificates import CertificateSigningRequestStrategy
 from control.apiserver.strategies.endpointslices import EndpointSliceStrategy
 from control.apiserver.strategies.namespaces import NamespaceStrategy
+from control.apiserver.strategies.networking import IngressClassStrategy, IngressStrategy, NetworkPolicyStrategy
 from control.apiserver.strategies.pods import BindingStrategy, PodStrategy
 from control.apiserver.strategies.priorityclasses import PriorityClassStrategy
 from control.apiserver.strategies.secrets import SecretStrategy
 from control.apiserver.strategies.services import ServiceAllocations, ServiceStrategy
+from control.apiserver.strategies.storage_csi import VolumeAttachmentStrategy
 from control.storage.interface import Storage
 
 _SERVICES = "services"  # its strategy is made by `build`, with the allocators
@@ -59,6 +63,15 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "poddisruptionbudgets": PodDisruptionBudgetStrategy,
     "endpointslices": EndpointSliceStrategy,
     "horizontalpodautoscalers": HorizontalPodAutoscalerStrategy,
+    "certificatesigningrequests": CertificateSigningRequestStrategy,
+    "ingresses": IngressStrategy,
+    "ingressclasses": IngressClassStrategy,
+    "networkpolicies": NetworkPolicyStrategy,
+    "volumeattachments": VolumeAttachmentStrategy,
+    "mutatingwebhookconfigurations": WebhookConfigurationStrategy,
+    "validatingwebhookconfigurations": WebhookConfigurationStrategy,
+    # upstream apiServiceStrategy: the status (Available) is the aggregator's, dropped on create
+    "apiservices": ResetStatusStrategy,
 })
 
 

@@ -29,7 +29,9 @@ def test_api_versions():
 def test_api_group_list_has_named_groups_with_preferred_version():
     groups = {g["name"]: g for g in discovery.api_group_list()["groups"]}
     assert set(groups) == {"apps", "batch", "autoscaling", "coordination.k8s.io", "scheduling.k8s.io",
-                           "discovery.k8s.io", "policy", "metrics.k8s.io"}
+                           "discovery.k8s.io", "policy", "networking.k8s.io", "storage.k8s.io",
+                           "certificates.k8s.io", "node.k8s.io", "apiregistration.k8s.io",
+                           "admissionregistration.k8s.io", "metrics.k8s.io"}
     assert groups["apps"]["preferredVersion"] == {"groupVersion": "apps/v1", "version": "v1"}
     assert groups["apps"]["versions"] == [{"groupVersion": "apps/v1", "version": "v1"}]
     assert groups["autoscaling"]["preferredVersion"] == {"groupVersion": "autoscaling/v2", "version": "v2"}
@@ -49,7 +51,7 @@ def test_metrics_group_lists_node_and_pod_metrics_as_metrics_server_does():
 @pytest.mark.parametrize(
     ("group", "found"),
     [pytest.param("batch", True, id="served"), pytest.param("policy", True, id="policy"),
-     pytest.param("storage.k8s.io", False, id="unserved"),
+     pytest.param("example.com", False, id="unserved"),
      pytest.param("", False, id="core-is-not-a-named-group")],
 )
 def test_api_group(group, found):

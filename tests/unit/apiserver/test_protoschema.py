@@ -83,8 +83,13 @@ def test_vendored_tables_cover_the_served_kinds_and_every_field_has_its_go_tag()
     assert {("v1", "Pod"), ("v1", "Service"), ("apps/v1", "Deployment"), ("batch/v1", "CronJob"),
             ("policy/v1", "Eviction"), ("policy/v1beta1", "Eviction"), ("discovery.k8s.io/v1", "EndpointSlice"),
             ("authentication.k8s.io/v1", "TokenRequest"), ("networking.k8s.io/v1", "Ingress"),
-            ("rbac.authorization.k8s.io/v1", "RoleBinding")} <= set(schemas.kinds)
-    for proto in protoschema.ROOT.glob("k8s.io/api/*/*/generated.proto"):  # every k8s.io/api field has a Go tag
+            ("rbac.authorization.k8s.io/v1", "RoleBinding"), ("certificates.k8s.io/v1", "CertificateSigningRequest"),
+            ("node.k8s.io/v1", "RuntimeClass"), ("storage.k8s.io/v1", "CSIDriver"),
+            ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
+            ("apiregistration.k8s.io/v1", "APIService")} <= set(schemas.kinds)
+    # every field of the vendored API packages has a Go tag
+    for proto in [*protoschema.ROOT.glob("k8s.io/api/*/*/generated.proto"),
+                  *protoschema.ROOT.glob("k8s.io/kube-aggregator/pkg/apis/*/*/generated.proto")]:
         go = protoschema.parse_go_structs(proto.with_name("types.go").read_text())
         for name, fields in protoschema.parse_proto(proto.read_text())[0].items():
             short = name.rsplit(".", 1)[1]

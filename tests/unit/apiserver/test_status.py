@@ -6,6 +6,7 @@ import pytest
 
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
+from control.apiserver.jsonwire import encode_json
 
 
 @pytest.mark.parametrize(
@@ -47,3 +48,35 @@ def test_invalid_lists_every_field_error_as_a_cause():
 def test_invalid_with_one_error_has_no_brackets():
     body = status.invalid("Service", "db", [FieldError.required("spec.ports")]).status
     assert body["message"] == 'Service "db" is invalid: spec.ports: Required value'
+
+
+def test_not_found_bytes_are_upstreams():
+    """Byte for byte what a v1.30 server answered (captured with its Content-Length: 208): metav1.Status in Go's
+    field order, details as name, group, kind, and the encoder's trailing newline."""
+    body = encode_json(status.not_found("deployments", "web", group="apps").status)
+    assert body == (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"deployments.apps '
+                    b'\\"web\\" not found","reason":"NotFound","details":{"name":"web","group":"apps","kind":'
+                    b'"deployments"},"code":404}\n')
+    assert len(body) == 208
+
+
+def test_invalid_and_generic_bytes():
+    body = encode_json(status.invalid("Ingress", "web", [FieldError.required("spec.rules")],
+                                      group="networking.k8s.io").status)
+    assert body == (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Ingress.networking'
+                    b'.k8s.io \\"web\\" is invalid: spec.rules: Required value","reason":"Invalid","details":{"name":'
+                    b'"web","group":"networking.k8s.io","kind":"Ingress","causes":[{"reason":"FieldValueRequired",'
+                    b'"message":"Required value","field":"spec.rules"}]},"code":422}\n')
+    assert encode_json(status.route_not_found().status) == (
+        b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find '
+        b'the requested resource","reason":"NotFound","details":{},"code":404}\n')
+    assert encode_json(status.bad_request("x").status).endswith(b'"reason":"BadRequest","code":400}\n')
+    assert encode_json(status.internal_error("boom").status).endswith(
+        b'"reason":"InternalError","details":{"causes":[{"message":"boom"}]},"code":500}\n')
+    assert list(status.APIError(418, "", "teapot").status) == ["kind", "apiVersion", "metadata", "status", "message",
+                                                               "code"]
+
+
+def test_encode_json_escapes_as_go_does():
+    assert encode_json({"m": "<a&b> é\u2028", "n": 1}) == b'{"m":"\\u003ca\\u0026b\\u003e \xc3\xa9\\u2028","n":1}\n'
+    assert encode_json({"m": "\ud800"}) == b'{"m":"\\ud800"}\n'  # a lone surrogate stays escaped

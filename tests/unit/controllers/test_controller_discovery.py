@@ -6,7 +6,7 @@ kept; and the controllers of this part registered under upstream's names with th
 from __future__ import annotations
 
 from control.apiserver import discovery as documents
-from control.apiserver.resources import METRICS_RESOURCES, RESOURCES
+from control.apiserver.resources import COMPONENT_STATUSES, METRICS_RESOURCES, RESOURCES
 from control.client.errors import ApiError, NotFound
 from control.controllers.discovery import ServerDiscovery
 from control.controllers.manager import CONTROLLERS, ControllerManagerConfiguration
@@ -35,7 +35,8 @@ def test_every_served_resource_of_the_preferred_versions():
     assert not result.failed
     found = {(r.api_version, r.plural) for r in result.resources}
     # of autoscaling only v2, the preferred version (v1 is a view of the same objects)
-    assert found == {(r.api_version, r.plural) for r in RESOURCES + METRICS_RESOURCES if not r.storage_version}
+    assert found == {(r.api_version, r.plural) for r in (*RESOURCES, *METRICS_RESOURCES, COMPONENT_STATUSES)
+                     if not r.storage_version}
     # the metrics API cannot be deleted or watched: the namespace and garbage collectors pass it by
     assert not any(r.supports("delete") or r.supports("watch") for r in result.resources
                    if r.api_version == "metrics.k8s.io/v1beta1")

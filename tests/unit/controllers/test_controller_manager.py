@@ -16,6 +16,7 @@ from control.controllers.manager import (
     ControllerManagerConfiguration,
 )
 from slimkube.cli import main
+from tests.support.polling import wait_until
 
 CONFIG = ClientConfig(server="https://127.0.0.1:1", token="t")
 
@@ -101,3 +102,22 @@ def test_server_and_up_refuse_a_bad_resource_quota_sync_period(tmp_path, value: 
                                            value])
         assert result.exit_code == 2, (command, result.output)
         assert "--resource-quota-sync-period" in result.output
+
+
+def test_health_names_a_controller_that_stopped():
+    """What `kubectl get cs` shows for the controller manager (slimkube/controlplane.py registers it)."""
+    def forever(ctx: ControllerContext):
+        return lambda stop: stop.wait()
+
+    def crashes(ctx: ControllerContext):
+        def run(stop):
+            raise RuntimeError("boom")
+        return run
+
+    manager = ControllerManager(CONFIG, controllers={"steady": forever, "flaky": crashes})
+    manager.start()
+    try:
+        assert wait_until(lambda: manager.health() == "controllers stopped: flaky", timeout=5)
+    finally:
+        manager.stop()
+    assert manager.health() == "the controller manager is stopping"

@@ -18,7 +18,15 @@ from pathlib import Path
 import pytest
 
 from proxy.chains import endpoint_chain_name, external_chain_name, local_chain_name, service_chain_name
-from proxy.model import EndpointInfo, NodeConfig, ProxyState, ServicePortInfo, ServicePortName
+from proxy.model import (
+    EndpointInfo,
+    NodeConfig,
+    ProxyState,
+    ServicePortInfo,
+    ServicePortName,
+    endpoint_slice_by_port,
+    service_ports,
+)
 from proxy.render import jump_rules, render
 from tests.support.packet_trace import Netfilter, Packet, Trace
 
@@ -367,3 +375,29 @@ def test_local_policy_chain_names() -> None:
     text = render(state((LOCAL_POLICY, LOCAL_EPS)), NODE).text
     assert f":{local_chain_name(LOCAL_POLICY.name)} - [0:0]" in text
     assert f"-A {external_chain_name(LOCAL_POLICY.name)} -j {local_chain_name(LOCAL_POLICY.name)}" in text
+
+
+def test_addresses_with_leading_zeros_are_normalised_before_rules_and_hashes() -> None:
+    """A Service written before 1.20 may hold `1.2.3.004` style addresses (upstream reads them with
+    ParseIPSloppy, in decimal). iptables would read `010` as octal 8 and refuse `099`, failing the whole
+    restore; so the model hands the renderer canonical addresses, and the SEP chain hash is the one of the
+    canonical `ip:port`."""
+    service = {"metadata": {"namespace": "ns", "name": "old"},
+               "spec": {"clusterIP": "10.96.0.020", "externalIPs": ["192.0.2.010", "192.0.2.099", "not-an-ip"],
+                        "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
+               "status": {"loadBalancer": {"ingress": [{"ip": "198.51.100.007"}]}}}
+    endpoint_slice = {"metadata": {"namespace": "ns", "name": "old-1",
+                                   "labels": {"kubernetes.io/service-name": "old"}},
+                      "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+                      "endpoints": [{"addresses": ["10.244.1.002"]}]}
+    (port,) = service_ports(service)
+    assert (port.cluster_ip, port.external_ips, port.load_balancer_ips) == (
+        "10.96.0.20", ("192.0.2.10", "192.0.2.99"), ("198.51.100.7",))
+    backends = endpoint_slice_by_port(endpoint_slice)[port.name]
+    assert [b.ip for b in backends] == ["10.244.1.2"]
+    st = state((port, backends))
+    text = render(st, NODE).text
+    assert not re.search(r"\b0\d+\.|\.0\d+\b", text), "an octet with a leading zero reached a rule"
+    assert endpoint_chain_name(port.name, "10.244.1.2:8080") in text
+    for destination in ("10.96.0.20", "192.0.2.10", "192.0.2.99", "198.51.100.7"):
+        assert run(st, Packet(OUTSIDE, destination, 80)).endpoints == {"10.244.1.2:8080"}, destination

@@ -80,3 +80,14 @@ def test_a_leader_that_cannot_renew_stops_its_part_and_campaigns_again(candidate
     # The failures run out and a, still the Lease's holder, renews and leads again.
     assert wait_until(lambda: timeline.running == {"a"}, timeout=10)
     assert timeline.starts == ["a", "a"] and not timeline.overlapped
+
+
+def test_health_follows_the_campaign_and_the_running_part(candidates):
+    server, timeline, parts = candidates
+    part = parts["a"]
+    assert part.health() == "not campaigning for the Lease kube-system/kube-controller-manager"
+    part.start()
+    assert wait_until(lambda: timeline.running == {"a"}, timeout=5)
+    assert part.health() is None
+    part._current.health = lambda: "controllers stopped: x"  # the running part's own word counts
+    assert part.health() == "controllers stopped: x"
