@@ -170,6 +170,10 @@ class WatchStream:
         try:
             for obj in initial:
                 await response.write(self._encode("ADDED", obj))
+                # write() returns without yielding while the buffer is small; yielding lets a lost connection
+                # be noticed (and this handler cancelled) before hundreds more writes go to a dead socket,
+                # each of which asyncio logs as a WARNING.
+                await asyncio.sleep(0)
             if send_initial and bookmarks:
                 await response.write(self._bookmark(after, initial_end=True))
             last_sent = after

@@ -178,6 +178,12 @@ def test_kubectl_133_uses_aggregated_discovery(apiserver: Endpoint, tmp_path: Pa
     assert not [url for url in urls if re.fullmatch(r"/apis?/[^/]+(/v[^/]+)?", url)], urls  # no fallback
     assert log.count("Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList") >= 2
     assert log.count("Content-Type: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList") == 2
+    older = "/usr/lib/google-cloud-sdk/bin/kubectl.1.27"  # asks for v2beta1 only, as 1.26-1.29 do
+    if Path(older).exists():
+        log = Kubectl(older, apiserver.kubeconfig, str(tmp_path / "cache-1.27")).run("get", "ingress", "-A",
+                                                                                    "-v=8").stderr
+        assert "Content-Type: application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList" in log
+        assert not re.findall(r"GET https://[^/ ]+/apis/[^/ ?]+/v[^/ ?]+\?timeout", log)  # no fallback
     legacy = apiserver.request("GET", "/apis", headers={"Accept": "application/json"})
     assert legacy.headers["Content-Type"] == "application/json" and legacy.json()["kind"] == "APIGroupList"
     beta = apiserver.request("GET", "/api", headers={
