@@ -81,7 +81,8 @@ def test_one_pod_per_node_rolling_update_and_rollout_undo(
         assert {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"} in \
             pod["spec"]["tolerations"]
     assert "successfully rolled out" in kubectl.run("rollout", "status", "ds/agent", "-n", ns, "--timeout=30s").stdout
-    status = client.get(f"/apis/apps/v1/namespaces/{ns}/daemonsets/agent")["status"]
+    status = wait_for(lambda: (s := client.get(f"/apis/apps/v1/namespaces/{ns}/daemonsets/agent")["status"])
+                      .get("numberAvailable") == 3 and s, 10, "the status counting every pod")
     assert {k: status.get(k) for k in ("desiredNumberScheduled", "currentNumberScheduled", "numberReady",
                                        "numberAvailable", "updatedNumberScheduled", "numberMisscheduled")} == {
         "desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 3, "numberAvailable": 3,
@@ -119,8 +120,8 @@ def test_follows_a_node_becoming_eligible(
     cleanup(lambda: client.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {label: None}}}))
     client.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {label: "yes"}}})
     wait_for(lambda: settled_on(client, ns, "edge", [node]), 30, f"a pod on {node} once it is labelled")
-    status = client.get(f"/apis/apps/v1/namespaces/{ns}/daemonsets/edge")["status"]
-    assert (status["desiredNumberScheduled"], status["numberReady"]) == (1, 1)
+    wait_for(lambda: (s := client.get(f"/apis/apps/v1/namespaces/{ns}/daemonsets/edge")["status"])
+             .get("desiredNumberScheduled") == 1 and s.get("numberReady") == 1, 10, "the status counting the pod")
     client.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {label: None}}})
     wait_for(lambda: all_pods(client, ns, "edge") == [], 30, f"the pod gone from {node} once it is unlabelled")
     wait_for(lambda: client.get(f"/apis/apps/v1/namespaces/{ns}/daemonsets/edge")["status"]
