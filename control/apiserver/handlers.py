@@ -28,10 +28,11 @@ from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
 from control.apiserver import binding, eviction, status, streaming, tables, views
 from control.apiserver import request as req
+from control.apiserver.crd.strategies import CustomResourceStrategy
 from control.apiserver.jsonwire import encode_json
 from control.apiserver.kubeletclient import KubeletClient, NodeConnection, node_connection
 from control.apiserver.registry import DeleteOptions, Registry
-from control.apiserver.resources import by_path, storage_resource
+from control.apiserver.resources import Resource, by_path, storage_resource
 from control.apiserver.selection import Filter, parse_filter
 from control.apiserver.status import APIError
 from control.apiserver.watch import EventLines, WatchStream
@@ -146,13 +147,24 @@ class ResourceHandlers:
         if table is not None:
             return json_response(tables.table_for(
                 target.resource, page.items, now=datetime.now(UTC), list_resource_version=page.resource_version,
-                include_object=include_object, table_version=table.version, continue_token=page.continue_token))
+                include_object=include_object, table_version=table.version, continue_token=page.continue_token,
+                printer=self._printer(target)))
         metadata: dict[str, Any] = {"resourceVersion": page.resource_version}
         if page.continue_token:
             metadata["continue"] = page.continue_token
         resource = target.resource
-        return json_response({"kind": f"{resource.kind}List", "apiVersion": resource.api_version,
+        return json_response({"kind": self._list_kind(resource), "apiVersion": resource.api_version,
                               "metadata": metadata, "items": page.items})
+
+    def _list_kind(self, resource: Resource) -> str:
+        """`{Kind}List`, or the listKind a CRD accepted."""
+        strategy = self.registry.strategy(resource)
+        if isinstance(strategy, CustomResourceStrategy) and strategy.version.list_kind:
+            return strategy.version.list_kind
+        return f"{resource.kind}List"
+
+    def _printer(self, target: req.Target) -> tables.Printer:
+        return tables.printer_for(target.resource, self.registry.strategy(target.resource))
 
     @staticmethod
     def _include_object(query: Mapping[str, str]) -> str:
@@ -187,7 +199,7 @@ class ResourceHandlers:
         items = await asyncio.to_thread(self.registry.delete_collection, target.resource, target.namespace, flt,
                                         options)
         resource = target.resource
-        return json_response({"kind": f"{resource.kind}List", "apiVersion": resource.api_version,
+        return json_response({"kind": self._list_kind(resource), "apiVersion": resource.api_version,
                               "metadata": {}, "items": items})
 
     # -- one object ---------------------------------------------------------------------------------
@@ -201,7 +213,8 @@ class ResourceHandlers:
             return json_response(tables.table_for(
                 target.resource, [obj], now=datetime.now(UTC),
                 list_resource_version=obj["metadata"]["resourceVersion"],
-                include_object=self._include_object(request.query), table_version=table.version))
+                include_object=self._include_object(request.query), table_version=table.version,
+                printer=self._printer(target)))
         return json_response(obj)
 
     async def _update(self, request: web.Request, target: req.Target, subresource: str = "") -> web.StreamResponse:
@@ -214,10 +227,12 @@ class ResourceHandlers:
 
     async def _patch(self, request: web.Request, target: req.Target, subresource: str = "") -> web.StreamResponse:
         patch_type = req.PATCH_TYPES.get(request.content_type)
-        if patch_type is None:
+        accepted = [t for t, kind in req.PATCH_TYPES.items() if kind != "strategic" or not target.resource.custom]
+        if patch_type is None or (patch_type == "strategic" and target.resource.custom):
+            # custom resources have no patch strategies to merge by: upstream refuses the media type
             raise APIError(415, "UnsupportedMediaType",
                            f"the body of the request was in an unknown format - accepted media types include: "
-                           f"{', '.join(req.PATCH_TYPES)}")
+                           f"{', '.join(accepted)}")
         manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), "PatchOptions",
                                     apply=patch_type == "apply")
         document = req.decode_body(await _read(request), request.content_type)
@@ -329,8 +344,11 @@ class ResourceHandlers:
 
     async def _scale(self, request: web.Request, target: req.Target) -> web.StreamResponse:
         args = (target.resource, target.namespace, target.name)
+        strategy = self.registry.strategy(target.resource)
+        to_scale, from_scale = ((strategy.scale_of, strategy.apply_scale) if isinstance(
+            strategy, CustomResourceStrategy) else (scale_of, _apply_scale))
         if request.method == "GET":
-            return json_response(scale_of(await asyncio.to_thread(self.registry.must_get, *args)))
+            return json_response(to_scale(await asyncio.to_thread(self.registry.must_get, *args)))
         if request.method == "PUT":
             body = req.decode_object(await _read(request), _content_type(request))
             patch_type = "merge"
@@ -351,10 +369,10 @@ class ResourceHandlers:
             document = req.decode_body(await _read(request), request.content_type)
         options = "UpdateOptions" if request.method == "PUT" else "PatchOptions"
         manager = req.field_manager(request.query, request.headers.get("User-Agent", ""), options)
-        obj = await asyncio.to_thread(self.registry.patch, *args, patch_type, document, transform=scale_of,
-                                      apply_back=_apply_scale, dry_run=req.dry_run(request.query),
+        obj = await asyncio.to_thread(self.registry.patch, *args, patch_type, document, transform=to_scale,
+                                      apply_back=from_scale, dry_run=req.dry_run(request.query),
                                       manager=manager, fields_subresource="scale")
-        return json_response(scale_of(obj))
+        return json_response(to_scale(obj))
 
     async def _bind(self, target: req.Target, body: dict[str, Any], *, dry_run: bool = False) -> web.StreamResponse:
         name = target.name

@@ -385,9 +385,11 @@ def _v3_schema(node: Any) -> Any:
         return [_v3_schema(item) for item in node]
     if not isinstance(node, dict):
         return node
-    converted = {key: _v3_schema(value) if key not in ("enum", "default", "example") else value
+    converted = {key: _v3_schema(value) if key not in ("enum", "default", "example", "properties") else value
                  for key, value in node.items() if key != "$ref"}
-    if "$ref" not in node:
+    if isinstance(node.get("properties"), dict):  # its keys are field names (JSONSchemaProps has a `$ref`)
+        converted["properties"] = {name: _v3_schema(value) for name, value in node["properties"].items()}
+    if not isinstance(node.get("$ref"), str):
         return converted
     ref = {"$ref": _SCHEMAS + node["$ref"].removeprefix(_DEFINITIONS)}
     return {"allOf": [ref], **converted} if converted else ref

@@ -41,7 +41,9 @@ from typing import Any
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
 from control.apiserver import admission, fieldschema, fieldvalidation, managedfields, patch, status, strategies
-from control.apiserver.resources import Resource, storage_key, storage_prefix
+from control.apiserver.crd.definitions import Version
+from control.apiserver.crd.strategies import CustomResourceStrategy
+from control.apiserver.resources import RUNTIME, Resource, storage_key, storage_prefix
 from control.apiserver.selection import Filter
 from control.apiserver.status import APIError
 from control.apiserver.strategies.base import Rollback, Strategy, gc_finalizers, mark_deleting, nothing_to_undo
@@ -142,10 +144,38 @@ class Registry:
         self._strategies = strategies.build(storage, service_cidr=service_cidr, node_port_range=node_port_range)
         self.clock = clock
         self._quota = admission.QuotaAdmission(self)
+        self._custom: dict[tuple[str, str, str], CustomResourceStrategy] = {}
+        self._custom_by_definition: dict[str, tuple[tuple[str, str, str], ...]] = {}
 
     def strategy(self, resource: Resource) -> Strategy:
-        """The strategy of a served resource (strategies.build made one per entry of the resource table)."""
+        """The strategy of a served resource (strategies.build made one per entry of the resource table;
+        `serve_custom` one per served version of a CRD). A custom resource whose CRD went away meanwhile
+        is a 404."""
+        if resource.custom:
+            custom = self._custom.get((resource.group, resource.version, resource.plural))
+            if custom is None:
+                raise status.not_found(resource.plural, "", group=resource.group)
+            return custom
         return self._strategies[resource.plural]
+
+    def serve_custom(self, definition: str, versions: builtins.list[Version]) -> None:
+        """Serve (or serve anew) the versions of one CRD: routing and discovery see them from now on
+        (resources.RUNTIME, owned by this registry), writes go through their strategies."""
+        keys = tuple((v.resource.group, v.resource.version, v.resource.plural) for v in versions)
+        for key in self._custom_by_definition.get(definition, ()):
+            if key not in keys:
+                self._custom.pop(key, None)
+        for key, version in zip(keys, versions, strict=True):
+            self._custom[key] = CustomResourceStrategy(version)
+        self._custom_by_definition[definition] = keys
+        RUNTIME.install(id(self), definition, [v.resource for v in versions])
+
+    def stop_serving_custom(self, definition: str | None = None) -> None:
+        """Stop serving one CRD's resources, or (None) every one this registry serves."""
+        RUNTIME.remove(id(self), definition)
+        for name in [definition] if definition is not None else list(self._custom_by_definition):
+            for key in self._custom_by_definition.pop(name, ()):
+                self._custom.pop(key, None)
 
     # -- reading ------------------------------------------------------------------------------------
 
@@ -286,12 +316,15 @@ class Registry:
                 if dry_run:
                     if self._record(resource, namespace, name):
                         raise status.already_exists(resource.plural, name, group=resource.group)
+                    strategy.decorate(obj)
                     return obj
                 rollback = strategy.begin_write(obj, None)
                 for attempt in range(_GENERATE_ATTEMPTS if generate else 1):
                     try:
                         record = self.storage.create(storage_key(resource, namespace, name), encode(obj))
-                        return decode(record.value, record.mod_revision)
+                        created = decode(record.value, record.mod_revision)
+                        strategy.decorate(created)
+                        return created
                     except KeyExists:
                         if not generate or attempt == _GENERATE_ATTEMPTS - 1:
                             raise status.already_exists(resource.plural, name, group=resource.group) from None
@@ -341,6 +374,7 @@ class Registry:
             if record is None:
                 raise _not_found(resource, name)
             current = decode(record.value, record.mod_revision)
+            self.strategy(resource).decorate(current)
             view = transform(current) if transform else current
             try:
                 if patch_type == "json":
@@ -389,6 +423,8 @@ class Registry:
             current = decode(record.value, record.mod_revision) if record is not None else None
             if current is None and subresource:
                 raise _not_found(resource, name)
+            if current is not None and resource.custom:  # at the version asked for, with its defaults
+                self.strategy(resource).decorate(current)
             try:
                 new = managedfields.apply(current, config, ctx, manager=manager, force=force, now=self.clock())
             except managedfields.ApplyConflict as exc:
@@ -456,12 +492,14 @@ class Registry:
         if not subresource:
             admission.validate(self, resource, new, old)
         if encode(new) == encode(old):
+            strategy.decorate(old)
             return old
         rollback: Rollback = nothing_to_undo
         if not subresource and not dry_run:
             rollback = strategy.begin_write(new, old)
         if dry_run:
             new["metadata"]["resourceVersion"] = str(record.mod_revision)
+            strategy.decorate(new)
             return new
         key = storage_key(resource, namespace, name)
         removed_now = strategy.ready_to_remove(new)
@@ -479,6 +517,7 @@ class Registry:
             rollback()
             raise
         strategy.after_write(old, None if removed_now else new)
+        strategy.decorate(result)
         return result
 
     # -- deleting -----------------------------------------------------------------------------------
@@ -524,16 +563,22 @@ class Registry:
         grace = strategy.delete_grace_seconds(obj, options.grace_period_seconds)
         strategy.prepare_for_delete(new)
         mark_deleting(new, now=self.clock(), grace_seconds=grace)
+        unchanged = encode(new) == encode(obj)
+        strategy.decorate(obj)
         if not strategy.ready_to_remove(new):
-            if options.dry_run or encode(new) == encode(obj):
+            if options.dry_run or unchanged:
                 return obj, False
             updated = self.storage.update(key, encode(new), expected_revision=record.mod_revision)
-            return decode(updated.value, updated.mod_revision), False
+            marked = decode(updated.value, updated.mod_revision)
+            strategy.decorate(marked)
+            return marked, False
         if options.dry_run:
             return obj, True
         removed = self.storage.delete(key, expected_revision=record.mod_revision)
         strategy.after_write(obj, None)
-        return decode(removed.value, removed.mod_revision), True
+        gone = decode(removed.value, removed.mod_revision)
+        strategy.decorate(gone)
+        return gone, True
 
     def delete_collection(self, resource: Resource, namespace: str, flt: Filter,
                           options: DeleteOptions) -> builtins.list[dict[str, Any]]:

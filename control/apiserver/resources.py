@@ -16,11 +16,19 @@ name and no group for almost every resource (`/registry/deployments/...`, `/regi
 differs only for a few historical names (`/registry/services/specs/`, `/registry/minions/` for nodes,
 `/registry/controllers/` for replication controllers), which we do not copy: no tool reads our keys
 expecting upstream's. Plurals are unique across the served groups, so the group is not needed in the key.
+
+Custom resources (apiextensions.k8s.io CustomResourceDefinitions) are added and taken away while the
+server runs: `RUNTIME` is that layer, and `by_path`, `by_kind`, `group_versions` and `resources_in`
+consult it after the static table (a built-in always wins). Their keys are upstream's
+`/registry/{group}/{plural}/...`: a CRD may pick a plural a built-in group already uses (`foos.a.io` and
+`foos.b.io`, or `pods.example.com`), and a plural never contains a dot, so the two layouts cannot meet.
+Every version of one custom resource shares one prefix: objects are stored once, at the storage version.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -61,6 +69,7 @@ class Resource:
     categories: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
     subresources: Mapping[str, SubResource] = field(default_factory=lambda: MappingProxyType({}))
+    custom: bool = False  # served for a CustomResourceDefinition (the run-time layer below), not built in
     # A version served as a converted view of the stored one (control/apiserver/views.py): the version the
     # objects are stored in, "" for the storage version itself.
     storage_version: str = ""
@@ -157,6 +166,9 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", True),
     Resource("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", True,
              short_names=("pdb",), subresources=_subresources(status=_status("PodDisruptionBudget"))),
+    Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
+             "CustomResourceDefinition", False, short_names=("crd", "crds"), categories=("api-extensions",),
+             subresources=_subresources(status=_status("CustomResourceDefinition"))),
 )
 
 # Served by control/apiserver/componentstatus.py from live health checks, never stored (upstream
@@ -175,9 +187,56 @@ _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 _BY_KIND = {(r.group, r.version, r.kind): r for r in RESOURCES}
 
 
+class RuntimeResources:
+    """The resources served for CustomResourceDefinitions, installed and removed while the server runs.
+
+    Entries are kept per (owner, definition name): the owner is the registry that installed them, so
+    servers sharing a test process can each drop theirs when they stop. Lookups see every owner's
+    entries; readers get immutable snapshots, writers replace them under a lock (reads are lock-free).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[int, str], tuple[Resource, ...]] = {}
+        self._by_path: Mapping[tuple[str, str, str], Resource] = MappingProxyType({})
+        self._by_kind: Mapping[tuple[str, str, str], Resource] = MappingProxyType({})
+        self._all: tuple[Resource, ...] = ()
+
+    def install(self, owner: int, name: str, resources: Iterable[Resource]) -> None:
+        """Serve `resources` (every served version of one definition) in place of what `name` served."""
+        with self._lock:
+            self._entries[(owner, name)] = tuple(resources)
+            self._rebuild()
+
+    def remove(self, owner: int, name: str | None = None) -> None:
+        """Stop serving one definition's resources, or (no name) everything `owner` installed."""
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == owner and (name is None or k[1] == name)]:
+                del self._entries[key]
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        everything = tuple(r for entries in self._entries.values() for r in entries)
+        self._all = everything
+        self._by_path = MappingProxyType({(r.group, r.version, r.plural): r for r in everything})
+        self._by_kind = MappingProxyType({(r.group, r.version, r.kind): r for r in everything})
+
+    def by_path(self, group: str, version: str, plural: str) -> Resource | None:
+        return self._by_path.get((group, version, plural))
+
+    def by_kind(self, group: str, version: str, kind: str) -> Resource | None:
+        return self._by_kind.get((group, version, kind))
+
+    def all(self) -> tuple[Resource, ...]:
+        return self._all
+
+
+RUNTIME = RuntimeResources()
+
+
 def by_path(group: str, version: str, plural: str) -> Resource | None:
     """The resource a URL names (`/apis/{group}/{version}/.../{plural}`); group "" is `/api/v1`."""
-    return _BY_PATH.get((group, version, plural))
+    return _BY_PATH.get((group, version, plural)) or RUNTIME.by_path(group, version, plural)
 
 
 def by_kind(api_version: str, kind: str) -> Resource | None:
@@ -186,16 +245,23 @@ def by_kind(api_version: str, kind: str) -> Resource | None:
         group, version = group_version(api_version)
     except ValueError:
         return None
-    return _BY_KIND.get((group, version, kind))
+    return _BY_KIND.get((group, version, kind)) or RUNTIME.by_kind(group, version, kind)
+
+
+def served() -> tuple[Resource, ...]:
+    """The static table, then the custom resources (minus any a built-in shadows)."""
+    custom = tuple(r for r in RUNTIME.all() if (r.group, r.version, r.plural) not in _BY_PATH)
+    return RESOURCES + custom if custom else RESOURCES
 
 
 def group_versions() -> list[tuple[str, str]]:
-    """Every served (group, version) in table order, the core group first; discovery lists them so."""
-    return list(dict.fromkeys((r.group, r.version) for r in RESOURCES))
+    """Every served (group, version) in table order, the core group first, custom groups last; discovery
+    lists them so (the run-time layer keeps each definition's versions in upstream's priority order)."""
+    return list(dict.fromkeys((r.group, r.version) for r in served()))
 
 
 def resources_in(group: str, version: str) -> list[Resource]:
-    return [r for r in RESOURCES if (r.group, r.version) == (group, version)]
+    return [r for r in served() if (r.group, r.version) == (group, version)]
 
 
 def storage_resource(resource: Resource) -> Resource:
@@ -209,7 +275,10 @@ def storage_resource(resource: Resource) -> Resource:
 
 
 def storage_prefix(resource: Resource) -> str:
-    """`/registry/{plural}/`: every key of the resource starts with it, so a list or watch is one range."""
+    """`/registry/{plural}/` (`/registry/{group}/{plural}/` for a custom resource): every key of the
+    resource starts with it, so a list or watch is one range."""
+    if resource.custom:
+        return f"/registry/{resource.group}/{resource.plural}/"
     return f"/registry/{resource.plural}/"
 
 

@@ -67,6 +67,8 @@ from control.apiserver import (
 from control.apiserver import resources as resources_table
 from control.apiserver.allocators import kubernetes_service_ip
 from control.apiserver.bootstrap import bootstrap
+from control.apiserver.crd.controller import PREFIX as CRD_PREFIX
+from control.apiserver.crd.controller import CRDController
 from control.apiserver.handlers import ResourceHandlers, json_response
 from control.apiserver.jsonwire import encode_json
 from control.apiserver.kubeletclient import KubeletClient
@@ -75,7 +77,7 @@ from control.apiserver.metricsapi import MetricsAPI
 from control.apiserver.registry import Registry
 from control.apiserver.request import decode_object
 from control.apiserver.status import APIError
-from control.apiserver.watchcache import WatchCache
+from control.apiserver.watchcache import Subscription, WatchCache
 from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
@@ -219,6 +221,8 @@ class APIServer:
         self.certs: certs.ServingCerts | None = None
         self.advertise_address: str | None = None
         self._endpoints_task: asyncio.Task | None = None
+        self._crds: CRDController | None = None
+        self._crd_task: asyncio.Task | None = None
         # `kubectl get cs`: the store's check is this server's own; the composition root adds the others
         self.components = componentstatus.ComponentStatuses()
         self.components.register("etcd-0", self._storage_health)
@@ -266,6 +270,10 @@ class APIServer:
         self._bootstrapped = True
         self._cache = WatchCache(self._storage)
         await self._cache.start()
+        self._crds = CRDController(self.registry, schemas=self.openapi)
+        crd_events = self._cache.subscribe(CRD_PREFIX, self._cache.revision)  # first: no change is missed
+        await asyncio.to_thread(self._crds.sync_all)  # custom resources are served before the server listens
+        self._crd_task = asyncio.create_task(self._follow_crds(self._crds, self._cache, crd_events))
         ssl_context = None
         if self.config.tls:
             self.certs = await asyncio.to_thread(certs.ensure_serving_certs, self.config.data_dir,
@@ -308,8 +316,40 @@ class APIServer:
             except Exception:
                 log.exception("reconciling Endpoints default/kubernetes failed")
 
+    async def _follow_crds(self, controller: CRDController, cache: WatchCache, subscription: Subscription) -> None:
+        """A CRD controller pass after every change under the CRDs' prefix (the watch cache wakes it), and
+        one second later again while a pass asks for it (a deletion under way, a lost race). A
+        subscription the cache closed (it fell behind) is replaced, then a full pass catches up."""
+        again = False
+        while True:
+            try:
+                while not subscription.closed:
+                    event = await subscription.next(timeout=1.0 if again else 30.0)
+                    if event is None and not again and not subscription.closed:
+                        continue
+                    try:
+                        again = await asyncio.to_thread(controller.sync_all)
+                    except Exception:
+                        log.exception("the CRD controller's pass failed")
+                        again = True
+            finally:
+                cache.unsubscribe(subscription)
+            await asyncio.sleep(1.0)
+            subscription = cache.subscribe(CRD_PREFIX, cache.revision)
+            again = True
+
     async def stop(self) -> None:
         self._stopping = True  # readyz's shutdown check fails from here on
+        if self._crd_task is not None:
+            self._crd_task.cancel()
+            try:
+                await self._crd_task
+            except asyncio.CancelledError:
+                pass
+            self._crd_task = None
+        if self._crds is not None:
+            self._crds.stop()
+            self._crds = None
         if self._endpoints_task is not None:
             self._endpoints_task.cancel()
             try:

@@ -21,13 +21,17 @@ table options' NoHeaders is switched on once the first object is transformed); `
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from control.apiserver import printers
+from control.apiserver.crd import definitions, jsonpath
+from control.apiserver.crd.strategies import CustomResourceStrategy
 from control.apiserver.resources import Resource
+from control.apiserver.strategies.base import Strategy
 
 TABLE_GROUP = "meta.k8s.io"
 TABLE_VERSIONS = ("v1", "v1beta1")
@@ -366,8 +370,42 @@ PRINTERS: dict[tuple[str, str], Printer] = {
 DEFAULT_PRINTER = Printer((NAME, Column("Created At", "date", AGE_DOC)), printers.default_cells)
 
 
-def printer_for(resource: Resource) -> Printer:
+def printer_for(resource: Resource, strategy: Strategy | None = None) -> Printer:
+    """The printer of a built-in resource, or of a custom one from its version's printer columns."""
+    if isinstance(strategy, CustomResourceStrategy):
+        return custom_printer(strategy.version.columns)
     return PRINTERS.get((resource.group, resource.plural), DEFAULT_PRINTER)
+
+
+def _custom_cell(column: definitions.Column, obj: Obj, now: datetime) -> Any:
+    """Upstream's CRD table convertor: the first value the JSONPath finds (None when it finds none, which
+    kubectl prints as `<none>`); a `date` column shows the age of the timestamp it finds."""
+    try:
+        found = jsonpath.find(obj, column.json_path)
+    except ValueError:
+        return None
+    if not found or found[0] is None:
+        return None
+    value = found[0]
+    if column.type == "date":
+        return printers.since(value, now) if isinstance(value, str) else None
+    if column.type == "integer":
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if column.type == "number":
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if column.type == "boolean":
+        return value if isinstance(value, bool) else None
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def custom_printer(columns: tuple[definitions.Column, ...]) -> Printer:
+    """NAME, then the definition's additionalPrinterColumns (Age alone when it names none)."""
+    definitions_ = (NAME, *(Column(c.name, c.type, c.description, c.priority, c.format) for c in columns))
+
+    def cells(obj: Obj, now: datetime) -> list[Any]:
+        return [(obj.get("metadata") or {}).get("name", ""), *(_custom_cell(c, obj, now) for c in columns)]
+
+    return Printer(definitions_, cells)
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,7 +483,7 @@ def _row(printer: Printer, obj: Obj, *, now: datetime, include_object: str, api_
 
 def table_for(resource: Resource, objects: Iterable[Obj], *, now: datetime, list_resource_version: str,
               include_object: str = "Metadata", table_version: str = "v1", continue_token: str = "",
-              no_headers: bool = False) -> dict[str, Any]:
+              no_headers: bool = False, printer: Printer | None = None) -> dict[str, Any]:
     """The Table answering a list (or, with one object and its resourceVersion, a get).
 
     `include_object` must already be checked by `parse_include_object`; `no_headers` mirrors
@@ -453,7 +491,7 @@ def table_for(resource: Resource, objects: Iterable[Obj], *, now: datetime, list
     """
     if include_object not in INCLUDE_OBJECT_VALUES:
         raise ValueError(f'unrecognized includeObject value: "{include_object}"')
-    printer = printer_for(resource)
+    printer = printer or printer_for(resource)
     api_version = f"{TABLE_GROUP}/{table_version}"
     metadata = {"resourceVersion": list_resource_version}
     if continue_token:
@@ -469,11 +507,13 @@ def table_for(resource: Resource, objects: Iterable[Obj], *, now: datetime, list
 
 
 def watch_event_table(resource: Resource, obj: Obj, *, now: datetime, first: bool,
-                      include_object: str = "Metadata", table_version: str = "v1") -> dict[str, Any]:
+                      include_object: str = "Metadata", table_version: str = "v1",
+                      printer: Printer | None = None) -> dict[str, Any]:
     """The one-row Table a watch event carries as its `object`; column definitions only when `first`.
 
     The table's resourceVersion is the object's, as upstream reads it from the object it converts.
     """
     resource_version = (obj.get("metadata") or {}).get("resourceVersion", "")
     return table_for(resource, [obj], now=now, list_resource_version=resource_version,
-                     include_object=include_object, table_version=table_version, no_headers=not first)
+                     include_object=include_object, table_version=table_version, no_headers=not first,
+                     printer=printer)

@@ -114,8 +114,10 @@ class WatchStream:
         if self._sent is not None:
             self._sent.inc()
         if self.table is not None and kind != "BOOKMARK" and kind != "ERROR":
-            row = tables.watch_event_table(self.target.resource, obj, now=datetime.now(UTC), first=self._first_table,
-                                           include_object=self.include_object, table_version=self.table.version)
+            resource = self.target.resource
+            row = tables.watch_event_table(resource, obj, now=datetime.now(UTC), first=self._first_table,
+                                           include_object=self.include_object, table_version=self.table.version,
+                                           printer=tables.printer_for(resource, self.registry.strategy(resource)))
             self._first_table = False
             return encode_line(kind, row)
         if revision:

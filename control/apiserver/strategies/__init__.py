@@ -31,6 +31,7 @@ from control.apiserver.strategies.base import (
     WorkloadStrategy,
 )
 from control.apiserver.strategies.certificates import CertificateSigningRequestStrategy
+from control.apiserver.strategies.customresourcedefinitions import CustomResourceDefinitionStrategy
 from control.apiserver.strategies.endpointslices import EndpointSliceStrategy
 from control.apiserver.strategies.namespaces import NamespaceStrategy
 from control.apiserver.strategies.networking import IngressClassStrategy, IngressStrategy, NetworkPolicyStrategy
@@ -72,6 +73,7 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "validatingwebhookconfigurations": WebhookConfigurationStrategy,
     # upstream apiServiceStrategy: the status (Available) is the aggregator's, dropped on create
     "apiservices": ResetStatusStrategy,
+    "customresourcedefinitions": CustomResourceDefinitionStrategy,
 })
 
 
