@@ -430,7 +430,9 @@ class Registry:
             except managedfields.ApplyConflict as exc:
                 raise APIError(409, "Conflict", exc.message, details={"causes": exc.causes()}) from None
             except managedfields.ApplyError as exc:
-                raise status.bad_request(str(exc)) from None
+                if exc.code == 400:
+                    raise status.bad_request(str(exc)) from None
+                raise APIError(exc.code, "", str(exc)) from None
             if record is None:
                 try:
                     return self.create(resource, namespace, {**new, "metadata": {**new["metadata"], "name": name}},
