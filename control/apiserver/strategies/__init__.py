@@ -40,6 +40,7 @@ from control.apiserver.strategies.priorityclasses import PriorityClassStrategy
 from control.apiserver.strategies.secrets import SecretStrategy
 from control.apiserver.strategies.services import ServiceAllocations, ServiceStrategy
 from control.apiserver.strategies.storage_csi import VolumeAttachmentStrategy
+from control.apiserver.strategies.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
 from control.storage.interface import Storage
 
 _SERVICES = "services"  # its strategy is made by `build`, with the allocators
@@ -64,6 +65,8 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "poddisruptionbudgets": PodDisruptionBudgetStrategy,
     "endpointslices": EndpointSliceStrategy,
     "horizontalpodautoscalers": HorizontalPodAutoscalerStrategy,
+    "persistentvolumes": PersistentVolumeStrategy,
+    "persistentvolumeclaims": PersistentVolumeClaimStrategy,
     "certificatesigningrequests": CertificateSigningRequestStrategy,
     "ingresses": IngressStrategy,
     "ingressclasses": IngressClassStrategy,
