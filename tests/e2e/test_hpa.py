@@ -70,9 +70,15 @@ def test_hpa_scales_a_cpu_burning_deployment_up_and_back_down(
     for name in pods:
         kubectl.run("exec", "-n", ns, name, "--", "touch", "/tmp/stop")
     wait_for(lambda: replicas(client, ns) == 1, 90, lambda: f"a scale-down to 1: {client.get(hpa_path).get('status')}")
-    events = client.list(f"/api/v1/namespaces/{ns}/events",
-                         params={"fieldSelector": "involvedObject.name=burn,reason=SuccessfulRescale"})["items"]
-    messages = sorted(e["message"] for e in events if e["involvedObject"]["kind"] == "HorizontalPodAutoscaler")
+
+    def rescales() -> list[str]:
+        events = client.list(f"/api/v1/namespaces/{ns}/events",
+                             params={"fieldSelector": "involvedObject.name=burn,reason=SuccessfulRescale"})["items"]
+        return sorted(e["message"] for e in events if e["involvedObject"]["kind"] == "HorizontalPodAutoscaler")
+
+    # events are recorded asynchronously: the scale-down's may follow the Deployment's change
+    messages = wait_for(lambda: (found := rescales()) and len(found) >= 2 and found, 10,
+                        "both SuccessfulRescale events")
     assert any(m.startswith("New size: 3; reason: cpu resource utilization (percentage of request) above target")
                for m in messages), messages
     assert "New size: 1; reason: All metrics below target" in messages, messages
