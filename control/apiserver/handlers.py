@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -26,7 +27,7 @@ from control.api import podlogoptions
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
-from control.apiserver import binding, codec, eviction, status, streaming, tables, views
+from control.apiserver import binding, codec, eviction, protoencode, status, streaming, tables, views
 from control.apiserver import request as req
 from control.apiserver.crd.strategies import CustomResourceStrategy
 from control.apiserver.jsonwire import encode_json, go_escape
@@ -95,6 +96,18 @@ class ResourceHandlers:
         self.bookmark_seconds = bookmark_seconds
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        answer = protoencode.negotiate(request.headers.get("Accept"))
+        if answer == "json":
+            return await self._handle(request)  # kubectl and every client that lists JSON
+        if answer == "none" or req.query_bool(request.query, "watch"):
+            raise status.not_acceptable()  # Tables and watch streams are JSON only here
+        try:
+            response = await self._handle(request)
+        except APIError as exc:
+            response = json_response(exc.status, exc.code)
+        return _as_protobuf(response)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         group = request.match_info.get("group", "")
         version = request.match_info.get("version", "v1")
         target = req.parse_target(group, version, request.match_info.get("tail", ""))
@@ -462,6 +475,18 @@ class ResourceHandlers:
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise status.service_unavailable(f"cannot reach the kubelet of node {node_name} at "
                                              f"{connection.host}:{connection.port}: {exc}") from None
+
+
+def _as_protobuf(response: web.StreamResponse) -> web.StreamResponse:
+    """A JSON answer re-encoded as protobuf for a client that accepts nothing else; 406 for an answer
+    without a protobuf form (a Table, a kind outside the vendored groups). Other media (logs) stay."""
+    if not isinstance(response, web.Response) or response.content_type != "application/json":
+        return response
+    assert isinstance(response.body, bytes)
+    encoded = protoencode.encode_object(json.loads(response.body))
+    if encoded is None:
+        raise status.not_acceptable()
+    return web.Response(body=encoded, status=response.status, content_type=protoencode.MEDIA_TYPE)
 
 
 def _kubelet_refusal(code: int, text: str, name: str) -> status.APIError:

@@ -130,6 +130,12 @@ def unsupported_media_type(content_type: str) -> APIError:
                     f'application/strategic-merge-patch+json, application/json-patch+json (got "{content_type}")')
 
 
+def not_acceptable() -> APIError:
+    """upstream NewNotAcceptableError: the client accepts none of the media types this answer has."""
+    return APIError(406, "NotAcceptable", "only the following media types are accepted: application/json, "
+                    "application/yaml, application/vnd.kubernetes.protobuf")
+
+
 def too_many_requests(retry_after: int) -> APIError:
     return APIError(429, "TooManyRequests", "Too many requests, please try again later.",
                     details={"retryAfterSeconds": retry_after})

@@ -153,3 +153,13 @@ def test_served_kind_with_a_body_the_server_cannot_decode_is_415(apiserver: Endp
     response = apiserver.request("POST", "/api/v1/namespaces/default/configmaps", data=b"k8s\x00\x0a\xff",
                                  headers={"Content-Type": "application/vnd.kubernetes.protobuf"})
     assert response.status_code == 400
+
+
+def test_kubectl_reads_json_answers(clients: tuple[Kubectl, Kubectl], namespaces: tuple[str, str]) -> None:
+    """kubectl lists JSON in its Accept header, so the answers stay JSON although the server can write
+    protobuf (for clients that accept nothing else: tests/integration/test_apiserver_protobuf_answers.py)."""
+    result = clients[0].run("-n", namespaces[0], "-v=8", "get", "deployments,serviceaccounts")
+    assert "web" in result.stdout and "robot" in result.stdout
+    answers = [line for line in result.stderr.splitlines() if "Content-Type:" in line and "Response" not in line]
+    received = [line for line in answers if "application/json" in line or "protobuf" in line]
+    assert received and all("application/json" in line for line in received), answers
