@@ -6,6 +6,8 @@ A handler reads the request (request.py), runs the blocking registry call in a w
 the answer: the object, a List, or — when the Accept header asks for it — a meta.k8s.io Table. Codes
 follow upstream: 201 for create, 200/201 for update (201 when it created), 200 for a delete that removed
 the object and 202 for one that only marked it (graceful pod, finalizers, terminating namespace).
+A client that accepts only `application/vnd.kubernetes.protobuf` gets the same answers re-encoded as
+protobuf (protoencode.py), or 406 for one without a protobuf form; every other client gets JSON.
 """
 
 from __future__ import annotations
@@ -480,9 +482,9 @@ class ResourceHandlers:
 def _as_protobuf(response: web.StreamResponse) -> web.StreamResponse:
     """A JSON answer re-encoded as protobuf for a client that accepts nothing else; 406 for an answer
     without a protobuf form (a Table, a kind outside the vendored groups). Other media (logs) stay."""
-    if not isinstance(response, web.Response) or response.content_type != "application/json":
+    if (not isinstance(response, web.Response) or response.content_type != "application/json"
+            or not isinstance(response.body, bytes)):
         return response
-    assert isinstance(response.body, bytes)
     encoded = protoencode.encode_object(json.loads(response.body))
     if encoded is None:
         raise status.not_acceptable()
