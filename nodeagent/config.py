@@ -56,7 +56,10 @@ class KubeletConfig:
     crash_loop_backoff_max: float = 300.0
     image_pull_timeout: float = 120.0
     cluster_domain: str = "cluster.local"
+    # the pods' nameserver under dnsPolicy ClusterFirst: the cluster DNS Service's address, the service CIDR's
+    # tenth (`agent --cluster-dns`; `up` derives it from --service-cidr). Empty: pods fall back to Default.
     cluster_dns: tuple[str, ...] = ()
+    resolv_conf: str = "/etc/resolv.conf"  # the node's resolver config that pods and forwarded names use
     labels: Mapping[str, str] = field(default_factory=dict)  # extra node labels (--node-labels)
     # garbage collection (nodeagent/gc/): upstream's image GC fields and defaults; the container GC's
     # policy is upstream's flags (--minimum-container-ttl-duration, --maximum-dead-containers-per-container,
@@ -106,6 +109,7 @@ _FIELDS: dict[str, tuple[str, _Parser]] = {
     "nodeLeaseDurationSeconds": ("node_lease_duration_seconds", int),
     "clusterDomain": ("cluster_domain", str),
     "clusterDNS": ("cluster_dns", "strings"),
+    "resolvConf": ("resolv_conf", str),
     "runtimeRequestTimeout": ("image_pull_timeout", "duration"),
     "imageGCHighThresholdPercent": ("image_gc_high_threshold_percent", int),
     "imageGCLowThresholdPercent": ("image_gc_low_threshold_percent", int),
@@ -191,6 +195,13 @@ def validate(config: KubeletConfig) -> KubeletConfig:
             ipaddress.ip_address(config.node_ip)
         except ValueError as exc:
             raise ConfigError(f"nodeIP: {exc}") from None
+    for address in config.cluster_dns:
+        try:
+            ipaddress.ip_address(address)
+        except ValueError as exc:
+            raise ConfigError(f"clusterDNS: {exc}") from None
+    if config.cluster_domain and not re.fullmatch(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", config.cluster_domain):
+        raise ConfigError(f"clusterDomain: {config.cluster_domain!r} is not a valid DNS-1123 subdomain")
     if len(config.pod_bridge) > 15 or not config.pod_bridge:
         raise ConfigError("podBridge: an interface name of 1 to 15 characters")
     if config.max_pods < 1:

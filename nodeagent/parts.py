@@ -72,6 +72,7 @@ from nodeagent.runtime.backoff import Backoff
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.downward import NodeFacts
 from nodeagent.runtime.interface import Runtime
+from nodeagent.runtime.pod_files import DNSSettings
 from nodeagent.runtime.service_env import ServicesNotSynced, enable_service_links, service_env_map
 from nodeagent.runtime.types import SandboxState, SandboxStatus
 from nodeagent.server import KubeletServer
@@ -312,7 +313,9 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     syncer = PodSyncer(runtime, network, _Objects(client), pods_dir=config.pods_dir, recorder=recorder,
                        hooks=HookRunner(runtime), backoff=backoff, node_facts=lambda: node_facts,
                        extra_labels=extra_labels, hostports=hostports,
-                       service_env=lambda pod: sources.service_env(pod))
+                       service_env=lambda pod: sources.service_env(pod),
+                       dns=DNSSettings(cluster_dns=config.cluster_dns, cluster_domain=config.cluster_domain,
+                                       resolv_conf=config.resolv_conf))
     workers: PodWorkers  # bound below; the PLEG's events reach the workers only once it is started
 
     def wake(uid: str, events: tuple[PodLifecycleEvent, ...]) -> None:

@@ -186,6 +186,7 @@ class PodSyncer:
                  node_facts: Callable[[], NodeFacts] = NodeFacts, extra_labels: Mapping[str, str] | None = None,
                  hostports: Hostports | None = None,
                  service_env: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = None,
+                 dns: pod_files.DNSSettings = pod_files.NO_CLUSTER_DNS,
                  clock: Callable[[], float] = time.time) -> None:
         self.runtime = runtime
         self.network = network
@@ -202,6 +203,7 @@ class PodSyncer:
         self.hostports = hostports
         # pod → its Service variables (service_env.py); raises ServicesNotSynced before the first list
         self.service_env = service_env
+        self.dns = dns  # the pods' resolv.conf and hosts file (pod_files.py)
         self.clock = clock
         self._lock = threading.Lock()
 
@@ -391,7 +393,8 @@ class PodSyncer:
         try:
             volumes = pod_volumes.setup(pod, self.getter, pods_dir=self.pods_dir, pod_ips=pod_ips,
                                         node=self.node_facts())
-            pod_files.write_pod_files(directory, pod, pod_ips)
+            for reason, message in pod_files.write_pod_files(directory, pod, pod_ips, dns=self.dns):
+                self._event(pod, "Warning", reason, message)
         except (pod_volumes.VolumeError, OSError) as exc:
             steps.append(StepResult("SetupVolumes", uid, "FailedMount", str(exc)))
             self._event(pod, "Warning", "FailedMount", str(exc))

@@ -11,6 +11,7 @@ import click
 from control.util.version import KUBERNETES_VERSION, SLIMKUBE_VERSION
 
 DEFAULT_DATA_DIR = "/var/lib/slimkube"
+DEFAULT_SERVICE_CIDR = "10.96.0.0/12"  # the server's default; an agent's cluster DNS is its tenth address
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -275,17 +276,39 @@ def _kubelet_options(command):  # the flags `agent` and `up` share, mapped to Ku
         click.option("--pod-cidr", help="This node's pod CIDR [default: the Node's spec.podCIDR; for up, the "
                      "cluster CIDR's first /24]."),
         click.option("--node-ip", help="The InternalIP to report [default: the address routing to the server]."),
+        click.option("--cluster-dns", help="Comma-separated cluster DNS addresses pods get under dnsPolicy "
+                     "ClusterFirst [default: the service CIDR's tenth address, 10.96.0.10]."),
+        click.option("--cluster-domain", help="The cluster's DNS domain [default: cluster.local]."),
+        click.option("--serve-dns/--no-serve-dns", default=True, show_default=True,
+                     help="Run this node's cluster DNS server on its InternalIP, port 53."),
         click.option("-v", "--verbose", is_flag=True, help="Log at debug level."),
     ]):
         command = option(command)
     return command
 
 
-def _make_kubelet(config, client_config):
+def _make_kubelet(config, client_config, *, serve_dns: bool = False, tag: str = "agent"):
+    """The kubelet, with this node's cluster DNS beside it unless --no-serve-dns (slimkube/nodedns.py)."""
     from control.client.rest import RESTClient
     from nodeagent.kubelet import Kubelet
+    from slimkube.nodedns import with_dns
 
-    return Kubelet(config, RESTClient(client_config, user_agent=f"slimkube-kubelet/{config.node_name}"))
+    kubelet = Kubelet(config, RESTClient(client_config, user_agent=f"slimkube-kubelet/{config.node_name}"))
+    return with_dns(kubelet, config, client_config, say=_say, tag=tag) if serve_dns else kubelet
+
+
+def _dns_overrides(cluster_dns: str | None, cluster_domain: str | None) -> dict[str, object]:
+    return {"cluster_dns": tuple(a.strip() for a in cluster_dns.split(",") if a.strip()) if cluster_dns else None,
+            "cluster_domain": cluster_domain}
+
+
+def _with_default_cluster_dns(config, service_cidr: str):  # -> KubeletConfig
+    """No clusterDNS from the file or flags: the service CIDR's tenth address, where bootstrap puts kube-dns."""
+    import dataclasses
+
+    from control.apiserver.bootstrap import cluster_dns_ip
+
+    return config if config.cluster_dns else dataclasses.replace(config, cluster_dns=(cluster_dns_ip(service_cidr),))
 
 
 def _check_credentials(kubeconfig: str | None, server: str | None, token: str | None, ca_file: str | None) -> None:
@@ -330,7 +353,8 @@ def _client_config(kubeconfig: str | None, server: str | None, token: str | None
 @_kubelet_options
 def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig: str | None, data_dir: str | None,
           kubelet_port: int | None, cluster_cidr: str | None, config_file: str | None, node_name: str | None,
-          pod_cidr: str | None, node_ip: str | None, verbose: bool) -> None:
+          pod_cidr: str | None, node_ip: str | None, cluster_dns: str | None, cluster_domain: str | None,
+          serve_dns: bool, verbose: bool) -> None:
     """Run a kubelet on this host that joins the cluster at --server (or --kubeconfig) until SIGINT/SIGTERM.
 
     With a K10 token the agent checks the server's CA (GET /cacerts) against the token's hash before it sends
@@ -343,13 +367,16 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
 
     _check_credentials(kubeconfig, server, token, ca_file)
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, pod_cidr=pod_cidr,
-                             node_ip=node_ip, port=kubelet_port, cluster_cidr=cluster_cidr)
+                             node_ip=node_ip, port=kubelet_port, cluster_cidr=cluster_cidr,
+                             **_dns_overrides(cluster_dns, cluster_domain))
+    config = _with_default_cluster_dns(config, DEFAULT_SERVICE_CIDR)
     _logging(verbose)
     client_config = _client_config(kubeconfig, server, token, ca_file, data_dir=config.data_dir, tag="agent")
     try:
         with NodeLock(config.data_dir) as lock, StopOnSignal() as signals:
             lock.acquire(what="starting another agent")
-            run_kubelet(_make_kubelet(config, client_config), signals.event, say=_say, tag="agent",
+            run_kubelet(_make_kubelet(config, client_config, serve_dns=serve_dns), signals.event, say=_say,
+                        tag="agent",
                         on_registered=sdnotify.ready, on_stopping=sdnotify.stopping)
     except (LockHeld, NodeError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -394,7 +421,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
        kubelet_port: int | None, node_count: int, nodes_cidr: str, disable: str, node_monitor_grace_period: str,
        resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
        scheduler_config: str | None, scheduler_bind_address: str, scheduler_port: int, config_file: str | None,
-       node_name: str | None, pod_cidr: str | None, node_ip: str | None, verbose: bool) -> None:
+       node_name: str | None, pod_cidr: str | None, node_ip: str | None, cluster_dns: str | None,
+       cluster_domain: str | None, serve_dns: bool, verbose: bool) -> None:
     """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
     Prints progress, then the admin kubeconfig path once the node is Ready. Ctrl-C stops them; the pods keep
@@ -432,7 +460,9 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     scheduler = _scheduler_settings(scheduler_config, scheduler_bind_address, scheduler_port)
     config_file = _default_kubelet_config_file(data_dir, config_file)
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, node_ip=node_ip,
-                             port=kubelet_port, cluster_cidr=cluster_cidr, pod_cidr=pod_cidr)
+                             port=kubelet_port, cluster_cidr=cluster_cidr, pod_cidr=pod_cidr,
+                             **_dns_overrides(cluster_dns, cluster_domain))
+    config = _with_default_cluster_dns(config, service_cidr)
     if not config.pod_cidr:  # one node: it takes the first /24 (no node IPAM controller to hand one out)
         config = dataclasses.replace(config, pod_cidr=default_pod_cidr(config.cluster_cidr))
     plan = _nodes_plan(node_count, nodes_cidr, config, data_dir=data_dir, bind_address=bind_address)
@@ -461,7 +491,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
 
         assert plan is not None
         join = Join(server=f"https://{plan.host_ip}:{api.port}", token=api.node_token,
-                    cluster_cidr=config.cluster_cidr)
+                    cluster_cidr=config.cluster_cidr, cluster_dns=",".join(config.cluster_dns),
+                    cluster_domain=config.cluster_domain, serve_dns=serve_dns)
         return node_group(data_dir, plan, join, say=_say)
 
     try:
@@ -470,7 +501,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
             _say(f"[up] data dir {data_dir}; node {config.node_name}, pod CIDR {config.pod_cidr}")
             if plan is not None:
                 _start_node_network(data_dir, plan)
-            run_up(server_config, lambda client_config: _make_kubelet(config, client_config), join=join_local,
+            run_up(server_config, lambda client_config: _make_kubelet(config, client_config, serve_dns=serve_dns,
+                                                                      tag="up"), join=join_local,
                    signals=signals, say=_say, make_proxy=lambda client: ProxyServer(proxy_config, client),
                    make_nodes=make_nodes if plan is not None else None, disable=disabled,
                    settings=settings, scheduler=scheduler)

@@ -56,6 +56,9 @@ class Join:
     server: str
     token: str
     cluster_cidr: str
+    cluster_dns: str = ""  # comma-separated, as `agent --cluster-dns`; "" = the agent's default
+    cluster_domain: str = ""
+    serve_dns: bool = True
 
 
 def launcher(data_dir: str, join: Join, *, say: Say, python: str = sys.executable) -> Launch:
@@ -65,7 +68,9 @@ def launcher(data_dir: str, join: Join, *, say: Say, python: str = sys.executabl
     def launch(node: nodes.NodeSpec, role: str) -> Child:
         if role == "agent":
             argv = nodes.agent_argv(node, python=python, server=join.server, token=join.token,
-                                    cluster_cidr=join.cluster_cidr, config_file=kubelet_yaml)
+                                    cluster_cidr=join.cluster_cidr, config_file=kubelet_yaml,
+                                    cluster_dns=join.cluster_dns, cluster_domain=join.cluster_domain,
+                                    serve_dns=join.serve_dns)
         else:
             argv = nodes.proxy_argv(node, python=python, server=join.server, token=join.token,
                                     cluster_cidr=join.cluster_cidr, config_file=proxy_yaml)

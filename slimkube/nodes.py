@@ -135,12 +135,15 @@ def server_url(plan: NodesPlan, port: int) -> str:
 
 
 def agent_argv(node: NodeSpec, *, python: str, server: str, token: str, cluster_cidr: str,
-               config_file: str | None) -> list[str]:
+               config_file: str | None, cluster_dns: str = "", cluster_domain: str = "",
+               serve_dns: bool = True) -> list[str]:
     """`slimkube agent` for `node`, exactly as a worker host joins (`--server URL --token TOKEN`: the CA
     fetched from /cacerts is checked against the token's hash, then the token sent)."""
     argv = [python, "-m", "slimkube.cli", "agent", "--server", server, "--token", token, "--node-name", node.name,
             "--node-ip", node.node_ip, "--pod-cidr", node.pod_cidr, "--cluster-cidr", cluster_cidr,
             "--data-dir", node.data_dir]
+    argv += (["--cluster-dns", cluster_dns] if cluster_dns else []) + \
+        (["--cluster-domain", cluster_domain] if cluster_domain else []) + ([] if serve_dns else ["--no-serve-dns"])
     return argv + (["--config", config_file] if config_file else [])
 
 

@@ -8,11 +8,20 @@ system PriorityClasses (system-node-critical, system-cluster-critical), the `kub
 first service IP, and allocator reservations matching the Services actually stored (a crash between
 reservation and write leaks one; repair drops it), and an APIService per local group-version
 (autoregister.py).
+
+Also the `kube-system/kube-dns` Service on the service CIDR's tenth address (k3s and kubeadm: 10.96.0.10,
+what kubelets' `clusterDNS` names), ports 53/UDP `dns`, 53/TCP `dns-tcp`, 9153/TCP `metrics` and the labels
+of upstream's CoreDNS manifest. Departure: it has no selector and `internalTrafficPolicy: Local`, because the
+DNS servers are not pods but run beside each node's kubelet and each writes its own EndpointSlice
+(clusterdns/registration.py). Made only when missing and the address is free (a Service from before may
+hold it; then it says so in the log and the cluster has no DNS Service until that one goes).
 """
 
 from __future__ import annotations
 
 import copy
+import ipaddress
+import logging
 from typing import Any
 
 from control.api.priority import SYSTEM_PRIORITY_CLASSES
@@ -22,6 +31,8 @@ from control.apiserver.registry import Registry
 from control.apiserver.resources import Resource, by_path
 from control.apiserver.status import APIError
 from control.apiserver.strategies.services import ServiceStrategy
+
+log = logging.getLogger(__name__)
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACES = by_path("", "v1", "namespaces")
@@ -36,6 +47,25 @@ def _create_unless_exists(registry: Registry, resource: Resource, namespace: str
     except APIError as exc:
         if exc.code != 409:
             raise
+
+
+def cluster_dns_ip(service_cidr: str) -> str:
+    """The service CIDR's tenth address: the cluster DNS Service's (10.96.0.10 for 10.96.0.0/12)."""
+    return str(ipaddress.ip_network(service_cidr, strict=True).network_address + 10)
+
+
+def kube_dns_service(cluster_ip: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "kube-dns", "namespace": "kube-system",
+                     "labels": {"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true",
+                                "kubernetes.io/name": "CoreDNS"},
+                     "annotations": {"prometheus.io/port": "9153", "prometheus.io/scrape": "true"}},
+        "spec": {"clusterIP": cluster_ip, "type": "ClusterIP", "sessionAffinity": "None",
+                 "internalTrafficPolicy": "Local",
+                 "ports": [{"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+                           {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53},
+                           {"name": "metrics", "port": 9153, "protocol": "TCP", "targetPort": 9153}]},
+    }
 
 
 def bootstrap(registry: Registry, *, api_port: int) -> None:
@@ -57,4 +87,11 @@ def bootstrap(registry: Registry, *, api_port: int) -> None:
                      "sessionAffinity": "None",
                      "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": api_port}]},
         })
+    if registry.get(SERVICES, "kube-system", "kube-dns") is None:
+        dns_ip = cluster_dns_ip(str(services.allocations.ips.network))
+        try:
+            registry.create(SERVICES, "kube-system", kube_dns_service(dns_ip))
+        except APIError as exc:
+            if exc.code != 409:
+                log.warning("no kube-system/kube-dns Service on %s: %s", dns_ip, exc)
     autoregister.register(registry, discovery.group_versions(), now=format_timestamp(registry.clock()))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("slimkube", "control", "nodeagent", "proxy")
+PACKAGES = ("slimkube", "control", "nodeagent", "proxy", "clusterdns")
 
 
 def _lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
@@ -43,6 +43,8 @@ def copy_of_tree(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("module,added,message", [
     pytest.param("proxy/model.py", "from nodeagent import pleg", "proxy is not allowed to import nodeagent",
                  id="component-imports-component"),
+    pytest.param("clusterdns/records.py", "import nodeagent.pleg", "clusterdns is not allowed to import nodeagent",
+                 id="dns-imports-kubelet"),
     pytest.param("nodeagent/pleg.py", "import control.apiserver.registry",
                  "nodeagent is not allowed to import control.apiserver", id="kubelet-imports-apiserver"),
     pytest.param("control/client/rest.py", "from control.controllers import manager",

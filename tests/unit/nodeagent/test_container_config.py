@@ -8,6 +8,7 @@ import stat
 
 import pytest
 
+from control.util.resolvconf import ResolvConf
 from nodeagent.runtime import labels as L
 from nodeagent.runtime.container_config import (
     build_container_config,
@@ -19,8 +20,10 @@ from nodeagent.runtime.container_config import (
 from nodeagent.runtime.docker import DockerRuntime, docker_create_args, resource_kwargs, security_kwargs
 from nodeagent.runtime.interface import Mount
 from nodeagent.runtime.pod_files import (
+    DNSSettings,
     ensure_termination_log,
     hosts_content,
+    pod_dns_config,
     pod_hostname,
     resolv_conf_content,
     write_pod_files,
@@ -161,27 +164,70 @@ def test_hosts_content():
     assert pod_hostname({"metadata": {"name": "a" * 62 + "-b-c"}}) == ("a" * 62, "")
 
 
-@pytest.mark.parametrize(("spec", "node", "expected"), [
-    pytest.param({}, "nameserver 127.0.0.53\nnameserver 10.0.0.2\nsearch corp\noptions edns0\n",
-                 "nameserver 10.0.0.2\nsearch corp\noptions edns0\n", id="loopback-dropped"),
+NODE_RESOLV = "nameserver 127.0.0.53\nnameserver 10.0.0.2\nsearch corp.example lab.\noptions edns0 ndots:1\n"
+CLUSTER = DNSSettings(cluster_dns=("10.96.0.10",), cluster_domain="cluster.local")
+CLUSTER_SEARCH = "search ns.svc.cluster.local svc.cluster.local cluster.local corp.example lab\n"
+
+
+@pytest.mark.parametrize(("spec", "settings", "expected"), [
+    pytest.param({}, CLUSTER, "nameserver 10.96.0.10\n" + CLUSTER_SEARCH + "options ndots:5\n",
+                 id="cluster-first-default"),
+    pytest.param({"dnsPolicy": "ClusterFirst"}, DNSSettings(cluster_dns=("10.96.0.10", "10.96.0.11"),
+                                                            cluster_domain="corp.k8s"),
+                 "nameserver 10.96.0.10\nnameserver 10.96.0.11\nsearch ns.svc.corp.k8s svc.corp.k8s corp.k8s "
+                 "corp.example lab\noptions ndots:5\n", id="cluster-first-other-domain"),
+    pytest.param({"dnsPolicy": "ClusterFirst", "hostNetwork": True}, CLUSTER,
+                 "nameserver 127.0.0.53\nnameserver 10.0.0.2\nsearch corp.example lab\noptions edns0 ndots:1\n",
+                 id="cluster-first-host-network-falls-back-to-default"),
+    pytest.param({"dnsPolicy": "ClusterFirstWithHostNet", "hostNetwork": True}, CLUSTER,
+                 "nameserver 10.96.0.10\n" + CLUSTER_SEARCH + "options ndots:5\n", id="with-host-net"),
+    pytest.param({"dnsPolicy": "ClusterFirstWithHostNet"}, CLUSTER,
+                 "nameserver 10.96.0.10\n" + CLUSTER_SEARCH + "options ndots:5\n", id="with-host-net-pod-network"),
+    pytest.param({"dnsPolicy": "Default"}, CLUSTER,
+                 "nameserver 10.0.0.2\nsearch corp.example lab\noptions edns0 ndots:1\n",
+                 id="default-loopback-dropped"),
     pytest.param({"dnsPolicy": "None", "dnsConfig": {"nameservers": ["1.1.1.1"], "searches": ["x"],
-                                                     "options": [{"name": "ndots", "value": "2"}]}},
-                 "nameserver 10.0.0.2\n", "nameserver 1.1.1.1\nsearch x\noptions ndots:2\n", id="none"),
+                                                     "options": [{"name": "ndots", "value": "2"}]}}, CLUSTER,
+                 "nameserver 1.1.1.1\nsearch x\noptions ndots:2\n", id="none"),
+    pytest.param({"dnsConfig": {"nameservers": ["1.1.1.1", "10.96.0.10"], "searches": ["ns.svc.cluster.local", "y"],
+                                "options": [{"name": "ndots", "value": "2"}, {"name": "single-request"}]}}, CLUSTER,
+                 "nameserver 10.96.0.10\nnameserver 1.1.1.1\n" + CLUSTER_SEARCH.rstrip("\n") + " y\n"
+                 "options ndots:2 single-request\n", id="cluster-first-merged-dns-config"),
     pytest.param({"dnsConfig": {"nameservers": ["1.1.1.1"], "options": [{"name": "ndots", "value": "5"}]}},
-                 "# c\nnameserver 10.0.0.2\noptions ndots:1 rotate\n",
-                 "nameserver 10.0.0.2\nnameserver 1.1.1.1\noptions rotate ndots:5\n", id="merged"),
+                 DNSSettings(), "nameserver 10.0.0.2\nnameserver 1.1.1.1\nsearch corp.example lab\n"
+                 "options edns0 ndots:5\n", id="no-cluster-dns-falls-back-to-default"),
 ])
-def test_resolv_conf(spec, node, expected):
-    assert resolv_conf_content({"spec": spec}, node) == expected
+def test_resolv_conf(spec, settings, expected):
+    assert resolv_conf_content({"metadata": {"namespace": "ns"}, "spec": spec}, NODE_RESOLV, settings) == expected
+
+
+def test_dns_warnings_and_limits():
+    pod = {"metadata": {"namespace": "ns"}, "spec": {"dnsPolicy": "None", "dnsConfig": {
+        "nameservers": ["1.1.1.1", "1.1.1.2", "1.1.1.3", "1.1.1.4"], "searches": [f"d{i}.example" for i in range(40)]}}}
+    config, warnings = pod_dns_config(pod, ResolvConf(), CLUSTER)
+    assert config.nameservers == ("1.1.1.1", "1.1.1.2", "1.1.1.3") and len(config.searches) == 32
+    assert [reason for reason, _ in warnings] == ["DNSConfigForming", "DNSConfigForming"]
+    assert warnings[0][1].endswith("the applied nameserver line is: 1.1.1.1 1.1.1.2 1.1.1.3")
+    long = {"metadata": {"namespace": "ns"}, "spec": {"dnsPolicy": "None", "dnsConfig": {
+        "searches": ["a" * 60 + f".d{i}.example" for i in range(30)]}}}
+    config, _ = pod_dns_config(long, ResolvConf(), CLUSTER)
+    assert len(" ".join(config.searches)) <= 2048 and config.searches[-1].endswith(".example")
+    _, missing = pod_dns_config({"metadata": {}, "spec": {}}, ResolvConf(), DNSSettings())
+    assert missing == [("MissingClusterDNS", 'kubelet does not have ClusterDNS IP configured and cannot create Pod '
+                                             'using "ClusterFirst" policy. Falling back to "Default" policy.')]
 
 
 def test_pod_files_on_disk(tmp_path):
     node_resolv = tmp_path / "node-resolv"
     node_resolv.write_text("nameserver 10.9.9.9\n")
     pod_dir = tmp_path / "pod"
-    write_pod_files(pod_dir, POD, ["10.244.1.2"], node_resolv_file=str(node_resolv))
+    warnings = write_pod_files(pod_dir, POD, ["10.244.1.2"], dns=DNSSettings(resolv_conf=str(node_resolv)))
     assert (pod_dir / "etc-hosts").read_text().endswith("10.244.1.2\tweb\n")
     assert (pod_dir / "resolv.conf").read_text() == "nameserver 10.9.9.9\n"
+    assert [reason for reason, _ in warnings] == ["MissingClusterDNS"]
+    write_pod_files(pod_dir, POD, ["10.244.1.2"], dns=DNSSettings(cluster_dns=("10.96.0.10",),
+                                                                  resolv_conf=str(node_resolv)))
+    assert (pod_dir / "resolv.conf").read_text().startswith("nameserver 10.96.0.10\nsearch ")
     assert stat.S_IMODE(os.stat(pod_dir / "etc-hosts").st_mode) == 0o644
     path = ensure_termination_log(pod_dir, "app", 2)
     assert path == str(pod_dir / "containers" / "app" / "2") and stat.S_IMODE(os.stat(path).st_mode) == 0o666

@@ -69,6 +69,10 @@ def test_agents_and_proxies_join_with_server_and_token_inside_their_namespace():
                      "--server", "https://10.250.0.1:6443", "--token", "K10abc::node:pw", "--node-name", "host-2",
                      "--node-ip", "10.250.0.2", "--pod-cidr", "10.244.1.0/24", "--cluster-cidr", "10.244.0.0/16",
                      "--data-dir", "/d/nodes/host-2", "--config", "/d/nodes/kubelet.yaml"]
+    with_dns = nodes.agent_argv(node, python="py", server="https://s:1", token="t", cluster_cidr="10.244.0.0/16",
+                                config_file=None, cluster_dns="10.100.0.10", cluster_domain="corp.k8s",
+                                serve_dns=False)
+    assert with_dns[-5:] == ["--cluster-dns", "10.100.0.10", "--cluster-domain", "corp.k8s", "--no-serve-dns"]
     proxy = nodes.proxy_argv(node, python="py", server="https://s:1", token="t", cluster_cidr="10.244.0.0/16",
                              config_file=None)
     assert proxy == ["py", "-m", "slimkube.cli", "proxy", "--server", "https://s:1", "--token", "t",
