@@ -92,34 +92,46 @@ def item_element(schema: Schema, t: Type, item: Any) -> str:
         elif key in KEY_DEFAULTS:
             keys[key] = KEY_DEFAULTS[key]
         else:
-            raise FieldSetError(f"associative list with keys has an element that omits key field {key!r} "
+            raise FieldSetError(f"associative list with keys has an element that omits key field {json.dumps(key)} "
                                 "(and doesn't have default value)")
     return "k:" + _json(keys)
 
 
-def _items(schema: Schema, t: Type, values: Any, *, unique: bool = False) -> dict[str, Any]:
-    """A set's or keyed list's elements by path element; of duplicates the first is kept, or with `unique`
-    (an applied configuration) they are refused."""
+def _items(schema: Schema, t: Type, values: Any, *, strict: bool = False, path: Path = ()) -> dict[str, Any]:
+    """A set's or keyed list's elements by path element; of duplicates the first is kept, or with `strict`
+    (an applied configuration) they are refused with upstream's validation message."""
     items: dict[str, Any] = {}
-    for item in values or []:
-        pe = item_element(schema, t, item)
-        if unique and pe in items:
-            raise FieldSetError(f"duplicate entries for key {path_string((pe,))}")
+    for index, item in enumerate(values or []):
+        try:
+            pe = item_element(schema, t, item)
+        except FieldSetError as exc:
+            raise FieldSetError(_at(path, f"element {index}: {exc}")) from None
+        if strict and pe in items:
+            raise FieldSetError(_at(path, f"duplicate entries for key {path_string((pe,))}"))
         items.setdefault(pe, item)
     return items
 
 
+def _at(path: Path, message: str) -> str:
+    """typed.ValidationError: the path, then the message."""
+    return f"{path_string(path)}: {message}" if path else message
+
+
 # --- ToFieldSet -----------------------------------------------------------------------------------
 
-def to_field_set(schema: Schema, t: Type, value: Any, *, unique: bool = False) -> set[Path]:
-    """The fields `value` sets: what an applier of `value` owns. With `unique` (an applied configuration)
-    two elements of a list with the same key are an error, as upstream's typed conversion makes them."""
+def to_field_set(schema: Schema, t: Type, value: Any, *, strict: bool = False) -> set[Path]:
+    """The fields `value` sets: what an applier of `value` owns. With `strict` (an applied configuration)
+    two elements of a list with the same key and a field its struct does not declare are errors, as
+    upstream's typed conversion of the configuration makes them."""
     out: set[Path] = set()
-    _to_set(schema, t, value, (), out, unique)
+    _to_set(schema, t, value, (), out, strict)
     return out
 
 
-def _to_set(schema: Schema, t: Type, value: Any, path: Path, out: set[Path], unique: bool = False) -> None:
+_TYPE_META = frozenset({"apiVersion", "kind"})  # declared on every kind's root, absent from its proto message
+
+
+def _to_set(schema: Schema, t: Type, value: Any, path: Path, out: set[Path], strict: bool = False) -> None:
     """typed/tofieldset.go: an empty non-atomic map or list is not a member of itself (its parent field adds
     it when it is an empty object or null)."""
     if value is None:
@@ -133,13 +145,15 @@ def _to_set(schema: Schema, t: Type, value: Any, path: Path, out: set[Path], uni
         return
     if isinstance(value, list):
         element = schema.element(t)
-        for pe, item in _items(schema, t, value, unique=unique).items():
-            _to_set(schema, element, item, (*path, pe), out, unique)
+        for pe, item in _items(schema, t, value, strict=strict, path=path).items():
+            _to_set(schema, element, item, (*path, pe), out, strict)
             out.add((*path, pe))
         return
     for key, item in value.items():
         child, declared = _child(schema, t, key, item)
-        _to_set(schema, child, item, (*path, "f:" + key), out, unique)
+        if strict and not declared and t.shape == "struct" and not (not path and key in _TYPE_META):
+            raise FieldSetError(_at((*path, "f:" + key), "field not declared in schema"))
+        _to_set(schema, child, item, (*path, "f:" + key), out, strict)
         if item is None or item == {} or not declared:
             out.add((*path, "f:" + key))
 
@@ -235,7 +249,7 @@ def _merge_list(schema: Schema, t: Type, lhs: list, rhs: list) -> list:
     element = schema.element(t)
     left = [(item_element(schema, t, item), item) for item in lhs]
     right = [(item_element(schema, t, item), item) for item in rhs]
-    right_items = _items(schema, t, rhs, unique=True)
+    right_items = _items(schema, t, rhs, strict=True)
     left_items = dict(reversed(left))
     shared = [pe for pe, _ in right if pe in left_items]
     out: list[Any] = []

@@ -121,7 +121,13 @@ class ApplyConflict(Exception):
 
 
 class ApplyError(ValueError):
-    """An apply request the server refuses with a 400 (a configuration that does not fit the kind)."""
+    """An apply request the server refuses: `code` 400 for a malformed request, 500 (upstream answers a
+    configuration that does not fit the kind's schema with a plain error, which becomes a 500 Status with
+    no reason) for "failed to create typed patch object"."""
+
+    def __init__(self, message: str, *, code: int = 400) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 # --- encoding -------------------------------------------------------------------------------------
@@ -255,7 +261,7 @@ def update(live: dict[str, Any] | None, new: dict[str, Any], ctx: Context, *, ma
         return result
     others = _updated_others(managed, comparison, ctx, me=None, force=True)
     mine = _without(comparison.changed(), ctx.reset) - STRIPPED
-    key = Manager(manager, "Update", ctx.api_version, ctx.subresource)
+    key = Manager(manager or "unknown", "Update", ctx.api_version, ctx.subresource)  # buildmanagerinfo.go
     if mine:
         previous = others.get(key)
         others[key] = Owned(mine | (previous.fields if previous else set()), ctx.api_version, _time(now))
@@ -291,7 +297,7 @@ def apply(live: dict[str, Any] | None, config: dict[str, Any], ctx: Context, *, 
                 raise ApplyConflict(left) from None
             new, result = _apply(base, config, managed, ctx, manager=manager, force=True, now=now)
     except FieldSetError as exc:
-        raise ApplyError(f"failed to create typed patch object: {exc}") from None
+        raise ApplyError(f"failed to create typed patch object ({_gvknn(config, ctx)}): {exc}", code=500) from None
     if manager == KUBECTL_APPLY and LAST_APPLIED in (((live or {}).get("metadata") or {}).get("annotations") or {}):
         new.setdefault("metadata", {}).setdefault("annotations", {})[LAST_APPLIED] = _last_applied_value(config)
     _set_entries(new, result)
@@ -305,9 +311,9 @@ def _apply(live: dict[str, Any], config: dict[str, Any], managed: Managed, ctx: 
     """merge/update.go Updater.Apply plus the manager bookkeeping around it."""
     key = Manager(manager, "Apply", "", ctx.subresource)
     stripped_live = _strip(live)
-    merged = fieldset.merge(ctx.schema, ctx.type, stripped_live, _strip(config))
-    applied = _without(fieldset.to_field_set(ctx.schema, ctx.type, _strip(config), unique=True),
+    applied = _without(fieldset.to_field_set(ctx.schema, ctx.type, _strip(config), strict=True),
                        ctx.reset) - STRIPPED
+    merged = fieldset.merge(ctx.schema, ctx.type, stripped_live, _strip(config))
     previous = managed.get(key)
     managers = {k: Owned(set(v.fields), v.api_version, v.time) for k, v in managed.items()}
     managers[key] = Owned(applied, ctx.api_version, previous.time if previous else None)
@@ -376,6 +382,15 @@ def _restore(live: dict[str, Any], merged: dict[str, Any]) -> dict[str, Any]:
     if entries is not None:
         result["metadata"]["managedFields"] = entries
     return result
+
+
+def _gvknn(config: dict[str, Any], ctx: Context) -> str:
+    """upstream objectGVKNN: `namespace/name; group/version, Kind=kind` of the configuration."""
+    metadata = config.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
+    group, _, version = ctx.api_version.rpartition("/")
+    return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}; {group}/{version}, Kind={config.get('kind')}"
 
 
 def _gvk(obj: dict[str, Any], ctx: Context) -> tuple[str, str]:

@@ -18,7 +18,9 @@ A watch is a chunked HTTP response of JSON lines `{"type": ..., "object": ...}`.
   buffered without bound.
 
 Serialising an event is the costly part with many watchers, so the JSON line of a plain event is cached
-per (revision, key, type): 100 watchers of the same change encode it once.
+per (revision, key, type): 100 watchers of the same change encode it once. A watcher without selectors
+of a kind without decoration does not decode the event at all: its line is the stored bytes spliced into
+the event envelope (registry.with_revision); other watchers share one decoded object per event.
 """
 
 from __future__ import annotations
@@ -27,17 +29,19 @@ import asyncio
 import collections
 import logging
 import random
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import Counter
 
+from control.apimachinery.meta import deep_copy
 from control.apiserver import status, tables
-from control.apiserver.jsonwire import encode_json
-from control.apiserver.registry import Registry, decode
+from control.apiserver.jsonwire import encode_json, wire
+from control.apiserver.registry import Registry, decode, with_revision
 from control.apiserver.request import Target
-from control.apiserver.resources import storage_prefix
+from control.apiserver.resources import Resource, storage_prefix
 from control.apiserver.selection import Filter
 from control.apiserver.watchcache import TooOld, WatchCache
 from control.storage.interface import Event, EventType, StorageError
@@ -49,20 +53,42 @@ _LINE_CACHE_SIZE = 4096
 
 
 class EventLines:
-    """Encoded watch lines shared by every watcher of one server."""
+    """Encoded watch lines and decoded events shared by every watcher of one server (the loop's only)."""
 
     def __init__(self) -> None:
         self._lines: collections.OrderedDict[tuple[int, str, str], bytes] = collections.OrderedDict()
+        self._objects: collections.OrderedDict[tuple[int, str, bool], dict[str, Any]] = collections.OrderedDict()
 
     def line(self, revision: int, key: str, kind: str, obj: dict[str, Any]) -> bytes:
+        return self._line(revision, key, kind, lambda: encode_line(kind, obj))
+
+    def raw_line(self, resource: Resource, event: Event, kind: str) -> bytes:
+        """The line of an event whose object is handed out as stored (see the module docstring)."""
+        return self._line(event.revision, event.key, kind, lambda: wire(b'{"type":"%s","object":%s}' % (
+            kind.encode(), with_revision(resource, event.value, event.revision))))
+
+    def _line(self, revision: int, key: str, kind: str, encode: Callable[[], bytes]) -> bytes:
         cache_key = (revision, key, kind)
         line = self._lines.get(cache_key)
         if line is None:
-            line = encode_line(kind, obj)
+            line = encode()
             self._lines[cache_key] = line
             if len(self._lines) > _LINE_CACHE_SIZE:
                 self._lines.popitem(last=False)
         return line
+
+    def decoded(self, event: Event, *, previous: bool = False) -> dict[str, Any]:
+        """The event's object (or its previous one), decoded once for every watcher: read it, never
+        change it."""
+        cache_key = (event.revision, event.key, previous)
+        obj = self._objects.get(cache_key)
+        if obj is None:
+            value = event.prev_value if previous else event.value
+            assert value is not None
+            obj = self._objects[cache_key] = decode(value, event.revision)
+            if len(self._objects) > _LINE_CACHE_SIZE:
+                self._objects.popitem(last=False)
+        return obj
 
 
 def encode_line(kind: str, obj: dict[str, Any]) -> bytes:
@@ -70,17 +96,16 @@ def encode_line(kind: str, obj: dict[str, Any]) -> bytes:
     return encode_json({"type": kind, "object": obj})
 
 
-def _visible(event: Event, flt: Filter) -> tuple[str, dict[str, Any]] | None:
-    """The event this watcher sees, if any (type, object)."""
-    new = decode(event.value, event.revision)
-    if event.type is EventType.DELETED:
-        return ("DELETED", new) if flt.matches(new) else None
-    if event.type is EventType.ADDED or event.prev_value is None:
-        return ("ADDED", new) if flt.matches(new) else None
+def _visible(event: Event, flt: Filter, lines: EventLines) -> tuple[str, dict[str, Any]] | None:
+    """The event this watcher sees, if any (type, object; the object shared: read it only)."""
+    kind = _plain_kind(event)
     if flt.everything:
-        return "MODIFIED", new
+        return kind, lines.decoded(event)
+    new = lines.decoded(event)
+    if kind != "MODIFIED":
+        return (kind, new) if flt.matches(new) else None
     now_matches = flt.matches(new)
-    was_matching = flt.matches(decode(event.prev_value, event.revision))
+    was_matching = flt.matches(lines.decoded(event, previous=True))
     if now_matches and was_matching:
         return "MODIFIED", new
     if now_matches:
@@ -88,6 +113,15 @@ def _visible(event: Event, flt: Filter) -> tuple[str, dict[str, Any]] | None:
     if was_matching:
         return "DELETED", new
     return None
+
+
+def _plain_kind(event: Event) -> str:
+    """The event's type for a watcher that sees both sides of it."""
+    if event.type is EventType.DELETED:
+        return "DELETED"
+    if event.type is EventType.ADDED or event.prev_value is None:
+        return "ADDED"
+    return "MODIFIED"
 
 
 class WatchStream:
@@ -166,6 +200,8 @@ class WatchStream:
         except ConnectionResetError:  # gone before the headers were out: a routine end as below
             log.debug("watch %s: the client disconnected", prefix)
             return response
+        strategy = self.registry.strategy(resource)
+        raw = self.table is None and self.flt.everything and not strategy.decorates
         loop = asyncio.get_running_loop()
         duration = timeout_seconds if timeout_seconds is not None else random.uniform(1800, 3600)
         deadline = loop.time() + duration
@@ -192,11 +228,17 @@ class WatchStream:
                         last_sent = self.cache.progress(subscription)
                         await response.write(self._bookmark(last_sent))
                     continue
-                visible = _visible(event, self.flt)
+                if raw:
+                    await response.write(self.lines.raw_line(resource, event, _plain_kind(event)))
+                    last_sent = event.revision
+                    continue
+                visible = _visible(event, self.flt, self.lines)
                 if visible is None:
                     continue
                 kind, obj = visible
-                self.registry.strategy(resource).decorate(obj)
+                if strategy.decorates:
+                    obj = deep_copy(obj)
+                    strategy.decorate(obj)
                 await response.write(self._encode(kind, obj, revision=event.revision, key=event.key))
                 last_sent = event.revision
         except ConnectionResetError:  # aiohttp's ClientConnectionResetError: the client went away, a routine end

@@ -85,8 +85,11 @@ class Subscription:
         (check `closed`: a closed subscription must end the client's stream)."""
         if self.closed and self._queue.empty():
             return None
+        if not self._queue.empty():  # the common case under load: no timer, no task (wait_for's cost)
+            return self._queue.get_nowait()
         try:
-            return await asyncio.wait_for(self._queue.get(), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: that wraps the get in a task of its own
+                return await self._queue.get()
         except TimeoutError:
             return None
 

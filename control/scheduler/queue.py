@@ -274,11 +274,18 @@ class SchedulingQueue:
                 self._push_active(info)
 
     def _flush_unschedulable_locked(self) -> None:
+        """Requeue the pods unschedulable for too long. A pod enters `_unschedulable` only when absent
+        and with `timestamp` = now, so the dict's order is oldest first: stop at the first pod still
+        young. (`pop` calls this each time; a walk over every pod made each pop O(unschedulable pods),
+        quadratic with thousands pending — bench/RESULTS.md, API server profile.)"""
         now = self._clock.monotonic()
-        for key, info in list(self._unschedulable.items()):
-            if now - info.timestamp > self._max_in_unschedulable:
-                del self._unschedulable[key]
-                self._requeue(info)
+        expired = []
+        for key, info in self._unschedulable.items():
+            if now - info.timestamp <= self._max_in_unschedulable:
+                break
+            expired.append(key)
+        for key in expired:
+            self._requeue(self._unschedulable.pop(key))
 
     def _flush_locked(self) -> None:
         self._flush_backoff_locked()

@@ -86,6 +86,17 @@ def test_apply_twice_creates_then_changes_nothing(kubectl: Kubectl, ns: str) -> 
     assert "managedFields" not in hidden["metadata"]  # kubectl strips them unless asked
 
 
+def test_kubectl_1_20_applies_server_side_too(apiserver: Endpoint, kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    binary = KUBECTLS["1.20"]
+    if not os.access(binary, os.X_OK):
+        unavailable("kubectl 1.20", f"{binary} is missing (install.sh unpacks 1.20)")
+    old = Kubectl(binary, apiserver.kubeconfig, str(tmp_path / "kube-cache-1.20"))
+    for _ in range(2):
+        applied = old.run("apply", "--server-side", "-n", ns, "-f", "-", input=yaml.safe_dump(deployment("old")))
+        assert "deployment.apps/old serverside-applied" in applied.stdout
+    assert ("kubectl", "Apply") in entries(stored(kubectl, ns, "old"))
+
+
 def test_conflicting_manager_is_refused_and_force_takes_over(kubectl: Kubectl, ns: str) -> None:
     kubectl.run("apply", "--server-side", "-n", ns, "-f", "-", input=yaml.safe_dump(deployment("api")))
     other = kubectl.run("apply", "--server-side", "--field-manager=ops", "-n", ns, "-f", "-",
@@ -201,3 +212,13 @@ def test_python_client_create_from_yaml_with_apply(api_client: client.ApiClient,
     forced = v1.patch_namespaced_config_map("py", namespace, body, field_manager="tool", force=True,
                                             _content_type="application/apply-patch+yaml")
     assert forced.data == {"k": "other"}
+
+    # a field the kind does not declare: upstream's typed conversion refuses the whole configuration
+    with pytest.raises(ApiException) as untyped:
+        v1.patch_namespaced_config_map("py", namespace, {**body, "metadata": {"name": "py", "namespace": namespace},
+                                                         "dat": {}},
+                                       field_manager="tool", _content_type="application/apply-patch+yaml")
+    assert untyped.value.status == 500
+    assert json.loads(untyped.value.body)["message"] == (
+        f"failed to create typed patch object ({namespace}/py; /v1, Kind=ConfigMap): .dat: field not declared in "
+        "schema")

@@ -194,6 +194,12 @@ class Strategy:
             for key, zero in self.status_zero_values.items():
                 current.setdefault(key, deep_copy(zero))
 
+    @property
+    def decorates(self) -> bool:
+        """Whether `decorate` can change an object; when not, a read may hand out the stored bytes as
+        they are (registry.with_revision) instead of decoding and re-encoding them."""
+        return bool(self.status_zero_values) or type(self).decorate is not Strategy.decorate
+
     def decorate(self, obj: dict[str, Any]) -> None:
         """Called on every object the store hands out — get, list, watch events (upstream
         genericregistry.Store.Decorator). Fills the status zero values, so an object stored before a rule

@@ -115,9 +115,29 @@ def test_merge_refuses_duplicate_keys_in_the_configuration() -> None:
     with pytest.raises(fieldset.FieldSetError, match="duplicate entries"):
         fieldset.merge(S, POD, containers({"name": "a"}), containers({"name": "a"}, {"name": "a"}))
     with pytest.raises(fieldset.FieldSetError, match="duplicate entries"):
-        fieldset.to_field_set(S, POD, containers({"name": "a"}, {"name": "a"}), unique=True)
-    with pytest.raises(fieldset.FieldSetError, match="omits key field 'name'"):
+        fieldset.to_field_set(S, POD, containers({"name": "a"}, {"name": "a"}), strict=True)
+    with pytest.raises(fieldset.FieldSetError, match='omits key field "name"'):
         fieldset.to_field_set(S, POD, containers({"image": "x"}))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        pytest.param(containers({"name": "a"}, {"name": "a"}),
+                     '.spec.containers: duplicate entries for key [name="a"]', id="duplicate"),
+        pytest.param(containers({"name": "a", "imagee": "x"}),
+                     '.spec.containers[name="a"].imagee: field not declared in schema', id="unknown-field"),
+        pytest.param(containers({"image": "x"}),
+                     ".spec.containers: element 0: associative list with keys has an element that omits key field "
+                     '"name" (and doesn\'t have default value)', id="missing-key"),
+    ],
+)
+def test_strict_field_set_refuses_what_upstream_cannot_type(value: dict[str, Any], message: str) -> None:
+    with pytest.raises(fieldset.FieldSetError) as refused:
+        fieldset.to_field_set(S, POD, {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"x": "y"}}, **value},
+                              strict=True)
+    assert str(refused.value) == message
+    assert fieldset.to_field_set(S, POD, {"metadata": {"annotations": {"free": "keys"}}}, strict=True)
 
 
 def test_remove_items() -> None:

@@ -80,6 +80,11 @@ def test_update_takes_changed_fields_from_others_and_merges_the_same_manager() -
                                                     "f:spec": {"f:replicas": {}}}
 
 
+def test_a_write_without_a_manager_name_is_recorded_as_unknown() -> None:
+    created = mf.update(None, deployment(), DEPLOYMENTS, manager="", now=T0)
+    assert [e["manager"] for e in created["metadata"]["managedFields"]] == ["unknown"]
+
+
 def test_update_that_changes_nothing_leaves_managed_fields_alone() -> None:
     live = stored(mf.update(None, deployment(), DEPLOYMENTS, manager="create", now=T0))
     assert mf.update(live, copy.deepcopy(live), DEPLOYMENTS, manager="other", now=T1) == live

@@ -111,6 +111,22 @@ def test_unschedulable_pods_are_flushed_after_five_minutes() -> None:
     assert _pop_now(queue).pod is pod  # pop flushes as it waits
 
 
+def test_the_flush_moves_exactly_the_pods_unschedulable_for_over_five_minutes() -> None:
+    clock = FakeClock()
+    queue = SchedulingQueue(clock=clock)
+    pods = [make_pod(f"p{i}") for i in range(6)]
+    for pod in pods:  # unschedulable 10 s apart: p0 at 0 s ... p5 at 50 s
+        queue.add(pod)
+        queue.add_unschedulable_if_not_present(_pop_now(queue), queue.scheduling_cycle, unschedulable=True)
+        clock.step(10)
+    clock.step(265)  # now 325 s: p0, p1, p2 waited over 300 s, p3 295 s
+    queue.flush_unschedulable_left_over()
+    assert [queue.where(pod) == UNSCHEDULABLE for pod in pods] == [False] * 3 + [True] * 3
+    clock.step(10)
+    queue.flush_unschedulable_left_over()
+    assert [queue.where(pod) == UNSCHEDULABLE for pod in pods] == [False] * 4 + [True] * 2
+
+
 def test_an_update_of_spec_moves_an_unschedulable_pod_a_status_update_does_not() -> None:
     clock = FakeClock()
     queue = SchedulingQueue(clock=clock)
