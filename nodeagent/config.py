@@ -86,6 +86,11 @@ class KubeletConfig:
     def state_dir(self) -> str:
         return f"{self.data_dir}/kubelet"
 
+    @property
+    def local_path_dir(self) -> str:
+        """Where the built-in local-path provisioner keeps this node's volumes (k3s: <data dir>/storage)."""
+        return f"{self.data_dir}/storage"
+
     def network(self, pod_cidr: str) -> NetworkConfig:
         """The pod network of this node once its podCIDR is known (the kubelet's, and `slimkube down`'s)."""
         return NetworkConfig(pod_cidr=pod_cidr, cluster_cidr=self.cluster_cidr, bridge=self.pod_bridge,

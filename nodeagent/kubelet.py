@@ -83,6 +83,7 @@ class Kubelet:
                                           extra_labels=self.extra_labels)
         parts.pleg.relist()  # adoption: the cache knows every running pod before any worker decides
         parts.pleg.start()
+        self._spawn("local-path-provisioner", parts.local_path.run, self._stop)  # its informers start with the sources'
         parts.sources.start(self._stop)
         self._spawn("node-status", parts.reporter.run, self._stop)
         parts.server.start()

@@ -82,6 +82,7 @@ from nodeagent.stats.provider import StatsProvider
 from nodeagent.status_manager import StatusManager
 from nodeagent.streaming import portforward
 from nodeagent.sync import PodSyncer
+from nodeagent.volumes.local_path import LocalPathProvisioner
 
 log = logging.getLogger(__name__)
 SERVING_CERT_PATH = "/v1-slimkube/serving-kubelet-certificate"  # control/apiserver/kubeletcerts.py
@@ -93,7 +94,8 @@ class KubeletError(RuntimeError):
 
 
 class _Objects:
-    """ObjectGetter over the REST client: ConfigMaps and Secrets for env and volumes."""
+    """ObjectGetter over the REST client: ConfigMaps and Secrets for env and volumes, claims and their
+    volumes for `persistentVolumeClaim` volumes."""
 
     def __init__(self, client: RESTClient) -> None:
         self._client = client
@@ -103,6 +105,12 @@ class _Objects:
 
     def get_secret(self, namespace: str, name: str) -> dict[str, Any]:
         return self._client.get(resource_path("v1", "secrets", namespace=namespace, name=name))
+
+    def get_persistent_volume_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._client.get(resource_path("v1", "persistentvolumeclaims", namespace=namespace, name=name))
+
+    def get_persistent_volume(self, name: str) -> dict[str, Any]:
+        return self._client.get(resource_path("v1", "persistentvolumes", name=name))
 
 
 class PodIPs:
@@ -264,6 +272,7 @@ class KubeletParts:
     pod_cidr: str
     container_gc: ContainerGC
     image_gc: ImageGCManager | None  # None: imageGCHighThresholdPercent 100 turns it off (upstream)
+    local_path: LocalPathProvisioner  # this node's share of the built-in local-path provisioner
 
 
 def connect_docker(config: KubeletConfig) -> docker.APIClient:
@@ -360,9 +369,11 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                            stats=StatsProvider(runtime, node_name=config.node_name, fs_path=config.data_dir,
                                                pods_dir=config.pods_dir, image_fs_path=runtime.image_fs_path))
     container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)
+    local_path = LocalPathProvisioner(client, sources.factory, node_name=config.node_name,
+                                      base_dir=config.local_path_dir, recorder=recorder)
     return KubeletParts(runtime=runtime, reporter=reporter, network=network, hostports=hostports, syncer=syncer,
                         status=status, probes=probes, pleg=pleg, workers=workers, sources=sources, server=server,
-                        pod_cidr=pod_cidr, container_gc=container_gc, image_gc=image_gc)
+                        pod_cidr=pod_cidr, container_gc=container_gc, image_gc=image_gc, local_path=local_path)
 
 
 def node_reference(node_name: str) -> dict[str, str]:

@@ -72,6 +72,9 @@ STEP_ERRORS: tuple[type[Exception], ...] = (*NETWORK_ERRORS, RuntimeFailure)
 TEARDOWN_ERRORS: tuple[type[Exception], ...] = (*STEP_ERRORS, IptablesError)
 HOSTPORT_ERRORS: tuple[type[Exception], ...] = (*TEARDOWN_ERRORS, HostportError)
 MIN_GRACE_SECONDS = 2.0  # upstream minimumGracePeriodInSeconds
+# A pod whose volumes could not be set up (a claim not bound yet) is synced again this soon, as upstream's
+# pod workers requeue a failed sync after a short back-off rather than the full sync period.
+VOLUME_RETRY_SECONDS = 2.0
 KEEP_PER_CONTAINER = 2  # instances kept per container name: the running one and the last dead one
 
 
@@ -270,7 +273,7 @@ class PodSyncer:
                 [_spec_containers(pod, "containers")[i].get("name", "") for i in actions.containers_to_start]
             for name in names:
                 waiting[name] = ("ContainerCreating", steps[-1].message)
-            return SyncResult(actions, tuple(steps), waiting)
+            return SyncResult(actions, tuple(steps), waiting, retry_after=VOLUME_RETRY_SECONDS)
 
         # Step 4: the next init container; Step 5: the app containers.
         todo: list[tuple[str, Mapping[str, Any]]] = []

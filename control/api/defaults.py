@@ -308,6 +308,30 @@ def _priority_class(obj: dict[str, Any]) -> None:
     _default(obj, "value", 0)
 
 
+def _persistent_volume(obj: dict[str, Any]) -> None:
+    """Upstream SetDefaults_PersistentVolume: a new volume is Available, kept (Retain) after its claim goes,
+    and a filesystem. A provisioner writes the class's reclaimPolicy (Delete by default) itself."""
+    if (spec := _child(obj, "spec")) is not None:
+        _default(spec, "persistentVolumeReclaimPolicy", "Retain")
+        _default(spec, "volumeMode", "Filesystem")
+    if (status := _child(obj, "status")) is not None:
+        _default(status, "phase", "Available")
+
+
+def _persistent_volume_claim(obj: dict[str, Any]) -> None:
+    """Upstream SetDefaults_PersistentVolumeClaim (+ SetDefaults_PersistentVolumeClaimSpec)."""
+    if (spec := _child(obj, "spec")) is not None:
+        _default(spec, "volumeMode", "Filesystem")
+    if (status := _child(obj, "status")) is not None:
+        _default(status, "phase", "Pending")
+
+
+def _storage_class(obj: dict[str, Any]) -> None:
+    """Upstream storage/v1 SetDefaults_StorageClass."""
+    _default(obj, "reclaimPolicy", "Delete")
+    _default(obj, "volumeBindingMode", "Immediate")
+
+
 def _ingress_class(obj: dict[str, Any]) -> None:
     """Upstream networking/v1 SetDefaults_IngressClass: parameters without a scope are cluster-scoped."""
     if (parameters := _dict(_dict(obj, "spec"), "parameters")) is not None:
@@ -386,6 +410,9 @@ _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "cronjobs": _cron_job,
     "priorityclasses": _priority_class,
     "endpointslices": _endpoint_slice,
+    "persistentvolumes": _persistent_volume,
+    "persistentvolumeclaims": _persistent_volume_claim,
+    "storageclasses": _storage_class,
     "ingressclasses": _ingress_class,
     "networkpolicies": _network_policy,
     "csidrivers": _csi_driver,

@@ -1,6 +1,7 @@
 """Node affinity matching: whether a Node satisfies a pod's `nodeSelector` and required node affinity, and
 whether a NodeSelectorTerm matches a Node. Shared by the scheduler's NodeAffinity plugin (filter, score,
-topology spread) and the DaemonSet controller (which nodes should run a daemon pod).
+topology spread), the DaemonSet controller (which nodes should run a daemon pod) and PersistentVolumes'
+node affinity (control/api/volumes.py).
 
 Upstream: k8s.io/component-helpers/scheduling/corev1/nodeaffinity (`GetRequiredNodeAffinity(pod).Match`,
 `NodeSelectorTerm` matching: terms are ORed, a term's matchExpressions and matchFields ANDed, an empty or
@@ -48,6 +49,14 @@ def term_matches(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
                 or not requirement.matches({"metadata.name": metadata.get("name", "")})):
             return False
     return True
+
+
+def node_selector_matches(selector: Mapping[str, Any] | None, node: Mapping[str, Any]) -> bool:
+    """A NodeSelector (some term matches); None, meaning no constraint, matches every node (a
+    PersistentVolume's `spec.nodeAffinity.required`, upstream volume util CheckNodeAffinity)."""
+    if selector is None:
+        return True
+    return any(term_matches(term, node) for term in selector.get("nodeSelectorTerms") or [])
 
 
 def node_affinity(pod: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -286,6 +286,9 @@ def validate_pod_spec(c: Check, spec: Mapping[str, Any], path: str, *,
             if name in volumes:
                 c.add([FieldError.duplicate(join(volume_path, "name"), name)])
             volumes.add(name)
+        claim = volume.get("persistentVolumeClaim")
+        if isinstance(claim, dict) and not claim.get("claimName"):
+            c.add([FieldError.required(join(volume_path, "persistentVolumeClaim.claimName"))])
     mountable = volumes | claim_volumes
     names: set[str] = set()
     containers = c.items(spec, "containers", join(path, "containers"))
@@ -655,6 +658,7 @@ def validate(plural: str, obj: dict[str, Any], *, old: dict[str, Any] | None = N
     from control.api.validation_networking import NETWORKING_VALIDATORS
     from control.api.validation_node import NODE_VALIDATORS
     from control.api.validation_scheduling import SCHEDULING_VALIDATORS
+    from control.api.validation_storage import STORAGE_VALIDATORS
 
     c = Check()
     if not isinstance(obj, dict):
@@ -664,7 +668,8 @@ def validate(plural: str, obj: dict[str, Any], *, old: dict[str, Any] | None = N
                           or APIREGISTRATION_NAME_VALIDATORS.get(plural) or is_dns1123_subdomain)
         validate_object_meta(c, metadata, "metadata", name_validator=name_validator)
     validator = (_VALIDATORS.get(plural) or APPS_VALIDATORS.get(plural) or SCHEDULING_VALIDATORS.get(plural)
-                 or DISCOVERY_VALIDATORS.get(plural) or NETWORKING_VALIDATORS.get(plural)
+                 or DISCOVERY_VALIDATORS.get(plural) or STORAGE_VALIDATORS.get(plural)
+                 or NETWORKING_VALIDATORS.get(plural)
                  or CSI_VALIDATORS.get(plural) or CERTIFICATES_VALIDATORS.get(plural) or NODE_VALIDATORS.get(plural)
                  or ADMISSIONREGISTRATION_VALIDATORS.get(plural) or APIREGISTRATION_VALIDATORS.get(plural))
     if validator is not None:

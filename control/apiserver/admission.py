@@ -21,6 +21,10 @@ tested with a dict-backed reader.
   (403 for an unknown class or a priority that disagrees with it), and keeps them on a pod update that
   leaves them out; `validate` (upstream's Validate, after) allows at most one globalDefault class.
   The decisions are control.api.priority's; here the classes are read and the answer raised.
+- DefaultStorageClass (upstream plugin/pkg/admission/storage/storageclass/setdefault): a created
+  PersistentVolumeClaim that names no class at all (`storageClassName` absent or null, and no beta
+  class annotation; `""` means "no class" and is kept) gets the default StorageClass's name, the newest
+  one if several carry `storageclass.kubernetes.io/is-default-class: "true"`; none: left as it is.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 from control.api import priority, quota
+from control.api.volumes import ANN_BETA_CLASS, default_class
 from control.apiserver import status
 from control.apiserver.resources import Resource, by_path
 from control.apiserver.status import APIError
@@ -39,6 +44,7 @@ from control.apiserver.status import APIError
 NAMESPACES = by_path("", "v1", "namespaces")
 RESOURCE_QUOTAS = by_path("", "v1", "resourcequotas")
 PRIORITY_CLASSES = by_path("scheduling.k8s.io", "v1", "priorityclasses")
+STORAGE_CLASSES = by_path("storage.k8s.io", "v1", "storageclasses")
 
 
 class Reader(Protocol):
@@ -144,6 +150,9 @@ def mutate(reader: Reader, resource: Resource, obj: dict[str, Any], old: Mapping
     """Mutating admission of a create (old None) or an update of the main resource, in place. `name` is what
     a Forbidden answer names (the generateName prefix for a generated name, as upstream)."""
     spec = obj.get("spec")
+    if resource.plural == "persistentvolumeclaims" and isinstance(spec, dict) and old is None:
+        set_default_storage_class(reader, obj, spec)
+        return
     if resource.plural != "pods" or not isinstance(spec, dict):
         return
     if old is not None:
@@ -154,6 +163,17 @@ def mutate(reader: Reader, resource: Resource, obj: dict[str, Any], old: Mapping
     why = priority.admit_pod(spec, _priority_classes(reader))
     if why is not None:
         raise forbidden(resource, name, why)
+
+
+def set_default_storage_class(reader: Reader, claim: Mapping[str, Any], spec: dict[str, Any]) -> None:
+    """Upstream DefaultStorageClass admission (module notes), in place."""
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    if spec.get("storageClassName") is not None or ANN_BETA_CLASS in annotations:
+        return
+    assert STORAGE_CLASSES is not None
+    found = default_class(reader.list_all(STORAGE_CLASSES, ""))
+    if found is not None:
+        spec["storageClassName"] = (found.get("metadata") or {}).get("name", "")
 
 
 def validate(reader: Reader, resource: Resource, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:

@@ -4,7 +4,9 @@ pkg/registry/core/service/ipallocator/controller/repair.go and portallocator/con
 pkg/registry/scheduling/rest/storage_scheduling.go's post-start hook `AddSystemPriorityClasses`).
 
 Run once at start-up, through the generic store like any client write: the system namespaces, the
-system PriorityClasses (system-node-critical, system-cluster-critical), the `kubernetes` Service on the
+system PriorityClasses (system-node-critical, system-cluster-critical), the default `local-path`
+StorageClass of the built-in provisioner (k3s deploys the same class from its manifests at every start; a
+class an operator changed is left alone, a deleted one comes back), the `kubernetes` Service on the
 first service IP, and allocator reservations matching the Services actually stored (a crash between
 reservation and write leaks one; repair drops it), and an APIService per local group-version
 (autoregister.py).
@@ -25,6 +27,7 @@ import logging
 from typing import Any
 
 from control.api.priority import SYSTEM_PRIORITY_CLASSES
+from control.api.volumes import LOCAL_PATH_CLASS_NAME, local_path_class
 from control.apimachinery.meta import format_timestamp
 from control.apiserver import autoregister, discovery
 from control.apiserver.registry import Registry
@@ -38,6 +41,7 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACES = by_path("", "v1", "namespaces")
 SERVICES = by_path("", "v1", "services")
 PRIORITY_CLASSES = by_path("scheduling.k8s.io", "v1", "priorityclasses")
+STORAGE_CLASSES = by_path("storage.k8s.io", "v1", "storageclasses")
 
 
 def _create_unless_exists(registry: Registry, resource: Resource, namespace: str, obj: dict[str, Any]) -> None:
@@ -76,6 +80,9 @@ def bootstrap(registry: Registry, *, api_port: int) -> None:
     for priority_class in SYSTEM_PRIORITY_CLASSES:
         if registry.get(PRIORITY_CLASSES, "", priority_class["metadata"]["name"]) is None:
             _create_unless_exists(registry, PRIORITY_CLASSES, "", copy.deepcopy(priority_class))
+    assert STORAGE_CLASSES is not None
+    if registry.get(STORAGE_CLASSES, "", LOCAL_PATH_CLASS_NAME) is None:
+        _create_unless_exists(registry, STORAGE_CLASSES, "", local_path_class())
     services = registry.strategy(SERVICES)
     assert isinstance(services, ServiceStrategy)
     services.allocations.repair(registry.list_all(SERVICES, ""))

@@ -20,8 +20,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from control.api.volumes import access_modes_string, claim_class, is_default_class, volume_class
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
 from control.apimachinery.meta import get_condition, parse_timestamp
+from control.apimachinery.quantity import Quantity, QuantityError
 
 Obj = Mapping[str, Any]
 
@@ -493,6 +495,52 @@ def endpoint_slice_cells(slice_: Obj, now: datetime) -> list[Any]:
     addresses = [address for endpoint in slice_.get("endpoints") or [] for address in endpoint.get("addresses") or []]
     return [_name(slice_), slice_.get("addressType", ""), _list_with_more(port_texts, len(ports), 3),
             _list_with_more(addresses[:3], len(addresses), 3), _age(slice_, now)]
+
+
+def _storage_quantity(resources: Mapping[str, Any] | None) -> str:
+    """A `storage` quantity as upstream's Quantity.String() writes it (canonical), "" when absent."""
+    value = (resources or {}).get("storage")
+    if value is None:
+        return ""
+    try:
+        return str(Quantity(str(value)))
+    except (QuantityError, ValueError):
+        return str(value)
+
+
+def _phase(obj: Obj) -> str:
+    """The phase, or `Terminating` once a delete was asked for."""
+    return "Terminating" if (obj.get("metadata") or {}).get("deletionTimestamp") else _status(obj).get("phase", "")
+
+
+def persistent_volume_cells(volume: Obj, now: datetime) -> list[Any]:
+    """printPersistentVolume: capacity, access modes, reclaim policy, phase, `namespace/name` of the claim,
+    class, VolumeAttributesClass (`<unset>`: not served), reason, age, volumeMode."""
+    spec = _spec(volume)
+    ref = spec.get("claimRef")
+    claim = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if isinstance(ref, Mapping) else ""
+    return [_name(volume), _storage_quantity(spec.get("capacity")), access_modes_string(spec.get("accessModes")),
+            spec.get("persistentVolumeReclaimPolicy", ""), _phase(volume), claim, volume_class(volume), "<unset>",
+            _status(volume).get("reason", ""), _age(volume, now), spec.get("volumeMode") or "<unset>"]
+
+
+def persistent_volume_claim_cells(claim: Obj, now: datetime) -> list[Any]:
+    """printPersistentVolumeClaim: capacity and access modes only once a volume is named (from status)."""
+    spec, status = _spec(claim), _status(claim)
+    capacity = modes = ""
+    if spec.get("volumeName"):
+        capacity = _storage_quantity(status.get("capacity"))
+        modes = access_modes_string(status.get("accessModes"))
+    return [_name(claim), _phase(claim), spec.get("volumeName", ""), capacity, modes, claim_class(claim),
+            "<unset>", _age(claim, now), spec.get("volumeMode") or "<unset>"]
+
+
+def storage_class_cells(storage_class: Obj, now: datetime) -> list[Any]:
+    """printStorageClass: the default class's name gets ` (default)`; unset fields print their defaults."""
+    name = _name(storage_class) + (" (default)" if is_default_class(storage_class) else "")
+    return [name, storage_class.get("provisioner", ""), storage_class.get("reclaimPolicy") or "Delete",
+            storage_class.get("volumeBindingMode") or "Immediate", bool(storage_class.get("allowVolumeExpansion")),
+            _age(storage_class, now)]
 
 
 def default_cells(obj: Obj, now: datetime) -> list[Any]:

@@ -115,6 +115,10 @@ RESOURCES: tuple[Resource, ...] = (
     _core("serviceaccounts", "serviceaccount", "ServiceAccount", short_names=("sa",)),
     _core("replicationcontrollers", "replicationcontroller", "ReplicationController", short_names=("rc",),
           categories=("all",), subresources=_subresources(status=_status("ReplicationController"), scale=_SCALE)),
+    _core("persistentvolumes", "persistentvolume", "PersistentVolume", False, short_names=("pv",),
+          subresources=_subresources(status=_status("PersistentVolume"))),
+    _core("persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", short_names=("pvc",),
+          subresources=_subresources(status=_status("PersistentVolumeClaim"))),
     # Deprecated upstream in favour of pods/binding but still served; kube-scheduler once used it.
     _core("bindings", "binding", "Binding", verbs=("create",)),
     Resource("apps", "v1", "deployments", "deployment", "Deployment", True, short_names=("deploy",),
@@ -139,6 +143,7 @@ RESOURCES: tuple[Resource, ...] = (
              subresources=_subresources(status=_status("Ingress"))),
     Resource("networking.k8s.io", "v1", "networkpolicies", "networkpolicy", "NetworkPolicy", True,
              short_names=("netpol",)),
+    Resource("storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", False, short_names=("sc",)),
     Resource("storage.k8s.io", "v1", "csidrivers", "csidriver", "CSIDriver", False),
     Resource("storage.k8s.io", "v1", "csinodes", "csinode", "CSINode", False),
     Resource("storage.k8s.io", "v1", "volumeattachments", "volumeattachment", "VolumeAttachment", False,

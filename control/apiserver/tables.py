@@ -257,6 +257,62 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         Column("Allowed Disruptions", "integer", "Calculated number of pods that may be disrupted at this time."),
         AGE,
     ), printers.pod_disruption_budget_cells),
+    ("", "persistentvolumes"): Printer((
+        NAME,
+        Column("Capacity", "string", "capacity is the description of the persistent volume's resources and capacity. "
+                                     "More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#capacity"),
+        Column("Access Modes", "string", "accessModes contains all ways the volume can be mounted. More info: "
+                                         "https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes"),
+        Column("Reclaim Policy", "string", "persistentVolumeReclaimPolicy defines what happens to a persistent volume "
+                                           "when released from its claim. Valid options are Retain (default for "
+                                           "manually created PersistentVolumes), Delete (default for dynamically "
+                                           "provisioned PersistentVolumes), and Recycle (deprecated). Recycle must be "
+                                           "supported by the volume plugin underlying this PersistentVolume. More "
+                                           "info: https://kubernetes.io/docs/concepts/storage/persistent-volumes"
+                                           "#reclaiming"),
+        Column("Status", "string", "phase indicates if a volume is available, bound to a claim, or released by a "
+                                   "claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes"
+                                   "#phase"),
+        Column("Claim", "string", "claimRef is part of a bi-directional binding between PersistentVolume and "
+                                  "PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is the "
+                                  "authoritative bind between PV and PVC. More info: "
+                                  "https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding"),
+        Column("StorageClass", "string", "StorageClass of the pv"),
+        Column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv"),
+        Column("Reason", "string", "reason is a brief CamelCase string that describes any failure and is meant for "
+                                   "machine parsing and tidy display in the CLI."),
+        AGE,
+        Column("VolumeMode", "string", "volumeMode defines if a volume is intended to be used with a formatted "
+                                       "filesystem or to remain in raw block state. Value of Filesystem is implied "
+                                       "when not included in spec.", priority=1),
+    ), printers.persistent_volume_cells),
+    ("", "persistentvolumeclaims"): Printer((
+        NAME,
+        Column("Status", "string", "phase represents the current phase of PersistentVolumeClaim."),
+        Column("Volume", "string", "volumeName is the binding reference to the PersistentVolume backing this claim."),
+        Column("Capacity", "string", "capacity represents the actual resources of the underlying volume."),
+        Column("Access Modes", "string", "accessModes contains the actual access modes the volume backing the PVC "
+                                         "has. More info: https://kubernetes.io/docs/concepts/storage/"
+                                         "persistent-volumes#access-modes-1"),
+        Column("StorageClass", "string", "StorageClass of the pvc"),
+        Column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
+        AGE,
+        Column("VolumeMode", "string", "volumeMode defines what type of volume is required by the claim. Value of "
+                                       "Filesystem is implied when not included in claim spec.", priority=1),
+    ), printers.persistent_volume_claim_cells),
+    ("storage.k8s.io", "storageclasses"): Printer((
+        NAME,
+        Column("Provisioner", "string", "provisioner indicates the type of the provisioner."),
+        Column("ReclaimPolicy", "string", "reclaimPolicy controls the reclaimPolicy for dynamically provisioned "
+                                          "PersistentVolumes of this storage class. Defaults to Delete."),
+        Column("VolumeBindingMode", "string", "volumeBindingMode indicates how PersistentVolumeClaims should be "
+                                              "provisioned and bound.  When unset, VolumeBindingImmediate is used. "
+                                              "This field is only honored by servers that enable the "
+                                              "VolumeScheduling feature."),
+        Column("AllowVolumeExpansion", "string", "allowVolumeExpansion shows whether the storage class allow volume "
+                                                 "expand."),
+        AGE,
+    ), printers.storage_class_cells),
     ("networking.k8s.io", "ingresses"): Printer((
         NAME,
         Column("Class", "string", "The name of the IngressClass resource that should be used for additional "

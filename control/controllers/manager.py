@@ -11,10 +11,10 @@ switchable off with `--disable`).
 "endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
 "serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
 "replicationcontroller", "deployment", "daemonset", "job", "cronjob", "ttl-after-finished", "endpointslice",
-"endpointslicemirroring", "service-lb-controller", …) to an init function: it builds the controller against
-the context (registering its informer handlers) and returns the loop to run, `run(stop)`, which the manager
-runs on its own thread. A later controller is one module under control/controllers/ (a `Controller` of
-base.py) and one line in this table.
+"endpointslicemirroring", "service-lb-controller", "statefulset", "persistentvolume-binder", …) to an init
+function: it builds the controller against the context (registering its informer handlers) and returns the
+loop to run, `run(stop)`, which the manager runs on its own thread. A later controller is one module under
+control/controllers/ (a `Controller` of base.py) and one line in this table.
 
 Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
 --node-monitor-grace-period, --resource-quota-sync-period) travel in `ControllerManagerConfiguration`, in the context.
@@ -53,6 +53,7 @@ from control.controllers.nodelifecycle import (
     NODE_STARTUP_GRACE_PERIOD,
     NodeLifecycleController,
 )
+from control.controllers.persistentvolume import PersistentVolumeController
 from control.controllers.podgc import PodGCController
 from control.controllers.podgc_selection import TERMINATED_POD_GC_THRESHOLD
 from control.controllers.replicaset import REPLICATION_CONTROLLER, ReplicaSetController
@@ -60,6 +61,7 @@ from control.controllers.resourcequota import RESYNC_PERIOD, ResourceQuotaContro
 from control.controllers.rootcacertpublisher import RootCACertPublisher
 from control.controllers.serviceaccounts import ServiceAccountsController
 from control.controllers.servicelb import ServiceLBController
+from control.controllers.statefulset import StatefulSetController
 from control.controllers.taint_eviction import TaintEvictionController
 from control.controllers.ttlafterfinished import TTLAfterFinishedController
 
@@ -166,6 +168,14 @@ def _start_disruption(ctx: ControllerContext) -> Run:
     return DisruptionController(ctx.client, ctx.informers).run
 
 
+def _start_statefulset(ctx: ControllerContext) -> Run:
+    return StatefulSetController(ctx.client, ctx.informers).run
+
+
+def _start_persistent_volume_binder(ctx: ControllerContext) -> Run:
+    return PersistentVolumeController(ctx.client, ctx.informers).run
+
+
 def _start_replica_set(ctx: ControllerContext) -> Run:
     return ReplicaSetController(ctx.client, ctx.informers).run
 
@@ -216,6 +226,8 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "cronjob": _start_cronjob,
     "ttl-after-finished": _start_ttl_after_finished,
     "service-lb-controller": _start_service_lb,
+    "statefulset": _start_statefulset,
+    "persistentvolume-binder": _start_persistent_volume_binder,
 }
 
 

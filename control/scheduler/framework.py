@@ -10,7 +10,8 @@ shape; seed 000's predicates are Filters and its priorities Scores.
 `Listers` is the narrow part of upstream's `Handle.SharedInformerFactory()` the plugins read: the
 workload objects that select a pod (Services, ReplicationControllers, ReplicaSets, StatefulSets, for
 PodTopologySpread's default constraints and SelectorSpread), namespaces (InterPodAffinity's
-namespaceSelector) and PodDisruptionBudgets (DefaultPreemption). The scheduler fills it from its informers'
+namespaceSelector), PodDisruptionBudgets (DefaultPreemption) and PersistentVolumeClaims, PersistentVolumes and
+StorageClasses (VolumeBinding). The scheduler fills it from its informers'
 caches; the cycle reaches it through `CycleState.listers`, so a plugin stays a plain object built from its
 args alone.
 
@@ -153,6 +154,9 @@ class Listers:
     stateful_sets: ObjectLister = NO_OBJECTS
     namespaces: ObjectLister = NO_OBJECTS
     pod_disruption_budgets: ObjectLister = NO_OBJECTS
+    persistent_volume_claims: ObjectLister = NO_OBJECTS
+    persistent_volumes: ObjectLister = NO_OBJECTS  # cluster-scoped
+    storage_classes: ObjectLister = NO_OBJECTS  # cluster-scoped, storage.k8s.io/v1
 
     def namespace_labels(self, name: str) -> dict[str, str]:
         """Upstream GetNamespaceLabelsSnapshot: the namespace's labels, none if it is not in the cache."""

@@ -29,8 +29,11 @@ Which pods: `spec.schedulerName` one of the profiles' names ("default-scheduler"
 server's defaulting does) and no `spec.nodeName`; pods in phase Succeeded or Failed are ignored, as
 upstream's field selector on its pod informer does.
 
-The plugins' `Listers` (framework.py) are the caches of Service, ReplicationController, ReplicaSet and
-StatefulSet informers the scheduler starts beside those of pods and nodes.
+The plugins' `Listers` (framework.py) are the caches of Service, ReplicationController, ReplicaSet,
+StatefulSet, PersistentVolumeClaim, PersistentVolume and StorageClass informers the scheduler starts beside
+those of pods and nodes. Before the binding, VolumeBinding's PreBind step runs: the pod's unbound
+WaitForFirstConsumer claims get the `volume.kubernetes.io/selected-node` annotation (a failure requeues the
+pod like a failed binding).
 
 Threads: informer handler threads (cache, queue), the loop (`run`), a small pool for bindings and failure
 status updates. The cache and queue are thread-safe; `_next_start_index` and `_snapshot` are only touched
@@ -46,6 +49,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+from control.api.volumes import ANN_SELECTED_NODE
 from control.apimachinery.meta import get_condition, name_of, namespace_of, set_condition
 from control.client.errors import ApiError, NotFound
 from control.client.events import EventRecorder
@@ -59,6 +63,8 @@ from control.scheduler.nominator import Nominator
 from control.scheduler.plugins.defaultpreemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 from control.scheduler.plugins.interpodaffinity import NAME as INTER_POD_AFFINITY
 from control.scheduler.plugins.interpodaffinity import pod_may_fit_after_pod_change
+from control.scheduler.plugins.volumebinding import NAME as VOLUME_BINDING
+from control.scheduler.plugins.volumebinding import claims_to_annotate
 from control.scheduler.profile import DEFAULT_SCHEDULER_NAME, Profile, build_profiles
 from control.scheduler.queue import INITIAL_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS, QueuedPodInfo, SchedulingQueue
 from control.util.clock import Clock, RealClock
@@ -73,6 +79,7 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 # The plugins that registered for an assigned pod's add/update and a node's deletion (upstream
 # EventsToRegister of PodTopologySpread and InterPodAffinity): only the pods they rejected move back then.
 POD_TOPOLOGY_PLUGINS = frozenset({"PodTopologySpread", "InterPodAffinity"})
+VOLUME_PLUGINS = frozenset({VOLUME_BINDING})
 
 
 class SchedulerClient(Protocol):
@@ -145,7 +152,19 @@ class Scheduler:
             replica_sets=informers.informer("apps/v1", "replicasets").lister(),
             stateful_sets=informers.informer("apps/v1", "statefulsets").lister(),
             namespaces=informers.informer("v1", "namespaces").lister(),
-            pod_disruption_budgets=informers.informer("policy/v1", "poddisruptionbudgets").lister())
+            pod_disruption_budgets=informers.informer("policy/v1", "poddisruptionbudgets").lister(),
+            persistent_volume_claims=informers.informer("v1", "persistentvolumeclaims").lister(),
+            persistent_volumes=informers.informer("v1", "persistentvolumes").lister(),
+            storage_classes=informers.informer("storage.k8s.io/v1", "storageclasses").lister())
+        # Upstream VolumeBinding's EventsToRegister: a claim, volume or class that came or changed may let
+        # the pods it rejected in.
+        for api_version, plural, event in (("v1", "persistentvolumeclaims", "PersistentVolumeClaimChange"),
+                                           ("v1", "persistentvolumes", "PersistentVolumeChange"),
+                                           ("storage.k8s.io/v1", "storageclasses", "StorageClassChange")):
+            informers.informer(api_version, plural).add_event_handler(
+                on_add=lambda obj, event=event: self._volume_changed(event),
+                on_update=lambda old, new, event=event: self._volume_changed(event),
+                on_delete=lambda obj: None)
 
     # -- informer handlers (upstream eventhandlers.go) ------------------------------------------------------
 
@@ -207,6 +226,9 @@ class Scheduler:
         self.cache.update_node(new)
         if _node_scheduling_properties(old) != _node_scheduling_properties(new):
             self.queue.move_all_to_active_or_backoff("NodeUpdate")
+
+    def _volume_changed(self, event: str) -> None:
+        self.queue.move_all_to_active_or_backoff(event, plugins=VOLUME_PLUGINS)
 
     def _recorder_for(self, pod: Mapping[str, Any]) -> EventRecorder:
         return self.recorders.get(scheduler_name(pod), self.recorder)
@@ -283,6 +305,10 @@ class Scheduler:
                                                                      "uid": (pod.get("metadata") or {}).get("uid")},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         try:
+            for claim in claims_to_annotate(pod, self.listers, node):  # VolumeBinding's PreBind
+                self.client.patch(resource_path("v1", "persistentvolumeclaims", namespace=namespace,
+                                                name=name_of(claim)),
+                                  {"metadata": {"annotations": {ANN_SELECTED_NODE: node}}})
             self.client.create(resource_path("v1", "pods", namespace=namespace, name=name, subresource="binding"),
                                body)
         except Exception as exc:  # noqa: BLE001 - any failure (API answer or connection) requeues the pod

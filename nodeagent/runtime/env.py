@@ -40,11 +40,16 @@ _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
 class ObjectGetter(Protocol):
-    """Fetches ConfigMaps and Secrets; raises control.client.errors.NotFound when one does not exist."""
+    """Fetches ConfigMaps, Secrets, PersistentVolumeClaims and PersistentVolumes; raises
+    control.client.errors.NotFound when one does not exist."""
 
     def get_configmap(self, namespace: str, name: str) -> dict[str, Any]: ...
 
     def get_secret(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+    def get_persistent_volume_claim(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+    def get_persistent_volume(self, name: str) -> dict[str, Any]: ...
 
 
 class CreateContainerConfigError(Exception):

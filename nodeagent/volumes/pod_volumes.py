@@ -9,7 +9,9 @@ Where things live, as upstream (kubelet_getters.go getPodVolumeDir):
 with plugin `kubernetes.io~empty-dir`, `kubernetes.io~configmap`, `kubernetes.io~secret`,
 `kubernetes.io~downward-api`, `kubernetes.io~projected`. hostPath volumes are not copied: the host path
 itself is bind-mounted after upstream's `type` check (host_path.go checkTypeInternal, same messages);
-`DirectoryOrCreate` makes a 0755 directory, `FileOrCreate` an empty 0644 file.
+`DirectoryOrCreate` makes a 0755 directory, `FileOrCreate` an empty 0644 file. A `persistentVolumeClaim`
+volume is the path of the claim's bound PersistentVolume (hostPath or local; other sources are refused),
+bind-mounted the same way, read-only when the volume says `readOnly`; an unbound claim fails the setup.
 
 Departures from upstream, on purpose:
 
@@ -39,6 +41,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from control.api.volumes import volume_path
 from control.apimachinery.quantity import QuantityError, to_bytes
 from control.client.errors import NotFound
 from nodeagent.runtime.downward import UNKNOWN_NODE, NodeFacts
@@ -82,7 +85,7 @@ class VolumeError(Exception):
     reason = "FailedMount"
 
 
-_KINDS = {"emptyDir", "hostPath", "configMap", "secret", "downwardAPI", "projected"}
+_KINDS = {"emptyDir", "hostPath", "configMap", "secret", "downwardAPI", "projected", "persistentVolumeClaim"}
 
 
 def pod_dir(pods_dir: str | Path, pod_uid: str) -> Path:
@@ -172,6 +175,36 @@ def _projected(getter: ObjectGetter, pod: Mapping[str, Any], namespace: str, sou
     return payload
 
 
+def _claim_volume(name: str, namespace: str, source: Mapping[str, Any], getter: ObjectGetter) -> VolumeInfo:
+    """A `persistentVolumeClaim` volume: the bound volume's hostPath or local path, bind-mounted (read-only
+    when the pod's volume says so). A claim not bound yet fails the setup, so the pod waits with a
+    FailedMount event and is synced again shortly (upstream's desired-state populator refuses it the same
+    way: "PVC ... has non-bound phase")."""
+    claim_name = source.get("claimName", "")
+    try:
+        claim = getter.get_persistent_volume_claim(namespace, claim_name)
+    except NotFound as exc:
+        raise ValueError(f'persistentvolumeclaim "{claim_name}" not found') from exc
+    phase = (claim.get("status") or {}).get("phase", "")
+    bound_to = (claim.get("spec") or {}).get("volumeName", "")
+    if phase != "Bound" or not bound_to:
+        raise ValueError(f'PVC {namespace}/{claim_name} has non-bound phase ("{phase}") or empty '
+                         f'pvc.Spec.VolumeName ("{bound_to}")')
+    try:
+        volume = getter.get_persistent_volume(bound_to)
+    except NotFound as exc:
+        raise ValueError(f'persistentvolume "{bound_to}" not found') from exc
+    ref = (volume.get("spec") or {}).get("claimRef") or {}
+    if ref.get("uid") != (claim.get("metadata") or {}).get("uid"):
+        raise ValueError(f"volume {bound_to} is not bound to claim {namespace}/{claim_name}")
+    path = volume_path(volume)
+    if not path:
+        raise ValueError(f"the volume source of PersistentVolume {bound_to} is not supported by this kubelet")
+    host_path = (volume.get("spec") or {}).get("hostPath") or {}
+    check_host_path(path, (host_path.get("type") or "") if host_path else "Directory")  # a local path must exist
+    return VolumeInfo(name, VolumeKind.HOST_PATH, host_path=path, read_only=bool(source.get("readOnly")))
+
+
 def _setup_one(volume: Mapping[str, Any], pod: Mapping[str, Any], getter: ObjectGetter, pods_dir: str | Path,
                pod_ips: Sequence[str], node: NodeFacts) -> VolumeInfo:
     name = volume.get("name", "")
@@ -182,6 +215,8 @@ def _setup_one(volume: Mapping[str, Any], pod: Mapping[str, Any], getter: Object
         others = sorted(k for k in volume if k != "name")
         raise ValueError(f"volume type {others[0] if others else '<none>'} is not supported by this kubelet")
     source = volume[kind] or {}
+    if kind == "persistentVolumeClaim":
+        return _claim_volume(name, namespace, source, getter)
     if kind == "hostPath":
         path = source.get("path", "")
         check_host_path(path, source.get("type") or "")

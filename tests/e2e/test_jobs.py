@@ -2,8 +2,10 @@
 completions 5 and parallelism 2 finishes exactly 5 successful pods and never has more than 2 running at
 once (proved by watching its pods from the start); a failing Job stops at its backoffLimit after the
 failed-pod back-off (10 s, upstream's base: backoffLimit 1 keeps the test short without a knob); an
-Indexed Job's pods see JOB_COMPLETION_INDEX and the hostname `<job>-<index>`. The real kubectl 1.33
-creates a Job, waits for `condition=complete` and prints the Job columns.
+Indexed Job's pods see JOB_COMPLETION_INDEX and the hostname `<job>-<index>`, and the Job goes with its
+pods `ttlSecondsAfterFinished` after it completed; a FailJob rule of the pod failure policy,
+activeDeadlineSeconds and suspend/resume. The real kubectl 1.33 creates a Job, waits for
+`condition=complete` and prints the Job columns.
 """
 
 from __future__ import annotations
@@ -128,3 +130,32 @@ def test_indexed_job_pods_see_their_index(workload_cluster: RunningCluster, clus
     # ttlSecondsAfterFinished: the TTL-after-finished controller deletes the Job, and its pods go with it.
     wait_for(lambda: not client.list(f"/apis/batch/v1/namespaces/{ns}/jobs")["items"], 30, "the job expired")
     wait_for(lambda: not client.list(f"/api/v1/namespaces/{ns}/pods")["items"], 30, "its pods deleted")
+
+
+def test_failure_policy_deadline_and_suspend(workload_cluster: RunningCluster, cluster_namespace: str) -> None:
+    """A FailJob rule on exit code 42 fails the Job at its first pod (backoffLimit 6 notwithstanding); an
+    activeDeadlineSeconds of 2 fails a sleeping Job and deletes its pod; a Job created suspended runs no
+    pod until resumed."""
+    client, ns = workload_cluster.client, cluster_namespace
+    jobs = f"/apis/batch/v1/namespaces/{ns}/jobs"
+    policy = {"rules": [{"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In",
+                                                               "values": [42]}}]}
+    client.create(jobs, job("policy", "exit 42", podFailurePolicy=policy))
+    client.create(jobs, job("deadline", "sleep 60", activeDeadlineSeconds=2))
+    client.create(jobs, job("later", "true", suspend=True))
+    wait_for(lambda: condition(client.get(f"{jobs}/policy"), "Failed") is not None, 30, "the policy failed it")
+    failed = condition(client.get(f"{jobs}/policy"), "Failed")
+    assert failed["reason"] == "PodFailurePolicy"
+    assert failed["message"].startswith("Container main for pod ")
+    assert failed["message"].endswith("failed with exit code 42 matching FailJob rule at index 0")
+    wait_for(lambda: condition(client.get(f"{jobs}/deadline"), "Failed") is not None, 30, "the deadline passed")
+    assert condition(client.get(f"{jobs}/deadline"), "Failed")["reason"] == "DeadlineExceeded"
+    pods = client.list(f"/api/v1/namespaces/{ns}/pods", params={"labelSelector": "job-name=deadline"})["items"]
+    assert all(p["metadata"].get("deletionTimestamp") or p["status"]["phase"] == "Failed" for p in pods)
+    later = client.get(f"{jobs}/later")
+    assert condition(later, "Suspended")["reason"] == "JobSuspended"
+    assert not client.list(f"/api/v1/namespaces/{ns}/pods", params={"labelSelector": "job-name=later"})["items"]
+    client.patch(f"{jobs}/later", {"spec": {"suspend": False}})
+    wait_for(lambda: condition(client.get(f"{jobs}/later"), "Complete") is not None, 30, "the resumed job ran")
+    resumed = [c for c in client.get(f"{jobs}/later")["status"]["conditions"] if c["type"] == "Suspended"]
+    assert [(c["status"], c["reason"]) for c in resumed] == [("False", "JobResumed")]

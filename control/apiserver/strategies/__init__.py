@@ -39,6 +39,7 @@ from control.apiserver.strategies.priorityclasses import PriorityClassStrategy
 from control.apiserver.strategies.secrets import SecretStrategy
 from control.apiserver.strategies.services import ServiceAllocations, ServiceStrategy
 from control.apiserver.strategies.storage_csi import VolumeAttachmentStrategy
+from control.apiserver.strategies.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
 from control.storage.interface import Storage
 
 _SERVICES = "services"  # its strategy is made by `build`, with the allocators
@@ -62,6 +63,8 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "priorityclasses": PriorityClassStrategy,
     "poddisruptionbudgets": PodDisruptionBudgetStrategy,
     "endpointslices": EndpointSliceStrategy,
+    "persistentvolumes": PersistentVolumeStrategy,
+    "persistentvolumeclaims": PersistentVolumeClaimStrategy,
     "certificatesigningrequests": CertificateSigningRequestStrategy,
     "ingresses": IngressStrategy,
     "ingressclasses": IngressClassStrategy,

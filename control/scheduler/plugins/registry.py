@@ -5,7 +5,7 @@ others 1). SelectorSpread is registered but not a default (upstream dropped it f
 PodTopologySpread system defaults do its work); a profile can enable it.
 
 Not here yet (the profile builder names them as unknown): PrioritySort (the queue's order is built in),
-DefaultBinder (the loop binds), NodeVolumeLimits, VolumeBinding, VolumeZone (no PersistentVolumes).
+DefaultBinder (the loop binds), NodeVolumeLimits and VolumeZone (no attachable or zonal volumes).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from control.scheduler.plugins.noderesources import BalancedAllocation, Fit
 from control.scheduler.plugins.podtopologyspread import PodTopologySpread
 from control.scheduler.plugins.selectorspread import SelectorSpread
 from control.scheduler.plugins.tainttoleration import TaintToleration
+from control.scheduler.plugins.volumebinding import VolumeBinding
 from control.scheduler.plugins.volumerestrictions import VolumeRestrictions
 
 Factory = Callable[[Mapping[str, Any]], object]
@@ -36,6 +37,7 @@ REGISTRY: Mapping[str, Factory] = {
     "NodeResourcesBalancedAllocation": BalancedAllocation,
     "ImageLocality": lambda args: ImageLocality(),
     "VolumeRestrictions": lambda args: VolumeRestrictions(),
+    "VolumeBinding": lambda args: VolumeBinding(),
     "InterPodAffinity": InterPodAffinity,
     "PodTopologySpread": PodTopologySpread,
     "SelectorSpread": lambda args: SelectorSpread(),
@@ -50,6 +52,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("NodePorts", 0),
     ("NodeResourcesFit", 1),
     ("VolumeRestrictions", 0),
+    ("VolumeBinding", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("DefaultPreemption", 0),

@@ -125,7 +125,9 @@ def test_secret_is_decoded_0644_by_default(tmp_path):
                  "references non-existent secret key: zz", id="secret-key"),
     pytest.param({"name": "v", "configMap": {"name": "cfg", "items": [{"key": "k", "path": "../x"}]}},
                  "must not contain '..'", id="item-path-escape"),
-    pytest.param({"name": "v", "persistentVolumeClaim": {"claimName": "c"}}, "not supported", id="unsupported"),
+    pytest.param({"name": "v", "nfs": {"server": "s", "path": "/"}}, "not supported", id="unsupported"),
+    pytest.param({"name": "v", "persistentVolumeClaim": {"claimName": "c"}}, 'persistentvolumeclaim "c" not found',
+                 id="claim-missing"),
 ])
 def test_setup_failures_carry_upstream_messages(tmp_path, volume, message):
     getter = FakeObjects(configmaps={"cfg": {"k": "v"}}, secrets={"s": {"k": b"v"}})

@@ -108,7 +108,7 @@ def test_profiles_from_a_kube_scheduler_configuration() -> None:
         ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("PodTopologySpread", 2),
         ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1)]
     assert [p.name for p in default.filter] == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
-                                                "NodePorts", "NodeResourcesFit", "VolumeRestrictions",
+                                                "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "VolumeBinding",
                                                 "PodTopologySpread", "InterPodAffinity"]
     other = profiles["no-scoring"]
     assert [(p.name, w) for p, w in other.score] == [("NodeResourcesFit", 5)]
