@@ -119,8 +119,10 @@ def test_follows_a_node_becoming_eligible(
     cleanup(lambda: client.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {label: None}}}))
     client.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {label: "yes"}}})
     wait_for(lambda: settled_on(client, ns, "edge", [node]), 30, f"a pod on {node} once it is labelled")
-    status = client.get(f"/apis/apps/v1/namespaces/{ns}/daemonsets/edge")["status"]
-    assert (status["desiredNumberScheduled"], status["numberReady"]) == (1, 1)
+    # The status follows the pod's Ready condition by one more sync of the controller.
+    wait_for(lambda: (lambda st: (st.get("desiredNumberScheduled"), st.get("numberReady")) == (1, 1))(
+        client.get(f"/apis/apps/v1/namespaces/{ns}/daemonsets/edge").get("status", {})),
+        10, "desiredNumberScheduled 1 and numberReady 1")
     client.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {label: None}}})
     wait_for(lambda: all_pods(client, ns, "edge") == [], 30, f"the pod gone from {node} once it is unlabelled")
     wait_for(lambda: client.get(f"/apis/apps/v1/namespaces/{ns}/daemonsets/edge")["status"]
