@@ -71,6 +71,11 @@ _resource_quota_sync_option = click.option(  # `server` and `up`; checked by _co
     "when a counted object is created, changes or is deleted).")
 
 
+_hpa_sync_option = click.option(  # `server` and `up`; checked by _controller_settings
+    "--horizontal-pod-autoscaler-sync-period", default="15s", show_default=True, metavar="DURATION",
+    help="How often the horizontal pod autoscaler controller looks at each HPA's metrics and target.")
+
+
 def _scheduler_options(command):  # `server` and `up`; checked by _scheduler_settings
     for option in reversed([
         click.option("--scheduler-config", type=click.Path(dir_okay=False), metavar="FILE",
@@ -131,7 +136,8 @@ def _positive_duration(value: str, flag: str) -> float:
 
 
 def _controller_settings(node_monitor_grace_period: str, resource_quota_sync_period: str, *,
-                         max_endpoints_per_slice: int = 100, loadbalancer_address_pool: str = ""):
+                         max_endpoints_per_slice: int = 100, loadbalancer_address_pool: str = "",
+                         hpa_sync_period: str = "15s"):
     """The controller manager's flags (Go durations, as upstream's) as its configuration; bad ones exit 2.
     Returns a ControllerManagerConfiguration."""
     from control.controllers.manager import ControllerManagerConfiguration
@@ -144,7 +150,9 @@ def _controller_settings(node_monitor_grace_period: str, resource_quota_sync_per
     return ControllerManagerConfiguration(
         node_monitor_grace_period=_positive_duration(node_monitor_grace_period, "--node-monitor-grace-period"),
         resource_quota_sync_period=_positive_duration(resource_quota_sync_period, "--resource-quota-sync-period"),
-        max_endpoints_per_slice=max_endpoints_per_slice, loadbalancer_address_pool=pool)
+        max_endpoints_per_slice=max_endpoints_per_slice, loadbalancer_address_pool=pool,
+        horizontal_pod_autoscaler_sync_period=_positive_duration(hpa_sync_period,
+                                                                 "--horizontal-pod-autoscaler-sync-period"))
 
 
 def _parse_disable(text: str) -> frozenset[str]:
@@ -172,6 +180,7 @@ def _parse_disable(text: str) -> frozenset[str]:
 @_resource_quota_sync_option
 @_max_endpoints_per_slice_option
 @_loadbalancer_pool_option
+@_hpa_sync_option
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True,
               help="Run the controllers only while holding the Lease kube-system/kube-controller-manager, so "
               "several servers on one etcd run them once.")
@@ -183,7 +192,7 @@ def _parse_disable(text: str) -> frozenset[str]:
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
            advertise_address: str | None, disable: str, node_monitor_grace_period: str,
            resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
-           leader_elect: bool, leader_elect_lease_duration: str,
+           horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
            scheduler_bind_address: str, scheduler_port: int, verbose: bool) -> None:
     """Run the control plane: the API server and the controller manager (the endpoints controller).
@@ -210,7 +219,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
     disabled = _parse_disable(disable)
     settings = _controller_settings(node_monitor_grace_period, resource_quota_sync_period,
                                     max_endpoints_per_slice=max_endpoints_per_slice,
-                                    loadbalancer_address_pool=loadbalancer_address_pool)
+                                    loadbalancer_address_pool=loadbalancer_address_pool,
+                                    hpa_sync_period=horizontal_pod_autoscaler_sync_period)
     election = _leader_election(leader_elect, leader_elect_lease_duration, leader_elect_renew_deadline,
                                 leader_elect_retry_period)
     scheduler = _scheduler_settings(scheduler_config, scheduler_bind_address, scheduler_port)
@@ -418,14 +428,16 @@ def _default_kubelet_config_file(data_dir: str, config_file: str | None) -> str 
 @_resource_quota_sync_option
 @_max_endpoints_per_slice_option
 @_loadbalancer_pool_option
+@_hpa_sync_option
 @_scheduler_options
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
        kubelet_port: int | None, node_count: int, nodes_cidr: str, disable: str, node_monitor_grace_period: str,
        resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
-       scheduler_config: str | None, scheduler_bind_address: str, scheduler_port: int, config_file: str | None,
-       node_name: str | None, pod_cidr: str | None, node_ip: str | None, cluster_dns: str | None,
-       cluster_domain: str | None, serve_dns: bool, verbose: bool) -> None:
+       horizontal_pod_autoscaler_sync_period: str, scheduler_config: str | None, scheduler_bind_address: str,
+       scheduler_port: int, config_file: str | None, node_name: str | None, pod_cidr: str | None,
+       node_ip: str | None, cluster_dns: str | None, cluster_domain: str | None, serve_dns: bool,
+       verbose: bool) -> None:
     """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
     Prints progress, then the admin kubeconfig path once the node is Ready. Ctrl-C stops them; the pods keep
@@ -459,7 +471,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     disabled = _parse_disable(disable)
     settings = _controller_settings(node_monitor_grace_period, resource_quota_sync_period,
                                     max_endpoints_per_slice=max_endpoints_per_slice,
-                                    loadbalancer_address_pool=loadbalancer_address_pool)
+                                    loadbalancer_address_pool=loadbalancer_address_pool,
+                                    hpa_sync_period=horizontal_pod_autoscaler_sync_period)
     scheduler = _scheduler_settings(scheduler_config, scheduler_bind_address, scheduler_port)
     config_file = _default_kubelet_config_file(data_dir, config_file)
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, node_ip=node_ip,

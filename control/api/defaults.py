@@ -30,6 +30,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from control.api.autoscaling import default_hpa
 from control.api.priority import PREEMPT_LOWER_PRIORITY
 
 DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
@@ -410,6 +411,7 @@ _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "cronjobs": _cron_job,
     "priorityclasses": _priority_class,
     "endpointslices": _endpoint_slice,
+    "horizontalpodautoscalers": default_hpa,
     "persistentvolumes": _persistent_volume,
     "persistentvolumeclaims": _persistent_volume_claim,
     "storageclasses": _storage_class,

@@ -652,6 +652,7 @@ def validate(plural: str, obj: dict[str, Any], *, old: dict[str, Any] | None = N
     from control.api.validation_admissionregistration import ADMISSIONREGISTRATION_VALIDATORS
     from control.api.validation_apiregistration import APIREGISTRATION_NAME_VALIDATORS, APIREGISTRATION_VALIDATORS
     from control.api.validation_apps import APPS_VALIDATORS
+    from control.api.validation_autoscaling import AUTOSCALING_VALIDATORS
     from control.api.validation_certificates import CERTIFICATES_VALIDATORS
     from control.api.validation_csi import CSI_NAME_VALIDATORS, CSI_VALIDATORS
     from control.api.validation_discovery import DISCOVERY_VALIDATORS
@@ -671,7 +672,8 @@ def validate(plural: str, obj: dict[str, Any], *, old: dict[str, Any] | None = N
                  or DISCOVERY_VALIDATORS.get(plural) or STORAGE_VALIDATORS.get(plural)
                  or NETWORKING_VALIDATORS.get(plural)
                  or CSI_VALIDATORS.get(plural) or CERTIFICATES_VALIDATORS.get(plural) or NODE_VALIDATORS.get(plural)
-                 or ADMISSIONREGISTRATION_VALIDATORS.get(plural) or APIREGISTRATION_VALIDATORS.get(plural))
+                 or ADMISSIONREGISTRATION_VALIDATORS.get(plural) or APIREGISTRATION_VALIDATORS.get(plural)
+                 or AUTOSCALING_VALIDATORS.get(plural))
     if validator is not None:
         validator(c, obj, old if isinstance(old, dict) else None)
     return c.errors

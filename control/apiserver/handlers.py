@@ -11,6 +11,7 @@ the object and 202 for one that only marked it (graceful pod, finalizers, termin
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -25,13 +26,13 @@ from control.api import podlogoptions
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
-from control.apiserver import binding, codec, eviction, status, streaming, tables
+from control.apiserver import binding, codec, eviction, status, streaming, tables, views
 from control.apiserver import request as req
 from control.apiserver.crd.strategies import CustomResourceStrategy
 from control.apiserver.jsonwire import encode_json, go_escape
 from control.apiserver.kubeletclient import KubeletClient, NodeConnection, node_connection
 from control.apiserver.registry import DeleteOptions, Registry
-from control.apiserver.resources import Resource, by_path
+from control.apiserver.resources import Resource, by_path, storage_resource
 from control.apiserver.selection import Filter, parse_filter
 from control.apiserver.status import APIError
 from control.apiserver.watch import EventLines, WatchStream
@@ -102,6 +103,8 @@ class ResourceHandlers:
         verb = _VERB_FOR_METHOD.get(method)
         if verb is None:
             raise status.method_not_allowed()
+        if (view := views.view_of(resource)) is not None:
+            return await self._view(request, target, view)
         if target.subresource:
             allowed = resource.subresources[target.subresource].verbs
             if verb not in allowed and not (verb == "get" and target.subresource in ("exec", "attach", "portforward")):
@@ -256,6 +259,67 @@ class ResourceHandlers:
         obj, removed = await asyncio.to_thread(self.registry.delete, target.resource, target.namespace,
                                                target.name, options)
         return json_response(obj, 200 if removed else 202)
+
+    # -- a version served as a view of the stored one (views.py) -----------------------------------
+
+    async def _view(self, request: web.Request, target: req.Target, view: views.View) -> web.StreamResponse:
+        """Serve `target` (a view's resource) through the stored resource, converting in and out."""
+        if target.subresource not in ("", "status"):
+            raise status.method_not_allowed()
+        stored = dataclasses.replace(target, resource=storage_resource(target.resource))
+        resource, method, query = stored.resource, request.method, request.query
+        table = tables.parse_accept_table(request.headers.get("Accept"))
+        if method == "GET" and (req.query_bool(query, "watch") or not target.name and target.subresource):
+            raise status.method_not_allowed()
+        if method == "GET" and not target.name:
+            page = await asyncio.to_thread(self.registry.list, resource, stored.namespace, self._filter(stored, query),
+                                           limit=req.query_int(query, "limit") or 0,
+                                           continue_token=query.get("continue", ""),
+                                           resource_version=req.resource_version(query))
+            if table is not None:
+                return json_response(tables.table_for(
+                    resource, page.items, now=datetime.now(UTC), list_resource_version=page.resource_version,
+                    include_object=self._include_object(query), table_version=table.version,
+                    continue_token=page.continue_token))
+            metadata: dict[str, Any] = {"resourceVersion": page.resource_version}
+            if page.continue_token:
+                metadata["continue"] = page.continue_token
+            return json_response({"kind": f"{target.resource.kind}List", "apiVersion": target.resource.api_version,
+                                  "metadata": metadata, "items": [view.from_storage(o) for o in page.items]})
+        if method == "GET":
+            obj = await asyncio.to_thread(self.registry.must_get, resource, stored.namespace, stored.name)
+            if table is not None:
+                return json_response(tables.table_for(
+                    resource, [obj], now=datetime.now(UTC), list_resource_version=obj["metadata"]["resourceVersion"],
+                    include_object=self._include_object(query), table_version=table.version))
+            return json_response(view.from_storage(obj))
+        dry_run = req.dry_run(query)
+        if method == "POST" and not target.name:
+            body = view.to_storage(req.decode_object(await _read(request), _content_type(request)))
+            obj = await asyncio.to_thread(self.registry.create, resource, stored.namespace, body, dry_run=dry_run)
+            return json_response(view.from_storage(obj), 201)
+        if method == "PUT" and target.name:
+            body = view.to_storage(req.decode_object(await _read(request), _content_type(request)))
+            obj, created = await asyncio.to_thread(self.registry.update, resource, stored.namespace, stored.name,
+                                                   body, subresource=stored.subresource, dry_run=dry_run)
+            return json_response(view.from_storage(obj), 201 if created else 200)
+        if method == "PATCH" and target.name:
+            patch_type = req.PATCH_TYPES.get(request.content_type)
+            if patch_type is None:
+                raise APIError(415, "UnsupportedMediaType", "the body of the request was in an unknown format")
+            document = req.decode_body(await _read(request), request.content_type)
+            obj = await asyncio.to_thread(self.registry.patch, resource, stored.namespace, stored.name, patch_type,
+                                          document, subresource=stored.subresource, dry_run=dry_run,
+                                          transform=view.from_storage,
+                                          apply_back=lambda _current, patched: view.to_storage(patched))
+            return json_response(view.from_storage(obj))
+        if method == "DELETE" and target.name and not target.subresource:
+            options = _delete_options(query, await _optional_body(request))
+            obj, removed = await asyncio.to_thread(self.registry.delete, resource, stored.namespace, stored.name,
+                                                   options)
+            converted = view.from_storage(obj) if obj.get("kind") == resource.kind else obj
+            return json_response(converted, 200 if removed else 202)
+        raise status.method_not_allowed()
 
     # -- subresources -------------------------------------------------------------------------------
 

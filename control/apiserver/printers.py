@@ -468,6 +468,40 @@ def controller_revision_cells(revision: Obj, now: datetime) -> list[Any]:
     return [_name(revision), controller, revision.get("revision", 0), _age(revision, now)]
 
 
+def _hpa_metric(spec: Mapping[str, Any], current: Mapping[str, Any] | None) -> str:
+    """formatHPAMetrics for one metric: `name: current/target` (`<unknown>` before the controller measured)."""
+    kind = spec.get("type")
+    source_key = {"Resource": "resource", "ContainerResource": "containerResource"}.get(str(kind))
+    if source_key is None:
+        return f"<{str(kind or 'unknown').lower()} metric>"
+    source = spec.get(source_key) or {}
+    target = source.get("target") or {}
+    measured = ((current or {}).get(source_key) or {}).get("current") or {}
+    name = source.get("name", "")
+    if target.get("averageValue") is not None:
+        value = measured.get("averageValue")
+        return f"{name}: {value if value is not None else '<unknown>'}/{target['averageValue']}"
+    utilization = measured.get("averageUtilization")
+    now = f"{utilization}%" if utilization is not None else "<unknown>"
+    wanted = f"{target['averageUtilization']}%" if target.get("averageUtilization") is not None else "<auto>"
+    return f"{name}: {now}/{wanted}"
+
+
+def hpa_cells(hpa: Obj, now: datetime) -> list[Any]:
+    """printHorizontalPodAutoscaler: REFERENCE Kind/name, TARGETS (two metrics, then `+ N more...`)."""
+    spec, status = _spec(hpa), _status(hpa)
+    ref = spec.get("scaleTargetRef") or {}
+    metrics = spec.get("metrics") or []
+    current = status.get("currentMetrics") or []
+    shown = [_hpa_metric(m, current[i] if i < len(current) else None) for i, m in enumerate(metrics[:2])]
+    targets = ", ".join(shown) if shown else "<none>"
+    if len(metrics) > 2:
+        targets += f" + {len(metrics) - 2} more..."
+    min_pods = str(spec["minReplicas"]) if spec.get("minReplicas") is not None else "<unset>"
+    return [_name(hpa), f"{ref.get('kind', '')}/{ref.get('name', '')}", targets, min_pods,
+            int(spec.get("maxReplicas") or 0), int(status.get("currentReplicas") or 0), _age(hpa, now)]
+
+
 def statefulset_cells(statefulset: Obj, now: datetime) -> list[Any]:
     return [_name(statefulset), _ready_of(statefulset), _age(statefulset, now),
             *_containers_and_images(_template_spec(statefulset))]

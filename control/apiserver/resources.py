@@ -70,6 +70,9 @@ class Resource:
     verbs: tuple[str, ...] = ALL_VERBS
     subresources: Mapping[str, SubResource] = field(default_factory=lambda: MappingProxyType({}))
     custom: bool = False  # served for a CustomResourceDefinition (the run-time layer below), not built in
+    # A version served as a converted view of the stored one (control/apiserver/views.py): the version the
+    # objects are stored in, "" for the storage version itself.
+    storage_version: str = ""
 
     @property
     def api_version(self) -> str:
@@ -134,6 +137,12 @@ RESOURCES: tuple[Resource, ...] = (
              subresources=_subresources(status=_status("Job"))),
     Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", True, short_names=("cj",), categories=("all",),
              subresources=_subresources(status=_status("CronJob"))),
+    Resource("autoscaling", "v2", "horizontalpodautoscalers", "horizontalpodautoscaler", "HorizontalPodAutoscaler",
+             True, short_names=("hpa",), categories=("all",),
+             subresources=_subresources(status=_status("HorizontalPodAutoscaler"))),
+    Resource("autoscaling", "v1", "horizontalpodautoscalers", "horizontalpodautoscaler", "HorizontalPodAutoscaler",
+             True, short_names=("hpa",), categories=("all",),
+             subresources=_subresources(status=_status("HorizontalPodAutoscaler")), storage_version="v2"),
     Resource("certificates.k8s.io", "v1", "certificatesigningrequests", "certificatesigningrequest",
              "CertificateSigningRequest", False, short_names=("csr",),
              subresources=_subresources(approval=_status("CertificateSigningRequest"),
@@ -258,6 +267,16 @@ def group_versions() -> list[tuple[str, str]]:
 
 def resources_in(group: str, version: str) -> list[Resource]:
     return [r for r in served() if (r.group, r.version) == (group, version)]
+
+
+def storage_resource(resource: Resource) -> Resource:
+    """The resource whose version a view's objects are stored in (the resource itself when it is not a view)."""
+    if not resource.storage_version:
+        return resource
+    stored = by_path(resource.group, resource.storage_version, resource.plural)
+    if stored is None:
+        raise ValueError(f"{resource.plural} {resource.version}: no storage version {resource.storage_version}")
+    return stored
 
 
 def storage_prefix(resource: Resource) -> str:

@@ -215,6 +215,21 @@ PRINTERS: dict[tuple[str, str], Printer] = {
                                           "scheduled."),
         AGE, CONTAINERS, IMAGES, SELECTOR,
     ), printers.cronjob_cells),
+    ("autoscaling", "horizontalpodautoscalers"): Printer((
+        NAME,
+        Column("Reference", "string", "scaleTargetRef points to the target resource to scale, and is used to the pods "
+                                      "for which metrics should be collected, as well as to actually change the "
+                                      "replica count."),
+        Column("Targets", "string", "metrics contains the specifications for which to use to calculate the desired "
+                                    "replica count (the maximum replica count across all metrics will be used)."),
+        Column("MinPods", "string", "minReplicas is the lower limit for the number of replicas to which the "
+                                    "autoscaler can scale down."),
+        Column("MaxPods", "integer", "maxReplicas is the upper limit for the number of replicas to which the "
+                                     "autoscaler can scale up."),
+        Column("Replicas", "integer", "currentReplicas is current number of replicas of pods managed by this "
+                                      "autoscaler, as last seen by the autoscaler."),
+        AGE,
+    ), printers.hpa_cells),
     ("coordination.k8s.io", "leases"): Printer((
         NAME, Column("Holder", "string", "holderIdentity contains the identity of the holder of a current lease."),
         AGE,

@@ -10,11 +10,12 @@ switchable off with `--disable`).
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
 "endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
 "serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
-"replicationcontroller", "deployment", "daemonset", "job", "cronjob", "ttl-after-finished", "endpointslice",
-"endpointslicemirroring", "service-lb-controller", "statefulset", "persistentvolume-binder", …) to an init
-function: it builds the controller against the context (registering its informer handlers) and returns the
-loop to run, `run(stop)`, which the manager runs on its own thread. A later controller is one module under
-control/controllers/ (a `Controller` of base.py) and one line in this table.
+"replicationcontroller", "deployment", "daemonset", "horizontalpodautoscaling", "job", "cronjob",
+"ttl-after-finished", "endpointslice", "endpointslicemirroring", "service-lb-controller", "statefulset",
+"persistentvolume-binder", …) to an init function: it builds the controller against the context (registering
+its informer handlers) and returns the loop to run, `run(stop)`, which the manager runs on its own thread. A
+later controller is one module under control/controllers/ (a `Controller` of base.py) and one line in this
+table.
 
 Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
 --node-monitor-grace-period, --resource-quota-sync-period) travel in `ControllerManagerConfiguration`, in the context.
@@ -44,6 +45,8 @@ from control.controllers.endpointslice import EndpointSliceController
 from control.controllers.endpointslice_reconciler import MAX_ENDPOINTS_PER_SLICE
 from control.controllers.endpointslicemirroring import EndpointSliceMirroringController
 from control.controllers.garbagecollector import GarbageCollector
+from control.controllers.horizontal import SYNC_PERIOD as HPA_SYNC_PERIOD
+from control.controllers.horizontal import HorizontalController
 from control.controllers.job import JobController
 from control.controllers.job_decisions import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP
 from control.controllers.namespace import NamespaceController
@@ -87,6 +90,7 @@ class ControllerManagerConfiguration:
     loadbalancer_address_pool: tuple[str, ...] = ()
     # The Job controller's back-off of failed pods: base doubling up to the cap (upstream's constants
     # DefaultJobPodFailureBackOff/MaxJobPodFailureBackOff, which have no flag; settable here for tests).
+    horizontal_pod_autoscaler_sync_period: float = HPA_SYNC_PERIOD  # --horizontal-pod-autoscaler-sync-period
     job_pod_failure_backoff: float = DEFAULT_BACKOFF_BASE
     job_pod_failure_backoff_max: float = DEFAULT_BACKOFF_CAP
 
@@ -188,6 +192,11 @@ def _start_deployment(ctx: ControllerContext) -> Run:
     return DeploymentController(ctx.client, ctx.informers).run
 
 
+def _start_horizontal_pod_autoscaling(ctx: ControllerContext) -> Run:
+    return HorizontalController(ctx.client, ctx.informers,
+                                sync_period=ctx.config.horizontal_pod_autoscaler_sync_period).run
+
+
 def _start_daemonset(ctx: ControllerContext) -> Run:
     return DaemonSetController(ctx.client, ctx.informers).run
 
@@ -222,6 +231,7 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "replicationcontroller": _start_replication_controller,
     "deployment": _start_deployment,
     "daemonset": _start_daemonset,
+    "horizontalpodautoscaling": _start_horizontal_pod_autoscaling,
     "job": _start_job,
     "cronjob": _start_cronjob,
     "ttl-after-finished": _start_ttl_after_finished,

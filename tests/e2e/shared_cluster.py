@@ -8,7 +8,8 @@ taints — undo them through `cleanup`). Tests that stop nodes or need their own
 
 The cluster: nodes named `sktest-<run>`, `…-2`, `…-3`, a node network and pod CIDRs clear of this host's
 routes, the safety net routing the service CIDR to an empty bridge in the host's namespace and in each
-node's before any test runs, and `--node-monitor-grace-period 10s`. At the session's end: Ctrl-C, `down`,
+node's before any test runs, `--node-monitor-grace-period 10s` and `--horizontal-pod-autoscaler-sync-period
+3s` (tests/e2e/test_hpa.py). At the session's end: Ctrl-C, `down`,
 then everything `up` may have made is removed even when a test failed.
 """
 
@@ -29,6 +30,7 @@ from tests.support.polling import wait_for
 from tests.support.safety_net import service_cidr_net
 
 GRACE_SECONDS = 10
+HPA_SYNC_SECONDS = 3
 
 
 @dataclass
@@ -52,7 +54,8 @@ def workload_cluster(root, docker_api, images, iptables, tmp_path_factory: pytes
         prepared = prepare_cluster(tmp_path_factory.mktemp("shared") / "up", run_id, docker_api, actions.append)
         up = UpProcess(prepared["data_dir"], free_port(), "--nodes", str(NODES), "--nodes-cidr",
                        prepared["nodes_cidr"], "--service-cidr", prepared["service_cidr"],
-                       "--node-monitor-grace-period", f"{GRACE_SECONDS}s", bind_address="0.0.0.0")
+                       "--node-monitor-grace-period", f"{GRACE_SECONDS}s",
+                       "--horizontal-pod-autoscaler-sync-period", f"{HPA_SYNC_SECONDS}s", bind_address="0.0.0.0")
         actions.append(up.kill)
         kubeconfig = up.wait_for("[up] kubeconfig: ").split(": ", 1)[1]
         up.wait_for("[up] ready: ")

@@ -81,7 +81,8 @@ def test_one_pod_per_node_rolling_update_and_rollout_undo(
         assert {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"} in \
             pod["spec"]["tolerations"]
     assert "successfully rolled out" in kubectl.run("rollout", "status", "ds/agent", "-n", ns, "--timeout=30s").stdout
-    status = client.get(f"/apis/apps/v1/namespaces/{ns}/daemonsets/agent")["status"]
+    status = wait_for(lambda: (s := client.get(f"/apis/apps/v1/namespaces/{ns}/daemonsets/agent")["status"])
+                      .get("numberAvailable") == 3 and s, 10, "the status counting every pod")
     assert {k: status.get(k) for k in ("desiredNumberScheduled", "currentNumberScheduled", "numberReady",
                                        "numberAvailable", "updatedNumberScheduled", "numberMisscheduled")} == {
         "desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 3, "numberAvailable": 3,

@@ -20,6 +20,7 @@ from control.apiserver.strategies.admissionregistration import WebhookConfigurat
 from control.apiserver.strategies.base import (
     CreateOnUpdateStrategy,
     DaemonSetStrategy,
+    HorizontalPodAutoscalerStrategy,
     JobStrategy,
     PodDisruptionBudgetStrategy,
     ReplicasWorkloadStrategy,
@@ -63,6 +64,7 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "priorityclasses": PriorityClassStrategy,
     "poddisruptionbudgets": PodDisruptionBudgetStrategy,
     "endpointslices": EndpointSliceStrategy,
+    "horizontalpodautoscalers": HorizontalPodAutoscalerStrategy,
     "persistentvolumes": PersistentVolumeStrategy,
     "persistentvolumeclaims": PersistentVolumeClaimStrategy,
     "certificatesigningrequests": CertificateSigningRequestStrategy,
@@ -90,4 +92,4 @@ def build(storage: Storage, *, service_cidr: str, node_port_range: tuple[int, in
     allocations = ServiceAllocations(ClusterIPAllocator(storage, service_cidr),
                                      NodePortAllocator(storage, node_port_range))
     return {resource.plural: ServiceStrategy(resource, allocations) if resource.plural == _SERVICES
-            else strategy_for(resource) for resource in RESOURCES}
+            else strategy_for(resource) for resource in RESOURCES if not resource.storage_version}

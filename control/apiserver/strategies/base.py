@@ -289,6 +289,13 @@ class DaemonSetStrategy(WorkloadStrategy):
                                            "desiredNumberScheduled": 0, "numberReady": 0})
 
 
+class HorizontalPodAutoscalerStrategy(WorkloadStrategy):
+    """autoscaling/v2 HorizontalPodAutoscalers (upstream pkg/registry/autoscaling/horizontalpodautoscaler/
+    strategy.go): the status is the controller's; currentReplicas and desiredReplicas have no omitempty."""
+
+    status_zero_values = MappingProxyType({"currentReplicas": 0, "desiredReplicas": 0})
+
+
 class PodDisruptionBudgetStrategy(WorkloadStrategy):
     """policy/v1 PodDisruptionBudgets (upstream pkg/registry/policy/poddisruptionbudget/strategy.go): the
     disruption controller reports observedGeneration, the status starts empty, and the four counts have

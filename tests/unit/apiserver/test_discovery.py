@@ -28,13 +28,14 @@ def test_api_versions():
 
 def test_api_group_list_has_named_groups_with_preferred_version():
     groups = {g["name"]: g for g in discovery.api_group_list()["groups"]}
-    assert set(groups) == {"apps", "batch", "coordination.k8s.io", "scheduling.k8s.io", "discovery.k8s.io", "policy",
-                           "networking.k8s.io", "storage.k8s.io", "certificates.k8s.io", "node.k8s.io",
-                           "apiregistration.k8s.io", "admissionregistration.k8s.io",
-                           "apiextensions.k8s.io",
-                           "metrics.k8s.io"}
+    assert set(groups) == {"apps", "batch", "autoscaling", "coordination.k8s.io", "scheduling.k8s.io",
+                           "discovery.k8s.io", "policy", "networking.k8s.io", "storage.k8s.io",
+                           "certificates.k8s.io", "node.k8s.io", "apiregistration.k8s.io",
+                           "admissionregistration.k8s.io", "apiextensions.k8s.io", "metrics.k8s.io"}
     assert groups["apps"]["preferredVersion"] == {"groupVersion": "apps/v1", "version": "v1"}
     assert groups["apps"]["versions"] == [{"groupVersion": "apps/v1", "version": "v1"}]
+    assert groups["autoscaling"]["preferredVersion"] == {"groupVersion": "autoscaling/v2", "version": "v2"}
+    assert [v["version"] for v in groups["autoscaling"]["versions"]] == ["v2", "v1"]
 
 
 def test_metrics_group_lists_node_and_pod_metrics_as_metrics_server_does():
