@@ -19,13 +19,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from control.apimachinery.meta import deep_copy
-from control.apiserver.registry import Registry
+from control.apiserver.registry import DeleteOptions, Registry
 from control.apiserver.resources import by_path
 from control.apiserver.status import APIError
 
 API_SERVICES = by_path("apiregistration.k8s.io", "v1", "apiservices")
 AUTOMANAGED_LABEL = "kube-aggregator.kubernetes.io/automanaged"
 ON_START = "onstart"
+SYNCED = "true"  # upstream AutoRegisterManagedLabelValue: kept while wanted, deleted after (CRD groups)
+CRD_PRIORITY = (1000, 100)  # upstream crdregistration_controller: "CRDs should have relatively low priority"
 # (group, version) → (groupPriorityMinimum, versionPriority)
 PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
     ("", "v1"): (18000, 1),
@@ -56,12 +58,13 @@ LOCAL_AVAILABLE = {"type": "Available", "status": "True", "reason": "Local",
                    "message": "Local APIServices are always available"}
 
 
-def api_service(group: str, version: str) -> dict[str, Any]:
+def api_service(group: str, version: str, *, managed: str = ON_START,
+                priority: tuple[int, int] | None = None) -> dict[str, Any]:
     """upstream makeAPIService: the desired object (without status) for one local group-version."""
-    group_priority, version_priority = PRIORITIES.get((group, version), DEFAULT_PRIORITY)
+    group_priority, version_priority = priority or PRIORITIES.get((group, version), DEFAULT_PRIORITY)
     return {
         "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-        "metadata": {"name": f"{version}.{group}", "labels": {AUTOMANAGED_LABEL: ON_START}},
+        "metadata": {"name": f"{version}.{group}", "labels": {AUTOMANAGED_LABEL: managed}},
         "spec": {"group": group, "version": version, "groupPriorityMinimum": group_priority,
                  "versionPriority": version_priority},
     }
@@ -73,21 +76,23 @@ def _available(obj: dict[str, Any]) -> bool:
                for c in conditions if isinstance(c, dict))
 
 
-def register(registry: Registry, group_versions: Iterable[tuple[str, str]], *, now: str) -> None:
-    """Create or repair the APIService of each local group-version; `now` stamps a new Available condition."""
+def register(registry: Registry, group_versions: Iterable[tuple[str, str]], *, now: str, managed: str = ON_START,
+             priority: tuple[int, int] | None = None) -> None:
+    """Create or repair the APIService of each local group-version; `now` stamps a new Available condition.
+    `managed`/`priority`: SYNCED and CRD_PRIORITY for the group-versions of CRDs (crd/controller.py)."""
     assert API_SERVICES is not None
     for group, version in group_versions:
-        wanted = api_service(group, version)
+        wanted = api_service(group, version, managed=managed, priority=priority)
         name = wanted["metadata"]["name"]
         current = registry.get(API_SERVICES, "", name)
         try:
             if current is None:
                 current = registry.create(API_SERVICES, "", wanted)
             elif current.get("spec") != wanted["spec"] or \
-                    (current["metadata"].get("labels") or {}).get(AUTOMANAGED_LABEL) != ON_START:
+                    (current["metadata"].get("labels") or {}).get(AUTOMANAGED_LABEL) != managed:
                 fixed = deep_copy(current)
                 fixed["spec"] = wanted["spec"]
-                fixed["metadata"].setdefault("labels", {})[AUTOMANAGED_LABEL] = ON_START
+                fixed["metadata"].setdefault("labels", {})[AUTOMANAGED_LABEL] = managed
                 current, _ = registry.update(API_SERVICES, "", name, fixed)
             if not _available(current):
                 with_status = deep_copy(current)
@@ -96,3 +101,17 @@ def register(registry: Registry, group_versions: Iterable[tuple[str, str]], *, n
         except APIError as exc:
             if exc.code != 409:  # another API server on the same store got there first: as good
                 raise
+
+
+def unregister_synced(registry: Registry, keep: Iterable[tuple[str, str]]) -> None:
+    """Delete the SYNCED APIServices of group-versions no longer served (a CRD version or CRD gone)."""
+    assert API_SERVICES is not None
+    kept = {f"{version}.{group}" for group, version in keep}
+    for obj in registry.list_all(API_SERVICES, ""):
+        name = obj["metadata"]["name"]
+        if (obj["metadata"].get("labels") or {}).get(AUTOMANAGED_LABEL) == SYNCED and name not in kept:
+            try:
+                registry.delete(API_SERVICES, "", name, DeleteOptions())
+            except APIError as exc:
+                if exc.code != 404:
+                    raise

@@ -230,7 +230,7 @@ class OpenAPIDocuments:
                 key = (gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", ""))
                 if key in served_kinds:
                     kinds.setdefault(key, name)
-        referenced = {ref.removeprefix(_PARAMETERS) for ref in _refs(paths) if ref.startswith(_PARAMETERS)}
+        referenced = {ref.removeprefix(_PARAMETERS) for ref in refs_below(paths) if ref.startswith(_PARAMETERS)}
         parameters = {name: spec["parameters"][name] for name in sorted(referenced)}
         roots = set(kinds.values()) | _definition_refs([paths, parameters])
         definitions = {name: all_definitions[name] for name in sorted(_closure(roots, all_definitions))}
@@ -270,7 +270,8 @@ def _hash(data: bytes) -> str:
     return hashlib.sha512(data).hexdigest().upper()
 
 
-def _refs(node: Any) -> set[str]:
+def refs_below(node: Any) -> set[str]:
+    """Every `$ref` below `node`, as given (`#/definitions/X`, `#/parameters/Y`); the generator uses it too."""
     found: set[str] = set()
     stack = [node]
     while stack:
@@ -286,7 +287,7 @@ def _refs(node: Any) -> set[str]:
 
 
 def _definition_refs(node: Any) -> set[str]:
-    return {ref.removeprefix(_DEFINITIONS) for ref in _refs(node) if ref.startswith(_DEFINITIONS)}
+    return {ref.removeprefix(_DEFINITIONS) for ref in refs_below(node) if ref.startswith(_DEFINITIONS)}
 
 
 def _closure(roots: Iterable[str], definitions: Mapping[str, Any]) -> set[str]:

@@ -199,6 +199,10 @@ class Registry:
         self._custom_by_definition[definition] = keys
         RUNTIME.install(id(self), definition, [v.resource for v in versions])
 
+    def serves_custom(self, resource: Resource) -> bool:
+        """Whether this registry (not another server's in the same process) serves a custom resource."""
+        return (resource.group, resource.version, resource.plural) in self._custom
+
     def stop_serving_custom(self, definition: str | None = None) -> None:
         """Stop serving one CRD's resources, or (None) every one this registry serves."""
         RUNTIME.remove(id(self), definition)

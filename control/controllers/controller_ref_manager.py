@@ -31,6 +31,24 @@ from control.client.paths import resource_path
 Obj = Mapping[str, Any]
 
 
+class OwnerLister(Protocol):
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+
+
+def resolve_controller_ref(owners: OwnerLister, namespace: str, ref: Mapping[str, Any] | None,
+                           kind: str) -> dict[str, Any] | None:
+    """resolveControllerRef: the owner `ref` names, if it is of `kind` and still the same object (by UID).
+
+    Checking the UID keeps a pod of a deleted controller from counting for a new one of the same name.
+    """
+    if ref is None or ref.get("kind") != kind:
+        return None
+    owner = owners.get(namespace, str(ref.get("name") or ""))
+    if owner is None or (owner.get("metadata") or {}).get("uid") != ref.get("uid"):
+        return None
+    return owner
+
+
 class CannotAdopt(Exception):
     """The controller may not adopt now (upstream: "can't adopt Pod ...": gone, replaced, or being deleted)."""
 

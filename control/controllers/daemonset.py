@@ -46,7 +46,7 @@ from control.client.paths import resource_path
 from control.client.workqueue import RateLimitingQueue
 from control.controllers import daemonset_decisions as decide
 from control.controllers.base import APIClient, Controller
-from control.controllers.controller_ref_manager import ControllerRefManager
+from control.controllers.controller_ref_manager import ControllerRefManager, resolve_controller_ref
 from control.controllers.controller_utils import slow_start_batch
 from control.controllers.deployment_util import compute_hash
 from control.controllers.expectations import ControllerExpectations
@@ -131,12 +131,7 @@ class DaemonSetController(Controller):
         self.queue.add(key)
 
     def _resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> dict[str, Any] | None:
-        if ref is None or ref.get("kind") != KIND:
-            return None
-        ds = self.daemonsets.get(namespace, str(ref.get("name") or ""))
-        if ds is None or (ds.get("metadata") or {}).get("uid") != ref.get("uid"):
-            return None
-        return ds
+        return resolve_controller_ref(self.daemonsets, namespace, ref, KIND)
 
     def _selecting(self, obj: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The DaemonSets whose selector selects `obj` (an orphan pod or revision they may adopt)."""

@@ -49,7 +49,7 @@ from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.client.workqueue import RateLimitingQueue
 from control.controllers.base import APIClient, Controller
-from control.controllers.controller_ref_manager import ControllerRefManager
+from control.controllers.controller_ref_manager import ControllerRefManager, resolve_controller_ref
 from control.controllers.controller_utils import BURST_REPLICAS, deletion_order, slow_start_batch
 from control.controllers.expectations import ControllerExpectations, UIDTrackingControllerExpectations
 from control.controllers.job_decisions import (
@@ -141,13 +141,8 @@ class JobController(Controller):
             self._written.pop(key, None)
 
     def _job_of(self, pod: Mapping[str, Any]) -> dict[str, Any] | None:
-        ref = controller_ref(pod)
-        if ref is None or ref.get("kind") != "Job":
-            return None
-        job = self.jobs.get((pod.get("metadata") or {}).get("namespace") or "", str(ref.get("name") or ""))
-        if job is None or (job.get("metadata") or {}).get("uid") != ref.get("uid"):
-            return None
-        return job
+        return resolve_controller_ref(self.jobs, (pod.get("metadata") or {}).get("namespace") or "",
+                                      controller_ref(pod), "Job")
 
     def _observe(self, pod: Mapping[str, Any], *, gone: bool) -> None:
         job = self._job_of(pod)

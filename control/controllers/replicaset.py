@@ -51,7 +51,7 @@ from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.client.workqueue import RateLimitingQueue
 from control.controllers.base import APIClient, Controller
-from control.controllers.controller_ref_manager import ControllerRefManager
+from control.controllers.controller_ref_manager import ControllerRefManager, resolve_controller_ref
 from control.controllers.controller_utils import (
     BURST_REPLICAS,
     filter_active_pods,
@@ -133,12 +133,7 @@ class ReplicaSetController(Controller):
 
     def _resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """The controller `ref` names, if it is of our kind and still the same object (by UID)."""
-        if ref is None or ref.get("kind") != self.kind.kind:
-            return None
-        owner = self.owners.get(namespace, str(ref.get("name") or ""))
-        if owner is None or (owner.get("metadata") or {}).get("uid") != ref.get("uid"):
-            return None
-        return owner
+        return resolve_controller_ref(self.owners, namespace, ref, self.kind.kind)
 
     def _matching_owners(self, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
         """getPodReplicaSets: the controllers of our kind whose (non-empty) selector selects the pod."""

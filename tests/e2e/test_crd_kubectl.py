@@ -137,6 +137,8 @@ def test_custom_objects_with_kubectl(k: Kubectl, crd: dict[str, Any], crd_server
     beta = get_json(k, f"widgets.v1beta1.{group}", "small-one")
     assert beta["apiVersion"] == f"{group}/v1beta1" and beta["spec"]["color"] == "red"
 
+    service = json.loads(k.run("get", "apiservice", f"v1.{group}", "-o", "json").stdout)
+    assert service["spec"]["groupPriorityMinimum"] == 1000 and service["status"]["conditions"][0]["reason"] == "Local"
     discovery = json.loads(k.run("get", "--raw", f"/apis/{group}/v1").stdout)
     entry = next(r for r in discovery["resources"] if r["name"] == "widgets")
     assert entry["shortNames"] == ["wd"] and entry["categories"] == ["all"]
@@ -151,6 +153,7 @@ def test_deleting_the_crd_deletes_its_objects(k: Kubectl, crd: dict[str, Any]) -
     assert time.monotonic() - started < 30
     assert k.run("get", "crd", f"widgets.{group}", check=False).returncode != 0
     assert group not in k.run("api-versions").stdout
+    assert k.run("get", "apiservice", f"v1.{group}", check=False).returncode != 0
     # created again, the CRD starts empty: the old objects are gone from storage, not just unserved
     k.run("apply", "-f", "-", input=json.dumps(crd))
     k.run("wait", "--for=condition=Established", f"crd/widgets.{group}", "--timeout=30s")

@@ -22,9 +22,10 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from control.apimachinery.meta import deep_copy, format_timestamp
+from control.apiserver import autoregister
 from control.apiserver.crd import definitions
 from control.apiserver.registry import DeleteOptions, Registry
-from control.apiserver.resources import by_path
+from control.apiserver.resources import RUNTIME, by_path
 from control.apiserver.status import APIError
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ class CRDController:
         self.schemas = schemas
         self._served: dict[str, str] = {}  # CRD name → fingerprint of what is served
         self._published: dict[str, list[tuple[str, str, str]]] = {}  # CRD name → (group, version, kind)
+        self._registered: list[tuple[str, str]] | None = None  # group-versions with an APIService
 
     def sync_all(self) -> bool:
         """One pass over every CRD; returns whether another pass is needed soon (deletions under way,
@@ -81,7 +83,19 @@ class CRDController:
         present = {crd["metadata"]["name"] for crd in crds}
         for name in [n for n in self._served if n not in present]:
             self._stop(name)
+        self._api_services()
         return again
+
+    def _api_services(self) -> None:
+        """upstream crdregistration_controller: an APIService per served custom group-version (Local,
+        automanaged "true", priority 1000/100), deleted when no CRD serves it any more."""
+        served = sorted({(r.group, r.version) for r in RUNTIME.all() if self.registry.serves_custom(r)})
+        if served == self._registered:
+            return
+        autoregister.register(self.registry, served, now=format_timestamp(self.registry.clock()),
+                              managed=autoregister.SYNCED, priority=autoregister.CRD_PRIORITY)
+        autoregister.unregister_synced(self.registry, served)
+        self._registered = served
 
     def stop(self) -> None:
         for name in list(self._served):

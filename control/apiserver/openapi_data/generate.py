@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from control.apiserver.openapi import refs_below
+
 OUT = Path(__file__).with_name("swagger.json.gz")
 
 GROUP_VERSIONS: tuple[tuple[str, str], ...] = (
@@ -33,22 +35,6 @@ GROUP_VERSIONS: tuple[tuple[str, str], ...] = (
     ("events.k8s.io", "v1"), ("networking.k8s.io", "v1"), ("node.k8s.io", "v1"), ("policy", "v1"),
     ("rbac.authorization.k8s.io", "v1"), ("scheduling.k8s.io", "v1"), ("storage.k8s.io", "v1"),
 )
-
-
-def _refs(node: Any) -> set[str]:
-    """Every `$ref` below `node`, as given (`#/definitions/X`, `#/parameters/Y`)."""
-    found: set[str] = set()
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            ref = item.get("$ref")
-            if isinstance(ref, str):
-                found.add(ref)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
 
 
 def _path_group_version(path: str) -> tuple[str, str] | None:
@@ -65,12 +51,13 @@ def select(spec: dict[str, Any], group_versions: tuple[tuple[str, str], ...] = G
     wanted = set(group_versions)
     definitions: dict[str, Any] = spec["definitions"]
     paths = {path: item for path, item in spec["paths"].items() if _path_group_version(path) in wanted}
-    parameter_names = {ref.removeprefix("#/parameters/") for ref in _refs(paths) if ref.startswith("#/parameters/")}
+    parameter_names = {ref.removeprefix("#/parameters/") for ref in refs_below(paths)
+                       if ref.startswith("#/parameters/")}
     parameters = {name: spec["parameters"][name] for name in sorted(parameter_names)}
     roots = {name for name, schema in definitions.items()
              if any((gvk.get("group", ""), gvk.get("version")) in wanted
                     for gvk in schema.get("x-kubernetes-group-version-kind", []))}
-    roots |= {ref.removeprefix("#/definitions/") for ref in _refs([paths, parameters])
+    roots |= {ref.removeprefix("#/definitions/") for ref in refs_below([paths, parameters])
               if ref.startswith("#/definitions/")}
     kept: set[str] = set()
     todo = list(roots)
@@ -79,7 +66,7 @@ def select(spec: dict[str, Any], group_versions: tuple[tuple[str, str], ...] = G
         if name in kept:
             continue
         kept.add(name)
-        todo.extend(ref.removeprefix("#/definitions/") for ref in _refs(definitions[name])
+        todo.extend(ref.removeprefix("#/definitions/") for ref in refs_below(definitions[name])
                     if ref.startswith("#/definitions/"))
     return {"swagger": spec["swagger"], "definitions": {name: definitions[name] for name in sorted(kept)},
             "paths": paths, "parameters": parameters, "security": spec.get("security", []),

@@ -242,3 +242,19 @@ def test_openapi_documents_with_the_crd_kind_and_a_published_custom_kind():
     assert "$ref" in props["properties"]
     widget_doc = json.loads(documents.v3("apis/example.com/v1")[0])
     assert widget_doc["components"]["schemas"]["com.example.v1.Widget"]["properties"]["spec"]["required"] == ["size"]
+
+
+def test_served_custom_group_versions_get_local_api_services(store):
+    registry, controller = store
+    api_services = by_path("apiregistration.k8s.io", "v1", "apiservices")
+    establish(registry, controller)
+    service = registry.must_get(api_services, "", "v1.example.com")
+    assert service["metadata"]["labels"] == {"kube-aggregator.kubernetes.io/automanaged": "true"}
+    assert service["spec"] == {"group": "example.com", "version": "v1", "groupPriorityMinimum": 1000,
+                               "versionPriority": 100}
+    assert service["status"]["conditions"][0]["reason"] == "Local"
+    assert registry.get(api_services, "", "v1beta1.example.com") is not None
+    registry.delete(CRDS, "", "widgets.example.com", DeleteOptions())
+    controller.sync_all()
+    assert registry.get(api_services, "", "v1.example.com") is None
+    assert registry.get(api_services, "", "v1beta1.example.com") is None

@@ -140,7 +140,7 @@ def test_v2_json_has_upstream_schema_facts():
     patch = v2["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
     names = {p.get("name") or v2["parameters"][p["$ref"].rsplit("/", 1)[1]]["name"] for p in patch["parameters"]}
     assert {"dryRun", "fieldValidation", "fieldManager", "body"} <= names
-    refs = {ref for ref in openapi._refs(v2) if ref.startswith("#/definitions/")}
+    refs = {ref for ref in openapi.refs_below(v2) if ref.startswith("#/definitions/")}
     assert all(ref.rsplit("/", 1)[1] in v2["definitions"] for ref in refs)  # closed under $ref
 
 
