@@ -11,7 +11,8 @@ variables substituted (systemd.service(5): `${VAR}` one word, `$VAR` split at wh
 the proxy once the agent's Node is registered (the agent's READY=1, which the proxy unit is ordered
 after) — each inside a network namespace on the node bridge, made with slimkube/nodenet.py as `up` makes
 its own nodes'. The node must become Ready with the address the Vagrantfile gave it, its proxy sync the
-`kubernetes` Service into its namespace, and a pod bound to it serve from its pod CIDR.
+`kubernetes` Service into its namespace, a DaemonSet made before it joined get a pod running on it, and a
+pod bound to it serve from its pod CIDR.
 
 What a VM has of its own and a namespace on this host has not: a host name (each daemon gets a UTS
 namespace named after the worker) and /var/lib (each gets a tmpfs there, in the mount namespace `ip netns
@@ -43,6 +44,7 @@ from control.util.iptables import detect
 from nodeagent.network import rules
 from proxy.app import run_cleanup
 from slimkube import multinode, nodenet, nodes
+from tests.e2e.test_daemonset import daemonset, running_pods
 from tests.e2e.test_multinode import cli, host_fetch, web_pod
 from tests.e2e.test_up_down import ROOT, UpProcess, node_containers, wait_running, write_up_config
 from tests.support.apiserver import free_port
@@ -175,6 +177,11 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
 
     cleanup(teardown_worker)
     with RESTClient.from_kubeconfig(kubeconfig) as client:
+        # A DaemonSet made before the worker exists: one pod on each of up's nodes now, and (below) one on the
+        # worker once it registers — a DaemonSet following a node added later (issue 18), with a real kubelet.
+        client.create("/apis/apps/v1/namespaces/default/daemonsets", daemonset("everywhere"))
+        wait_for(lambda: sorted(p["spec"]["nodeName"] for p in running_pods(client, "default", "everywhere"))
+                 == sorted(names), WAIT, "a daemon pod running on each of up's nodes")
         agent = Daemon(worker, commands["agent"], tmp_path / "agent.log")
         cleanup(agent.stop)
         wait_for(lambda: registered(client, worker.name) or agent.proc.poll() is not None, WAIT,
@@ -196,6 +203,8 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
                              text=True, check=True).stdout
         assert ":KUBE-SERVICES" in nat and "default/kubernetes:https cluster IP" in nat, nat
 
+        wait_for(lambda: sorted(p["spec"]["nodeName"] for p in running_pods(client, "default", "everywhere"))
+                 == sorted([*names, worker.name]), WAIT, "a daemon pod running on the worker added later")
         client.create("/api/v1/namespaces/default/pods", web_pod("web-worker", worker.name))
         pod = wait_running(client, "/api/v1/namespaces/default/pods/web-worker")
         assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(worker.pod_cidr)
