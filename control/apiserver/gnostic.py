@@ -22,6 +22,8 @@ import struct
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from control.apiserver import protobuf
+
 _VARINT = 0
 _FIXED64 = 1
 _LENGTH_DELIMITED = 2
@@ -46,43 +48,15 @@ def length_delimited(field_number: int, payload: bytes) -> bytes:
     return encode_varint(field_number << 3 | _LENGTH_DELIMITED) + encode_varint(len(payload)) + payload
 
 
-def _decode_varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(data):
-            raise ValueError("truncated varint")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, pos
-
-
 def decode_fields(data: bytes) -> list[tuple[int, int | bytes]]:
     """(field number, value) for each field of one message; varints as int, length-delimited as bytes,
-    doubles as their 8 raw bytes. Nested messages stay bytes: decode them again with this function."""
+    doubles as their 8 raw bytes. Nested messages stay bytes: decode them again with this function. The
+    wire reading is the protobuf body decoder's; a gnostic document has no fixed32 field, so one is refused."""
     fields: list[tuple[int, int | bytes]] = []
-    pos = 0
-    while pos < len(data):
-        key, pos = _decode_varint(data, pos)
-        number, wire_type = key >> 3, key & 7
-        if wire_type == _VARINT:
-            value, pos = _decode_varint(data, pos)
-            fields.append((number, value))
-        elif wire_type == _FIXED64:
-            if pos + 8 > len(data):
-                raise ValueError("truncated fixed64 field")
-            fields.append((number, data[pos:pos + 8]))
-            pos += 8
-        elif wire_type == _LENGTH_DELIMITED:
-            length, pos = _decode_varint(data, pos)
-            if pos + length > len(data):
-                raise ValueError("truncated length-delimited field")
-            fields.append((number, data[pos:pos + length]))
-            pos += length
-        else:
+    for number, wire_type, value in protobuf.read_fields(data):
+        if wire_type not in (_VARINT, _FIXED64, _LENGTH_DELIMITED):
             raise ValueError(f"unsupported wire type {wire_type} in field {number}")
+        fields.append((number, value))
     return fields
 
 

@@ -52,8 +52,9 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
             return value, pos
 
 
-def _fields(data: bytes) -> list[tuple[int, int, Any]]:
-    """(field number, wire type, value) of one message level; length-delimited values stay bytes."""
+def read_fields(data: bytes) -> list[tuple[int, int, Any]]:
+    """(field number, wire type, value) of one message level; length-delimited and fixed-size values stay
+    bytes (the OpenAPI protobuf's tests read gnostic documents with it too)."""
     out = []
     pos = 0
     while pos < len(data):
@@ -69,6 +70,8 @@ def _fields(data: bytes) -> list[tuple[int, int, Any]]:
             value, pos = data[pos:pos + length], pos + length
         elif wire in (1, 5):
             size = 8 if wire == 1 else 4
+            if pos + size > len(data):
+                raise ProtobufError("truncated fixed-size field")
             value, pos = data[pos:pos + size], pos + size
         else:
             raise ProtobufError(f"unsupported wire type {wire}")
@@ -89,7 +92,7 @@ def decode_message(data: bytes, message: str) -> dict[str, Any]:
     """One message as Kubernetes JSON, following the field table of `message` (a fully qualified name)."""
     table = schemas().messages[message]
     obj: dict[str, Any] = {}
-    for number, wire, value in _fields(data):
+    for number, wire, value in read_fields(data):
         field = table.get(number)
         if field is None:
             continue
@@ -153,7 +156,7 @@ def _map_entry(value: Any, field: Field) -> tuple[str, Any]:
         raise ProtobufError("expected a map entry")
     key, item = "", None
     entry_value = Field(field.json, field.type, "optional")
-    for number, wire, part in _fields(value):
+    for number, wire, part in read_fields(value):
         if number == 1:
             key = _text(part)
         elif number == 2:
@@ -166,7 +169,7 @@ def _map_entry(value: Any, field: Field) -> tuple[str, Any]:
 def _parts(value: bytes, *, varints: tuple[int, ...] = (), lengths: tuple[int, ...] = ()) -> dict[int, Any]:
     """The fields of a small well-known message, each checked for the wire type its proto gives it."""
     parts: dict[int, Any] = {}
-    for number, wire, part in _fields(value):
+    for number, wire, part in read_fields(value):
         if (number in varints and wire != 0) or (number in lengths and wire != 2):
             raise ProtobufError(f"field {number}: unexpected wire type")
         parts[number] = part

@@ -119,20 +119,28 @@ def _select(rules: Mapping[str, Any]) -> str:
     return str(rules.get("selectPolicy") or "Max")
 
 
+def _policies(current: int, up: Sequence[ScaleEvent], down: Sequence[ScaleEvent], rules: Mapping[str, Any],
+              now: datetime) -> list[tuple[str, int, int]]:
+    """(type, value, start) of each Pods/Percent policy; `start` is the replica count at the beginning of
+    the policy's period (the current count with that period's scale events undone), which both directions
+    apply their policy to."""
+    found = []
+    for policy in rules.get("policies") or []:
+        if policy.get("type") not in ("Pods", "Percent"):
+            continue
+        period = int(policy.get("periodSeconds") or 0)
+        start = current - _changed_in_period(up, period, now) + _changed_in_period(down, period, now)
+        found.append((str(policy["type"]), int(policy.get("value") or 0), start))
+    return found
+
+
 def scale_up_limit_with_rules(current: int, up: Sequence[ScaleEvent], down: Sequence[ScaleEvent],
                               rules: Mapping[str, Any], now: datetime) -> int:
     """calculateScaleUpLimitWithScalingRules: Max → the highest proposal, Min → the lowest."""
     if _select(rules) == "Disabled":
         return current
-    proposals = []
-    for policy in rules.get("policies") or []:
-        period = int(policy.get("periodSeconds") or 0)
-        start = current - _changed_in_period(up, period, now) + _changed_in_period(down, period, now)
-        value = int(policy.get("value") or 0)
-        if policy.get("type") == "Pods":
-            proposals.append(start + value)
-        elif policy.get("type") == "Percent":
-            proposals.append(math.ceil(start * (1 + value / 100)))
+    proposals = [start + value if kind == "Pods" else math.ceil(start * (1 + value / 100))
+                 for kind, value, start in _policies(current, up, down, rules, now)]
     if not proposals:
         return current
     return min(proposals) if _select(rules) == "Min" else max(proposals)
@@ -143,15 +151,8 @@ def scale_down_limit_with_rules(current: int, up: Sequence[ScaleEvent], down: Se
     """calculateScaleDownLimitWithBehaviors: Max → the lowest proposal (the biggest change), Min → the highest."""
     if _select(rules) == "Disabled":
         return current
-    proposals = []
-    for policy in rules.get("policies") or []:
-        period = int(policy.get("periodSeconds") or 0)
-        start = current - _changed_in_period(up, period, now) + _changed_in_period(down, period, now)
-        value = int(policy.get("value") or 0)
-        if policy.get("type") == "Pods":
-            proposals.append(start - value)
-        elif policy.get("type") == "Percent":
-            proposals.append(int(start * (1 - value / 100)))
+    proposals = [start - value if kind == "Pods" else int(start * (1 - value / 100))
+                 for kind, value, start in _policies(current, up, down, rules, now)]
     if not proposals:
         return current
     return max(proposals) if _select(rules) == "Min" else min(proposals)
