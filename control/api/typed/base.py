@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 """The dict a view of an absent struct reads; shared, immutable."""
@@ -89,160 +89,132 @@ class ViewList(Sequence[V]):
         return f"ViewList({list(self._items)!r})"
 
 
-class _Field(Generic[T]):
-    """A descriptor reading `raw[key]`, turning an absent or null value into `zero`."""
+class _Field(property, Generic[T]):
+    """A property reading `raw[key]`, an absent or null value read as `zero`.
 
-    __slots__ = ("key", "zero")
+    A `property` subclass so that reading it stays in C up to the one getter call; `key` and `zero` are
+    kept for introspection (tests check every property reads the JSON field of its name)."""
 
-    def __init__(self, key: str, zero: T) -> None:
-        self.key = key
-        self.zero = zero
+    key: str
+    zero: Any
 
-    @overload
-    def __get__(self, view: None, owner: type) -> _Field[T]: ...
+    if TYPE_CHECKING:
+        @overload
+        def __get__(self, instance: None, owner: type | None = None) -> _Field[T]: ...
 
-    @overload
-    def __get__(self, view: View, owner: type) -> T: ...
+        @overload
+        def __get__(self, instance: object, owner: type | None = None) -> T: ...
 
-    def __get__(self, view: View | None, owner: type) -> T | _Field[T]:
-        if view is None:
-            return self
-        value = view.raw.get(self.key)
-        return self.zero if value is None else value
+        def __get__(self, instance: object, owner: type | None = None) -> T | _Field[T]: ...
 
 
-class _Nested(Generic[V]):
-    """A descriptor reading `raw[key]` as a view; absent reads as a view of nothing (a struct by value)."""
+class _Nested(_Field[V]):
+    """A struct held by value: absent reads as a view of nothing."""
 
-    __slots__ = ("key", "wrap")
-
-    def __init__(self, key: str, wrap: type[V]) -> None:
-        self.key = key
-        self.wrap = wrap
-
-    @overload
-    def __get__(self, view: None, owner: type) -> _Nested[V]: ...
-
-    @overload
-    def __get__(self, view: View, owner: type) -> V: ...
-
-    def __get__(self, view: View | None, owner: type) -> V | _Nested[V]:
-        if view is None:
-            return self
-        return self.wrap(view.raw.get(self.key) or EMPTY)
+    wrap: type[V]
 
 
-class _Pointer(Generic[V]):
-    """A descriptor reading `raw[key]` as a view, or None when absent (a struct by pointer)."""
+class _Pointer(_Field[V | None]):
+    """A struct held by pointer: absent reads as None."""
 
-    __slots__ = ("key", "wrap")
-
-    def __init__(self, key: str, wrap: type[V]) -> None:
-        self.key = key
-        self.wrap = wrap
-
-    @overload
-    def __get__(self, view: None, owner: type) -> _Pointer[V]: ...
-
-    @overload
-    def __get__(self, view: View, owner: type) -> V | None: ...
-
-    def __get__(self, view: View | None, owner: type) -> V | None | _Pointer[V]:
-        if view is None:
-            return self
-        value = view.raw.get(self.key)
-        return None if value is None else self.wrap(value)
+    wrap: type[V]
 
 
-class _NestedList(Generic[V]):
-    """A descriptor reading `raw[key]` (a list of structs) as a `ViewList`."""
+class _NestedList(_Field[ViewList[V]]):
+    """A list of structs, read as a `ViewList`."""
 
-    __slots__ = ("key", "wrap")
+    wrap: type[V]
 
-    def __init__(self, key: str, wrap: type[V]) -> None:
-        self.key = key
-        self.wrap = wrap
 
-    @overload
-    def __get__(self, view: None, owner: type) -> _NestedList[V]: ...
+def _scalar(key: str, zero: T) -> _Field[T]:
+    def get(view: View) -> T:
+        value = view.raw.get(key)
+        return zero if value is None else value
 
-    @overload
-    def __get__(self, view: View, owner: type) -> ViewList[V]: ...
-
-    def __get__(self, view: View | None, owner: type) -> ViewList[V] | _NestedList[V]:
-        if view is None:
-            return self
-        return ViewList(view.raw.get(self.key), self.wrap)
+    field: _Field[T] = _Field(get)
+    field.key, field.zero = key, zero
+    return field
 
 
 def string(key: str) -> _Field[str]:
-    return _Field(key, "")
+    return _scalar(key, "")
 
 
 def integer(key: str) -> _Field[int]:
-    return _Field(key, 0)
+    return _scalar(key, 0)
 
 
 def boolean(key: str) -> _Field[bool]:
-    return _Field(key, False)
+    return _scalar(key, False)
 
 
 def optional_string(key: str) -> _Field[str | None]:
-    return _Field(key, None)
+    return _scalar(key, None)
 
 
 def optional_int(key: str) -> _Field[int | None]:
-    return _Field(key, None)
+    return _scalar(key, None)
 
 
 def optional_bool(key: str) -> _Field[bool | None]:
-    return _Field(key, None)
-
-
-def quantity(key: str) -> _Field[str | int | float | None]:
-    """A resource.Quantity as written on the wire (usually a string; parse with apimachinery.quantity)."""
-    return _Field(key, None)
+    return _scalar(key, None)
 
 
 def int_or_string(key: str) -> _Field[int | str | None]:
     """An intstr.IntOrString (a port by number or name, a percentage); None when absent."""
-    return _Field(key, None)
+    return _scalar(key, None)
 
 
 def optional_mapping(key: str) -> _Field[Mapping[str, Any] | None]:
     """A struct by pointer that code passes on whole (a volume source, an affinity), or None when absent."""
-    return _Field(key, None)
+    return _scalar(key, None)
 
 
 def mapping(key: str) -> _Field[Mapping[str, Any]]:
     """A map, or a struct code reads as a whole (passes on untouched), as the dict itself or an empty one."""
-    return _Field(key, EMPTY)
+    return _scalar(key, EMPTY)
 
 
 def string_map(key: str) -> _Field[Mapping[str, str]]:
-    return _Field(key, EMPTY)
+    return _scalar(key, EMPTY)
 
 
 def string_list(key: str) -> _Field[Sequence[str]]:
-    return _Field(key, _NO_ITEMS)
+    return _scalar(key, _NO_ITEMS)
 
 
 def int_list(key: str) -> _Field[Sequence[int]]:
-    return _Field(key, _NO_ITEMS)
+    return _scalar(key, _NO_ITEMS)
 
 
 def raw_list(key: str) -> _Field[Sequence[Mapping[str, Any]]]:
     """A list of structs code passes on whole (affinity terms, volume sources) rather than reads."""
-    return _Field(key, _NO_ITEMS)
+    return _scalar(key, _NO_ITEMS)
 
 
 def nested(key: str, wrap: type[V]) -> _Nested[V]:
-    return _Nested(key, wrap)
+    def get(view: View) -> V:
+        return wrap(view.raw.get(key) or EMPTY)
+
+    field: _Nested[V] = _Nested(get)
+    field.key, field.zero, field.wrap = key, None, wrap
+    return field
 
 
 def pointer(key: str, wrap: type[V]) -> _Pointer[V]:
-    return _Pointer(key, wrap)
+    def get(view: View) -> V | None:
+        value = view.raw.get(key)
+        return None if value is None else wrap(value)
+
+    field: _Pointer[V] = _Pointer(get)
+    field.key, field.zero, field.wrap = key, None, wrap
+    return field
 
 
 def nested_list(key: str, wrap: type[V]) -> _NestedList[V]:
-    return _NestedList(key, wrap)
+    def get(view: View) -> ViewList[V]:
+        return ViewList(view.raw.get(key), wrap)
+
+    field: _NestedList[V] = _NestedList(get)
+    field.key, field.zero, field.wrap = key, None, wrap
+    return field
