@@ -11,7 +11,8 @@ links and paths lead somewhere.
 - Every relative link reaches a file and, with `#anchor`, a heading of it; every repository path in inline
   code exists, and so does every module a package's row of the layout table in docs/architecture.md names.
 - The README opens with the two commands a fresh machine runs, verbatim, and stays a first screen and a map.
-- Every runtime dependency in pyproject.toml is in docs/dependencies.md with its reason.
+- Every import-linter contract is described in docs/architecture.md, and every dependency in
+  pyproject.toml is in docs/dependencies.md with its reason.
 """
 
 from __future__ import annotations
@@ -223,6 +224,13 @@ def test_readme_opens_with_the_two_commands_and_stays_a_map():
     assert "./install.sh && .venv/bin/python -m pytest\n" in first_screen
     assert ".venv/bin/python -m pytest" in (ROOT / ".ci" / "run").read_text()
     assert len(readme.splitlines()) <= 250, "the README is a first screen and a map: the rest goes in docs/"
+
+
+def test_every_import_contract_is_described():
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    missing = [contract["id"] for contract in contracts if f"`{contract['id']}`" not in page]
+    assert not missing, f"import-linter contracts docs/architecture.md does not describe: {missing}"
 
 
 def test_every_dependency_has_its_reason():
