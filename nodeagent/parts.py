@@ -59,7 +59,6 @@ from nodeagent.logs import log_config
 from nodeagent.mirror import MirrorPods, is_mirror
 from nodeagent.network import hostport_manager
 from nodeagent.network.hostport_manager import HostportManager
-from nodeagent.podcidr import PodCIDRError, wait_for_pod_cidr
 from nodeagent.network.ipam import LocalIPAM, state_path
 from nodeagent.network.manager import PodNetworkManager
 from nodeagent.network.podnet import NetlinkPodNetwork, PodInterface
@@ -68,6 +67,7 @@ from nodeagent.node_status import default_ip
 from nodeagent.pleg import GenericPLEG, PodLifecycleEvent
 from nodeagent.pod_sync import PodSync
 from nodeagent.pod_workers import PodWorkers
+from nodeagent.podcidr import PodCIDRError, wait_for_pod_cidr
 from nodeagent.prober.manager import ProbeManager
 from nodeagent.prober.prober import Prober
 from nodeagent.runtime.backoff import Backoff

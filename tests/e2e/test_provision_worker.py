@@ -2,7 +2,8 @@
 multi-node harness), joining a real `slimkube up --nodes 2` cluster on this host.
 
 The worker's call is read from vagrant/Vagrantfile itself (tests/support/vagrantfile.py), with the values a
-VM gets there filled in from this host's node network: its address (`#{ip}`), the server's node-token (`"$(cat …)"`); only the server URL is this cluster's, not 192.168.56.10. Then,
+VM gets there filled in from this host's node network: its address (`#{ip}`), the server's node-token
+(`"$(cat …)"`); only the server URL is this cluster's, not 192.168.56.10. Then,
 as on the VM: `install.sh --role agent … --units-only -- <the Vagrantfile's agent flags>` writes the units
 and their settings (into a temporary dir through SLIMKUBE_ETC_DIR/UNIT_DIR/BIN_DIR: systemd is not PID 1
 here), and the daemons are run as systemd runs the generated units — ExecStart with its EnvironmentFile's

@@ -14,9 +14,8 @@ Departures: the set of taken indexes is a Python set instead of a big.Int bitmap
 from __future__ import annotations
 
 import ipaddress
-from typing import Union
 
-Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 CLUSTER_SUBNET_MAX_DIFF = 16  # upstream clusterSubnetMaxDiff: at most 2^16 node subnets
 
