@@ -21,12 +21,15 @@ and pod CIDRs are chosen clear of this host's routes.
 from __future__ import annotations
 
 import ipaddress
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -82,12 +85,57 @@ def host_fetch(url: str) -> str:
         return ""
 
 
+# busybox httpd serving its host name at / and, at /cgi-bin/ip, the address the request came from
+WEB_SCRIPT = ("mkdir -p /www/cgi-bin && hostname > /www/index.html && "
+              "printf '#!/bin/sh\\necho Content-Type: text/plain\\necho\\necho $REMOTE_ADDR\\n' > /www/cgi-bin/ip && "
+              "chmod +x /www/cgi-bin/ip && exec httpd -f -p 8080 -h /www")
+
+
 def web_pod(name: str, node: str) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "sktest-web", "pod": name}},
             "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [{
                 "name": "app", "image": "slimkube/busybox:1", "imagePullPolicy": "Never",
-                "command": ["sh", "-c", "mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www"],
+                "command": ["sh", "-c", WEB_SCRIPT],
                 "ports": [{"containerPort": 8080}]}]}}
+
+
+@dataclass(frozen=True)
+class Outside:
+    address: str  # the server's
+    gateway: str  # this host's address on the server's link: what node 1's (the host's) pods are seen as
+
+
+@contextmanager
+def outside_server(run_id: str) -> Iterator[Outside]:
+    """A namespace `sktest-<run>-out` behind a veth from this host (a /24 clear of its routes, outside every
+    cluster CIDR), routing back only via this host, serving WEB_SCRIPT's /cgi-bin/ip with busybox httpd:
+    without masquerade a pod's packets would get no answer. Removed on exit."""
+    net, name, link = free_block("10.249", range(0, 250), 1), f"sktest-{run_id}-out", f"sktest{run_id[:6]}o"
+    gateway, address = f"10.249.{net}.1", f"10.249.{net}.2"
+    www = Path(tempfile.mkdtemp(prefix="sktest-www-"))
+    (www / "cgi-bin").mkdir()
+    script = www / "cgi-bin" / "ip"
+    script.write_text("#!/bin/sh\necho Content-Type: text/plain\necho\necho $REMOTE_ADDR\n")
+    script.chmod(0o755)
+    server: subprocess.Popen | None = None
+    try:
+        for argv in (["netns", "add", name], ["link", "add", link, "type", "veth", "peer", "name", "eth0", "netns",
+                                               name],
+                     ["addr", "add", f"{gateway}/24", "dev", link], ["link", "set", link, "up"],
+                     ["-n", name, "addr", "add", f"{address}/24", "dev", "eth0"],
+                     ["-n", name, "link", "set", "eth0", "up"], ["-n", name, "link", "set", "lo", "up"],
+                     ["-n", name, "route", "add", "default", "via", gateway]):
+            subprocess.run(["ip", *argv], check=True, capture_output=True)
+        server = subprocess.Popen(["ip", "netns", "exec", name, "busybox", "httpd", "-f", "-p", "8080", "-h", str(www)])
+        wait_for(lambda: host_fetch(f"http://{address}:8080/cgi-bin/ip") == gateway, 10, "the outside server")
+        yield Outside(address=address, gateway=gateway)
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait(10)
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        delete_link(link)
+        shutil.rmtree(www, ignore_errors=True)
 
 
 def lease_expired(client: RESTClient, node: str) -> bool:
@@ -114,14 +162,16 @@ def ready_since(client: RESTClient, node: str, since: datetime) -> bool:
 
 
 def prepare_cluster(data_dir: Path, run_id: str, docker_api,
-                    register: Callable[[Callable[[], object]], object]) -> dict:
-    """A data dir for `up --nodes 3`: node 1's kubelet.yaml names the test's node, bridge, chains and a pod
-    CIDR whose next two /24s are free too; DIR/nodes/kubelet.yaml gives nodes 2..3 a short Lease. Everything
-    `up` may make is removed by the action given to `register`, even when the test fails."""
+                    register: Callable[[Callable[[], object]], object], *, pod_network: str = "vxlan") -> dict:
+    """A data dir for `up --nodes 3`: node 1's kubelet.yaml names the test's node, bridge, chains, VXLAN
+    device, backend and pod CIDR, the first /24 of a /22 cluster CIDR clear of this host's routes (nodes 2..3
+    get the next ones from the node IPAM controller); DIR/nodes/kubelet.yaml gives nodes 2..3 a short Lease.
+    Everything `up` may make is removed by the action given to `register`, even when the test fails."""
     (data_dir / "nodes").mkdir(parents=True)
-    first = free_block("10.244", range(100, 250), NODES)
+    first = free_block("10.244", range(100, 252, 4), 4)  # a /22 clear of this host's routes: the cluster CIDR
     nodes_net = free_block("10.250", range(0, 250), 1)
-    settings, pod_rules = write_up_config(data_dir, run_id, pod_cidr=f"10.244.{first}.0/24")
+    settings, pod_rules = write_up_config(data_dir, run_id, pod_cidr=f"10.244.{first}.0/24",
+                                          cluster_cidr=f"10.244.{first}.0/22", pod_network=pod_network)
     (data_dir / "nodes" / "kubelet.yaml").write_text(yaml.safe_dump({
         "nodeStatusUpdateFrequency": "2s", "nodeLeaseDurationSeconds": LEASE_SECONDS}))
     name = settings["nodeName"]
@@ -133,22 +183,28 @@ def prepare_cluster(data_dir: Path, run_id: str, docker_api,
                 docker_api.remove_container(cid, force=True, v=True)
         for node in names[1:]:
             subprocess.run(["ip", "netns", "del", node], capture_output=True)
-        for link in [f"{HOST_VETH_PREFIX}{i}" for i in range(2, NODES + 1)] + [BRIDGE, settings["podBridge"]]:
+        for link in [f"{HOST_VETH_PREFIX}{i}" for i in range(2, NODES + 1)] + [BRIDGE, settings["podBridge"],
+                                                                                settings["vxlanDevice"]]:
             delete_link(link)
         rules.remove(detect(), pod_rules)
         run_cleanup(detect())
 
     register(remove_everything)
     return {"data_dir": str(data_dir), "names": names, "nodes_cidr": f"10.250.{nodes_net}.0/24",
-            "service_cidr": free_service_cidr(), "run_id": run_id}
+            "service_cidr": free_service_cidr(), "run_id": run_id, "cluster_cidr": settings["clusterCIDR"],
+            "vxlan_device": settings["vxlanDevice"]}
 
 
 @pytest.fixture
-def cluster(root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanup: Callable) -> dict:
-    """prepare_cluster for one test, removed at its teardown."""
-    return prepare_cluster(tmp_path / "up", run_id, docker_api, cleanup)
+def cluster(request, root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanup: Callable) -> dict:
+    """prepare_cluster for one test, removed at its teardown; the pod network backend is vxlan unless the
+    test parametrizes this fixture (indirect) with another."""
+    pod_network = getattr(request, "param", "vxlan")
+    return {**prepare_cluster(tmp_path / "up", run_id, docker_api, cleanup, pod_network=pod_network),
+            "pod_network": pod_network}
 
 
+@pytest.mark.parametrize("cluster", ["vxlan", "host-gw"], indirect=True)
 def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: dict, docker_api,
                                                                      cleanup: Callable) -> None:
     data_dir, names, run_id = cluster["data_dir"], cluster["names"], cluster["run_id"]
@@ -187,10 +243,28 @@ def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: d
         for pod, node in pods.items():  # each pod has an address from its own node's pod CIDR
             assert ipaddress.ip_address(ips[pod]) in ipaddress.ip_network(nodes[node]["spec"]["podCIDR"])
 
-        for source in pods:  # pod → pod, across every pair of nodes
+        cidrs = {name: node["spec"]["podCIDR"] for name, node in nodes.items()}  # node IPAM's, one each
+        assert len(set(cidrs.values())) == NODES, cidrs
+        assert all(ipaddress.ip_network(c).subnet_of(ipaddress.ip_network(cluster["cluster_cidr"]))
+                   for c in cidrs.values()), cidrs
+        for name, node in nodes.items():  # each agent published its backend as flannel does
+            annotations = node["metadata"].get("annotations") or {}
+            assert annotations.get("flannel.alpha.coreos.com/backend-type") == cluster["pod_network"], annotations
+            assert annotations.get("flannel.alpha.coreos.com/public-ip") == addresses[name], annotations
+
+        for source in pods:  # pod → pod, across every pair of nodes, through the nodes' own backend
             for target in pods:
                 if source != target:
-                    assert fetch(docker_api, source, f"http://{ips[target]}:8080/") == target, (source, target)
+                    wait_for(lambda s=source, t=target: fetch(docker_api, s, f"http://{ips[t]}:8080/") == t, 20,
+                             f"{source} → {target}")
+                    seen = fetch(docker_api, source, f"http://{ips[target]}:8080/cgi-bin/ip")
+                    assert seen == ips[source], (source, target, seen)  # no NAT between pods
+
+        outside = nets.enter_context(outside_server(run_id))  # a host beyond the cluster CIDR: sees node addresses
+        for source, node in pods.items():
+            seen = fetch(docker_api, source, f"http://{outside.address}:8080/cgi-bin/ip")
+            expected = outside.gateway if node == names[0] else addresses[node]
+            assert seen == expected, (source, node, seen)
 
         client.create("/api/v1/namespaces/default/services", {
             "apiVersion": "v1", "kind": "Service", "metadata": {"name": "sktest-web3"},

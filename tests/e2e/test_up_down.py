@@ -138,15 +138,17 @@ def assert_adopted(client: RESTClient, before: dict, docker_api, node: str, cont
     assert set(node_containers(docker_api, node)) == set(containers)
 
 
-def write_up_config(data_dir: Path, run_id: str, *, pod_cidr: str) -> tuple[dict[str, Any], rules.PodRulesConfig]:
-    """DIR/kubelet.yaml naming this test's node, bridge, pod CIDR and chains, and DIR/kube-proxy.yaml with its
-    own free ports (the host's conntrack settings left as they are); the kubelet settings and the pod rules
-    they make, for the test's cleanup."""
+def write_up_config(data_dir: Path, run_id: str, *, pod_cidr: str, cluster_cidr: str = "10.244.0.0/16",
+                    pod_network: str = "none") -> tuple[dict[str, Any], rules.PodRulesConfig]:
+    """DIR/kubelet.yaml naming this test's node, bridge, pod CIDR, chains and VXLAN device (`pod_network`
+    none by default: no backend device in the host's namespace unless the test wants one, on its own node
+    bridge), and DIR/kube-proxy.yaml with its own free ports (the host's conntrack settings left as they
+    are); the kubelet settings and the pod rules they make, for the test's cleanup."""
     settings = {
         "nodeName": f"sktest-{run_id}", "podBridge": f"sktest{run_id}", "vethPrefix": "skt",
-        "clusterCIDR": "10.244.0.0/16", "podCIDR": pod_cidr, "address": "127.0.0.1", "port": free_port(),
+        "clusterCIDR": cluster_cidr, "podCIDR": pod_cidr, "address": "127.0.0.1", "port": free_port(),
         "podForwardChain": f"KUBE-SKTEST-{run_id}-FWD", "podMasqueradeChain": f"KUBE-SKTEST-{run_id}-MASQ",
-        "nodeStatusUpdateFrequency": "2s",
+        "nodeStatusUpdateFrequency": "2s", "podNetwork": pod_network, "vxlanDevice": f"skvx{run_id[:8]}",
     }
     (data_dir / "kubelet.yaml").write_text(yaml.safe_dump(settings))
     (data_dir / "kube-proxy.yaml").write_text(yaml.safe_dump({
