@@ -226,13 +226,13 @@ def build(root: Path) -> dict[str, Any]:
     for name, (fields, go, wrapper) in sorted(parsed.items()):
         package, short = name.rsplit(".", 1)
         go_fields, markers = go.fields.get(short, {}), go.markers.get(short, {})
-        is_api = api_version(package) is not None
+        version = api_version(package)  # None outside the API groups (meta, runtime)
         rows = []
         for number, field in fields.items():  # in declaration order, as Go declares the struct
             if field.type not in SCALARS and field.type not in parsed:
                 continue  # a message of a package not read (an alpha group's): no served kind uses it
             # go-to-protobuf's `List` and the list wrappers (named slice types) are no Go structs
-            if is_api and short != "List" and not wrapper and number not in go_fields:
+            if version and short != "List" and not wrapper and number not in go_fields:
                 raise ValueError(f"{name}.{field.name}: no Go struct tag in types.go")
             rows.append(_field_row(number, field, go_fields.get(number), markers.get(number, Markers())))
         entry: dict[str, Any] = {"fields": rows}
@@ -241,7 +241,6 @@ def build(root: Path) -> dict[str, Any]:
         if short in go.atomic:
             entry["atomic"] = True
         table[name] = entry
-        version = api_version(package)
         if version and any(row.get("json") == "metadata" and row["type"] == OBJECT_META for row in rows):
             kinds.append([version, short, name])
     return {"source": read_sources(root / "SOURCE.md"), "messages": table, "kinds": kinds}
