@@ -319,7 +319,7 @@ def _with_default_cluster_dns(config, service_cidr: str):  # -> KubeletConfig
     """No clusterDNS from the file or flags: the service CIDR's tenth address, where bootstrap puts kube-dns."""
     import dataclasses
 
-    from control.apiserver.bootstrap import cluster_dns_ip
+    from control.apiserver.controlplane.bootstrap import cluster_dns_ip
 
     return config if config.cluster_dns else dataclasses.replace(config, cluster_dns=(cluster_dns_ip(service_cidr),))
 

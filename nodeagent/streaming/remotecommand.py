@@ -5,7 +5,7 @@ pkg/kubelet/cri/streaming/remotecommand (options from the query: repeated `comma
 `stderr`, `tty` as "1" or "true"; at least one stream; with a TTY there is no separate stderr; the error
 channel gets a Status when the command ends, then the connection closes) and
 k8s.io/apimachinery/pkg/util/httpstream/wsstream (channel byte before each message). The API server
-relays a client's WebSocket here unchanged (control/apiserver/streaming.py), so what kubectl and the
+relays a client's WebSocket here unchanged (control/apiserver/streaming/websocket.py), so what kubectl and the
 Python client speak is what this module speaks: channels.py.
 
 The process's stdio is a socket hijacked from Docker (runtime `exec_stream`/`attach_stream`); the socket is

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from control.apiserver import protoschema
-from control.apiserver.protoschema import Field, GoField
+from control.apiserver.codec import protoschema
+from control.apiserver.codec.protoschema import Field, GoField
 
 PROTO = """
 /* licence header */

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from control.apiserver import certs, kubeletcerts
+from control.apiserver.authentication import certs, kubeletcerts
 from control.util import openssl
 from nodeagent import servingcert
 
