@@ -16,7 +16,7 @@ read and sent as the Status; when the client goes first the runtime connection i
 gets SIGHUP, as upstream; a non-TTY one sees EOF on stdin).
 
 Departures: WebSocket only (kubectl's SPDY is translated by the API server, control/apiserver/
-spdystreaming.py); no streaming idle timeout (upstream: 4 h).
+streaming/spdystreaming.py); no streaming idle timeout (upstream: 4 h).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The message tables built from upstream's generated.proto and Go struct tags (control/apiserver/
-protoschema.py): the parser on small texts, and the vendored files as a whole."""
+codec/protoschema.py): the parser on small texts, and the vendored files as a whole."""
 
 from __future__ import annotations
 
