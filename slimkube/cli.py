@@ -1,4 +1,4 @@
-"""The `slimkube` command (shared/DESIGN.md, "Command-line contract").
+"""The `slimkube` command (its flags: docs/operations.md).
 
 One console script with a subcommand per daemon, as k3s does (`k3s server`, `k3s agent`); a bad flag or
 config value is a usage error (exit 2), a failure to start exit 1.
@@ -195,7 +195,7 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
            horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
            scheduler_bind_address: str, scheduler_port: int, verbose: bool) -> None:
-    """Run the control plane: the API server and the controller manager (the endpoints controller).
+    """Run the control plane: the API server, the scheduler and the controller manager.
     Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
     import ipaddress
     import logging
