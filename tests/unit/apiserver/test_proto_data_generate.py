@@ -1,4 +1,4 @@
-"""The generator of the API type table (control/apiserver/proto_data/generate.py) on small upstream-shaped
+"""The generator of the API type table (control/apiserver/codec/proto_data/generate.py) on small upstream-shaped
 texts: what it reads from generated.proto and types.go, what it refuses, and that protoschema.py loads what it
 writes. (The table in the tree is checked by test_protoschema.py; the upstream files it came from are not
 in the repository.)"""
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from control.apiserver import protoschema
-from control.apiserver.proto_data import generate
-from control.apiserver.proto_data.generate import GoField, Markers, ProtoField
+from control.apiserver.codec import protoschema
+from control.apiserver.codec.proto_data import generate
+from control.apiserver.codec.proto_data.generate import GoField, Markers, ProtoField
 
 PROTO = """
 /* licence header */

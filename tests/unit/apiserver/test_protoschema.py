@@ -1,5 +1,5 @@
-"""The generated table of the API types (control/apiserver/proto_data/schema.json.gz, loaded by
-control/apiserver/protoschema.py): upstream's field numbers, names and Go struct facts as the protobuf codec
+"""The generated table of the API types (control/apiserver/codec/proto_data/schema.json.gz, loaded
+by control/apiserver/codec/protoschema.py): upstream's field numbers, names and Go struct facts as the protobuf codec
 and server-side apply read them. How the table is made: test_proto_data_generate.py."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from control.apiserver import protoschema
-from control.apiserver.protoschema import META, Field, Markers
+from control.apiserver.codec import protoschema
+from control.apiserver.codec.protoschema import META, Field, Markers
 
 CORE = "k8s.io.api.core.v1."
 APPS = "k8s.io.api.apps.v1."
