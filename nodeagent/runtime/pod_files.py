@@ -202,6 +202,11 @@ def resolv_conf_content(pod: Mapping[str, Any], node_resolv: str, settings: DNSS
     return resolv_conf_text(pod_dns_config(pod, resolvconf.parse(node_resolv), settings)[0])
 
 
+def node_resolv_conf(settings: DNSSettings) -> ResolvConf:
+    """The node's resolver config the pods' is derived from (read from disk each time: it may change)."""
+    return resolvconf.read(resolvconf.node_resolv_conf_path(settings.resolv_conf))
+
+
 def _write(path: str, content: str, mode: int) -> None:
     tmp = f"{path}.tmp"
     with open(tmp, "w") as handle:
@@ -217,8 +222,7 @@ def write_pod_files(pod_dir: str | Path, pod: Mapping[str, Any], pod_ips: Sequen
     before creating containers."""
     Path(pod_dir).mkdir(parents=True, exist_ok=True)
     node_hosts = Path(node_hosts_file).read_text() if (pod.get("spec") or {}).get("hostNetwork") else ""
-    node_resolv = resolvconf.read(resolvconf.node_resolv_conf_path(dns.resolv_conf))
-    config, warnings = pod_dns_config(pod, node_resolv, dns)
+    config, warnings = pod_dns_config(pod, node_resolv_conf(dns), dns)
     _write(etc_hosts_path(pod_dir), hosts_content(pod, pod_ips, node_hosts=node_hosts,
                                                   cluster_domain=dns.cluster_domain), 0o644)
     _write(resolv_conf_path(pod_dir), resolv_conf_text(config), 0o644)

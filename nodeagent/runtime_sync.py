@@ -1,4 +1,7 @@
-"""syncPod and killPod: carry out `compute_pod_actions` against the runtime, network and volumes.
+"""Make the runtime match one pod: syncPod and killPod carry out `compute_pod_actions` against the runtime,
+network and volumes. This is the sync layer of the runtime boundary: it turns the pod into the runtime's
+CRI-shaped configs (runtime/sandbox_config.py, runtime/container_config.py, names and labels from
+runtime/labels.py), so the runtime itself never sees an API object.
 
 Upstream: pkg/kubelet/kuberuntime/kuberuntime_manager.go SyncPod (numbered steps below) and KillPod /
 killPodWithSyncResult, kuberuntime_container.go startContainer / killContainer / executePreStopHook,
@@ -45,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from control.util.iptables import IptablesError
+from control.util.resolvconf import ResolvConf
 from nodeagent.hooks import DEFAULT_POST_START_TIMEOUT, HookRunner
 from nodeagent.image_manager import ImageManager
 from nodeagent.network.hostport import HostportError
@@ -54,10 +58,12 @@ from nodeagent.runtime import pod_files
 from nodeagent.runtime.actions import KillReason, PodActions, compute_pod_actions
 from nodeagent.runtime.backoff import Backoff, backoff_key
 from nodeagent.runtime.container_config import build_container_config
+from nodeagent.runtime.cri import PodSandboxConfig
 from nodeagent.runtime.downward import NodeFacts
 from nodeagent.runtime.env import CreateContainerConfigError, ObjectGetter, make_environment
 from nodeagent.runtime.interface import Runtime, RuntimeFailure
 from nodeagent.runtime.labels import grace_period
+from nodeagent.runtime.sandbox_config import build_sandbox_config
 from nodeagent.runtime.service_env import ServicesNotSynced
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState
@@ -179,7 +185,7 @@ def probe_kill_grace(pod: Mapping[str, Any], spec: Mapping[str, Any] | None, rea
     return kill_grace(pod)
 
 
-class PodSyncer:
+class RuntimeSyncer:
     """Carries out one pod's sync or kill. Safe to use from many pod workers at once: per-pod state lives
     in the runtime; the shared back-off tables are guarded by one lock."""
 
@@ -257,8 +263,11 @@ class PodSyncer:
         # Step 2: a new sandbox, wired into the pod network.
         sandbox_id = actions.sandbox_id
         pod_ips = list(status.ips)
+        if not actions.create_sandbox and actions.next_init_container is None and not actions.containers_to_start:
+            return SyncResult(actions, tuple(steps))
+        sandbox_config = self.sandbox_config(pod, actions.attempt)
         if actions.create_sandbox:
-            created = self._create_sandbox(pod, actions.attempt, steps)
+            created = self._create_sandbox(pod, sandbox_config, steps)
             if created is None:
                 return SyncResult(actions, tuple(steps))
             sandbox_id, pod_ips = created
@@ -293,8 +302,8 @@ class PodSyncer:
                 steps.append(StepResult(action, name, "CrashLoopBackOff", message))
                 retry.append(seconds)
                 continue
-            step = self._start_container(pod, spec, status, sandbox_id=sandbox_id, pod_ips=pod_ips,
-                                         volumes=volumes, action=action)
+            step = self._start_container(pod, spec, status, sandbox_id=sandbox_id, sandbox_config=sandbox_config,
+                                         pod_ips=pod_ips, volumes=volumes, action=action)
             steps.append(step)
             if step.ok:
                 started.append(name)
@@ -317,12 +326,21 @@ class PodSyncer:
                   for cid, kill in actions.containers_to_kill.items()}
         return self._parallel_kill(pod, jobs, grace=None, graces=graces)
 
-    def _create_sandbox(self, pod: Mapping[str, Any], attempt: int,
-                        steps: list[StepResult]) -> tuple[str, list[str]] | None:
-        uid = (pod.get("metadata") or {}).get("uid", "")
-        host_network = bool((pod.get("spec") or {}).get("hostNetwork"))
+    def sandbox_config(self, pod: Mapping[str, Any], attempt: int) -> PodSandboxConfig:
+        """The pod's sandbox as the runtime is to run it (upstream generatePodSandboxConfig), also needed to
+        create its containers."""
         try:
-            sandbox_id = self.runtime.run_sandbox(pod, attempt=attempt, extra_labels=self.extra_labels)
+            dns: ResolvConf | None = pod_files.pod_dns_config(pod, pod_files.node_resolv_conf(self.dns), self.dns)[0]
+        except OSError:  # the pod's resolv.conf write reports this when a container is to start
+            dns = None
+        return build_sandbox_config(pod, attempt=attempt, extra_labels=self.extra_labels, dns=dns)
+
+    def _create_sandbox(self, pod: Mapping[str, Any], config: PodSandboxConfig,
+                        steps: list[StepResult]) -> tuple[str, list[str]] | None:
+        uid = config.metadata.uid
+        host_network = config.linux.host_network
+        try:
+            sandbox_id = self.runtime.run_sandbox(config)
         except (RuntimeFailure, OSError) as exc:
             message = f"Failed to create pod sandbox: {exc}"
             steps.append(StepResult("CreatePodSandbox", uid, "CreatePodSandboxError", message))
@@ -432,8 +450,8 @@ class PodSyncer:
             return self.backoff.remaining(key, self.clock()) or self.backoff.initial
 
     def _start_container(self, pod: Mapping[str, Any], spec: Mapping[str, Any], status: PodStatus, *,
-                         sandbox_id: str, pod_ips: Sequence[str], volumes: Mapping[str, pod_volumes.VolumeInfo],
-                         action: str) -> StepResult:
+                         sandbox_id: str, sandbox_config: PodSandboxConfig, pod_ips: Sequence[str],
+                         volumes: Mapping[str, pod_volumes.VolumeInfo], action: str) -> StepResult:
         """upstream startContainer: image, config, create, start, postStart."""
         name = spec.get("name", "")
         latest = status.latest(name)
@@ -454,13 +472,12 @@ class PodSyncer:
             pod_files.ensure_termination_log(directory, name, attempt)
             config = build_container_config(pod, spec, env=env.variables, mounts=mounts.binds, tmpfs=mounts.tmpfs,
                                             image=spec.get("image", ""), pod_dir=directory, attempt=attempt,
-                                            pod_ips=pod_ips)
+                                            pod_ips=pod_ips, extra_labels=self.extra_labels)
         except (CreateContainerConfigError, ServicesNotSynced, pod_volumes.VolumeError, ValueError, OSError) as exc:
             self._event(pod, "Warning", "Failed", f"Error: {exc}", name)
             return StepResult(action, name, CreateContainerConfigError.reason, str(exc))
         try:
-            container_id = self.runtime.create_container(
-                pod, spec, sandbox_id=sandbox_id, attempt=attempt, config=config, extra_labels=self.extra_labels)
+            container_id = self.runtime.create_container(sandbox_id, config, sandbox_config)
         except RuntimeFailure as exc:
             self._event(pod, "Warning", "Failed", f"Error: {exc}", name)
             return StepResult(action, name, exc.reason, str(exc))
