@@ -141,7 +141,7 @@ def _controller_settings(node_monitor_grace_period: str, resource_quota_sync_per
     """The controller manager's flags (Go durations, as upstream's) as its configuration; bad ones exit 2.
     Returns a ControllerManagerConfiguration."""
     from control.controllers.manager import ControllerManagerConfiguration
-    from control.controllers.servicelb import parse_pool
+    from control.controllers.servicelb.controller import parse_pool
 
     try:
         pool = tuple(parse_pool(loadbalancer_address_pool))

@@ -4,7 +4,7 @@ for what an object counts, plugin/pkg/admission/resourcequota/controller.go for 
 The API server lists the namespace's quotas and objects, and asks here: does a quota constrain the new
 object at all (`counts`: only those creates are serialised), what does it add (`usage`), what do the
 existing ones use (`used_in`), does a quota apply (`matches_scope`), and would the sum exceed
-`spec.hard` (`check`). The resource quota controller (control/controllers/resourcequota.py) asks which
+`spec.hard` (`check`). The resource quota controller (control/controllers/resourcequota/controller.py) asks which
 objects a hard limit counts (`counted_by`) and what the quota's `status.used` is (`status_used`), so
 admission and the status `kubectl describe quota` shows count one way. Keeping I/O out makes the
 counting rules testable as tables.

@@ -14,8 +14,8 @@ switchable off with `--disable`).
 "ttl-after-finished", "endpointslice", "endpointslicemirroring", "service-lb-controller", "statefulset",
 "persistentvolume-binder", …) to an init function: it builds the controller against the context (registering
 its informer handlers) and returns the loop to run, `run(stop)`, which the manager runs on its own thread. A
-later controller is one module under control/controllers/ (a `Controller` of base.py) and one line in this
-table.
+later controller is one package under control/controllers/ (a `Controller` of shared/base.py) and one line
+in this table.
 
 Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
 --node-monitor-grace-period, --resource-quota-sync-period) travel in `ControllerManagerConfiguration`, in the context.
@@ -35,38 +35,38 @@ from dataclasses import dataclass
 from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
-from control.controllers.cronjob import CronJobController
-from control.controllers.daemonset import DaemonSetController
-from control.controllers.deployment import DeploymentController
-from control.controllers.discovery import ServerDiscovery
-from control.controllers.disruption import DisruptionController
-from control.controllers.endpoints import EndpointsController
-from control.controllers.endpointslice import EndpointSliceController
-from control.controllers.endpointslice_reconciler import MAX_ENDPOINTS_PER_SLICE
-from control.controllers.endpointslicemirroring import EndpointSliceMirroringController
-from control.controllers.garbagecollector import GarbageCollector
-from control.controllers.horizontal import SYNC_PERIOD as HPA_SYNC_PERIOD
-from control.controllers.horizontal import HorizontalController
-from control.controllers.job import JobController
-from control.controllers.job_decisions import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP
-from control.controllers.namespace import NamespaceController
-from control.controllers.nodelifecycle import (
+from control.controllers.cronjob.controller import CronJobController
+from control.controllers.daemonset.controller import DaemonSetController
+from control.controllers.deployment.controller import DeploymentController
+from control.controllers.disruption.controller import DisruptionController
+from control.controllers.endpoints.controller import EndpointsController
+from control.controllers.endpointslice.controller import EndpointSliceController
+from control.controllers.endpointslice.reconciler import MAX_ENDPOINTS_PER_SLICE
+from control.controllers.endpointslicemirroring.controller import EndpointSliceMirroringController
+from control.controllers.garbagecollector.controller import GarbageCollector
+from control.controllers.horizontal.controller import SYNC_PERIOD as HPA_SYNC_PERIOD
+from control.controllers.horizontal.controller import HorizontalController
+from control.controllers.job.controller import JobController
+from control.controllers.job.decisions import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP
+from control.controllers.namespace.controller import NamespaceController
+from control.controllers.nodelifecycle.controller import (
     NODE_MONITOR_GRACE_PERIOD,
     NODE_MONITOR_PERIOD,
     NODE_STARTUP_GRACE_PERIOD,
     NodeLifecycleController,
 )
-from control.controllers.persistentvolume import PersistentVolumeController
-from control.controllers.podgc import PodGCController
-from control.controllers.podgc_selection import TERMINATED_POD_GC_THRESHOLD
-from control.controllers.replicaset import REPLICATION_CONTROLLER, ReplicaSetController
-from control.controllers.resourcequota import RESYNC_PERIOD, ResourceQuotaController
-from control.controllers.rootcacertpublisher import RootCACertPublisher
-from control.controllers.serviceaccounts import ServiceAccountsController
-from control.controllers.servicelb import ServiceLBController
-from control.controllers.statefulset import StatefulSetController
-from control.controllers.taint_eviction import TaintEvictionController
-from control.controllers.ttlafterfinished import TTLAfterFinishedController
+from control.controllers.persistentvolume.controller import PersistentVolumeController
+from control.controllers.podgc.controller import PodGCController
+from control.controllers.podgc.selection import TERMINATED_POD_GC_THRESHOLD
+from control.controllers.replicaset.controller import REPLICATION_CONTROLLER, ReplicaSetController
+from control.controllers.resourcequota.controller import RESYNC_PERIOD, ResourceQuotaController
+from control.controllers.rootcacertpublisher.controller import RootCACertPublisher
+from control.controllers.serviceaccounts.controller import ServiceAccountsController
+from control.controllers.servicelb.controller import ServiceLBController
+from control.controllers.shared.discovery import ServerDiscovery
+from control.controllers.statefulset.controller import StatefulSetController
+from control.controllers.tainteviction.controller import TaintEvictionController
+from control.controllers.ttlafterfinished.controller import TTLAfterFinishedController
 
 log = logging.getLogger(__name__)
 

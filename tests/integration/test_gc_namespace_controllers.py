@@ -14,7 +14,7 @@ import pytest
 
 from control.client.errors import NotFound
 from control.client.rest import RESTClient
-from control.controllers.rootcacertpublisher import DESCRIPTION
+from control.controllers.rootcacertpublisher.controller import DESCRIPTION
 from tests.support.apiserver import Endpoint
 from tests.support.controlplane import new_namespace, server_with_controllers
 from tests.support.polling import wait_until

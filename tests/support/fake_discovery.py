@@ -1,4 +1,4 @@
-"""A `Discovery` (control/controllers/discovery.py) answering what the real server's table serves
+"""A `Discovery` (control/controllers/shared/discovery.py) answering what the real server's table serves
 (control/apiserver/resources.py), for controllers run against tests/support/fake_apiserver.py, which
 serves no discovery documents. `failed` makes group versions fail as a broken aggregated API would."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from control.apiserver.resources import RESOURCES
-from control.controllers.discovery import APIResource, DiscoveryResult
+from control.controllers.shared.discovery import APIResource, DiscoveryResult
 
 
 class FakeDiscovery:

@@ -11,10 +11,11 @@ find available persistent volumes to bind"; `PreBind` → `BindPodVolumes`: the 
 
 Departures: upstream's PreBind also binds the static volumes it picked itself and waits (up to 10 min) until
 every claim is bound before the pod is bound. Here the scheduler only annotates the delayed claims with the
-chosen node (`claims_to_annotate`, done by the scheduler loop before the binding) and the PV controller
-binds them — to a matching volume on that node, else through the provisioner (control/controllers/
-pv_binder.py); the pod is bound at once and its kubelet waits for the claims (a FailedMount event until
-they are bound). No Score (upstream's capacity scoring is alpha), no allowedTopologies, no CSI capacity.
+chosen node (`claims_to_annotate`, done by the scheduler loop before the binding) and the PV controller binds
+them — to a matching volume on that node, else through the provisioner
+(control/controllers/persistentvolume/binder.py); the pod is bound at once and its kubelet waits for the
+claims (a FailedMount event until they are bound). No Score (upstream's capacity scoring is alpha), no
+allowedTopologies, no CSI capacity.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ServerDiscovery (control/controllers/discovery.py) over the real server's discovery documents
+"""ServerDiscovery (control/controllers/shared/discovery.py) over the real server's discovery documents
 (control/apiserver/discovery.py builds them from the resource table): each group's preferred version,
 subresources left out, a failing group version reported (ErrGroupDiscoveryFailed's message) and the rest
 kept; and the controllers of this part registered under upstream's names with the manager's settings."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 from control.apiserver import discovery as documents
 from control.apiserver.resources import COMPONENT_STATUSES, METRICS_RESOURCES, RESOURCES
 from control.client.errors import ApiError, NotFound
-from control.controllers.discovery import ServerDiscovery
 from control.controllers.manager import CONTROLLERS, ControllerManagerConfiguration
+from control.controllers.shared.discovery import ServerDiscovery
 
 
 class DocumentGetter:

@@ -1,6 +1,6 @@
-"""control/controllers/controller_utils.py: upstream's deletion ranking rule by rule, the slow-start
-batches, active/available pods and the pod a template makes; controller_ref_manager.py's claim table;
-replicaset_status.py's status."""
+"""control/controllers/shared/controller_utils.py: upstream's deletion ranking rule by rule, the slow-start
+batches, active/available pods and the pod a template makes; shared/controller_ref_manager.py's claim table;
+replicaset/status.py's status."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from control.controllers.controller_ref_manager import Claim, adopt_patch, claim_action, release_patch
-from control.controllers.controller_utils import (
+from control.controllers.replicaset.status import calculate_status, status_unchanged, with_observed_generation
+from control.controllers.shared.controller_ref_manager import Claim, adopt_patch, claim_action, release_patch
+from control.controllers.shared.controller_utils import (
     deletion_order,
     is_pod_active,
     is_pod_available,
@@ -22,7 +23,6 @@ from control.controllers.controller_utils import (
     slow_start_batch,
     slow_start_batches,
 )
-from control.controllers.replicaset_status import calculate_status, status_unchanged, with_observed_generation
 
 NOW = datetime(2024, 6, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""CronJobController (control/controllers/cronjob.py) against the shared fake API server on a fake clock:
+"""CronJobController (control/controllers/cronjob/controller.py) against the shared fake API server on a fake clock:
 nothing before the first scheduled time, one Job at it (named by the time, in status.active), a time never
 started twice, a finished Job leaving `active` with lastSuccessfulTime, Replace deleting the running Job,
 and the history limit pruning."""
@@ -14,7 +14,7 @@ import pytest
 from control.apimachinery.meta import key_of
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.controllers.cronjob import CronJobController
+from control.controllers.cronjob.controller import CronJobController
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.fake_clock import FakeClock
 from tests.support.polling import wait_until

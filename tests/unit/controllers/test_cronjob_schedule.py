@@ -1,4 +1,4 @@
-"""The CronJob controller's pure decisions (control/controllers/cronjob_schedule.py): next times of cron
+"""The CronJob controller's pure decisions (control/controllers/cronjob/schedule.py): next times of cron
 expressions and macros in time zones, missed schedules as upstream's mostRecentScheduleTime, the
 starting deadline, concurrency policies, history limits, job names and the scheduled-timestamp annotation."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from control.api.batch import CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION
-from control.controllers.cronjob_schedule import (
+from control.controllers.cronjob.schedule import (
     Finished,
     job_name,
     jobs_to_prune,

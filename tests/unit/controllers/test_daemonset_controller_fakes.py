@@ -1,4 +1,4 @@
-"""DaemonSetController (control/controllers/daemonset.py) against the fake API server with real informers:
+"""DaemonSetController (control/controllers/daemonset/controller.py) against the fake API server with real informers:
 one pinned pod per eligible node, a node becoming eligible or not, the ControllerRevision history, a
 rolling update within maxUnavailable, a rollback by the revision's patch, OnDelete, failed pods, status.
 Workers are not run: the test syncs the key itself once the informers caught up."""
@@ -14,8 +14,8 @@ import pytest
 from control.apimachinery.meta import key_of
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.controllers.daemonset import DaemonSetController
-from control.controllers.history import CONTROLLER_REVISION_HASH_LABEL
+from control.controllers.daemonset.controller import DaemonSetController
+from control.controllers.shared.history import CONTROLLER_REVISION_HASH_LABEL
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.fake_clock import FakeClock
 from tests.support.polling import wait_until

@@ -1,4 +1,4 @@
-"""control/controllers/daemonset_decisions.py: which nodes run a daemon pod, the pod it gets, what a sync
+"""control/controllers/daemonset/decisions.py: which nodes run a daemon pod, the pod it gets, what a sync
 creates and deletes per node, the rolling-update steps (maxUnavailable and maxSurge) and the status."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from control.controllers import daemonset_decisions as d
-from control.controllers.history import CONTROLLER_REVISION_HASH_LABEL
+from control.controllers.daemonset import decisions as d
+from control.controllers.shared.history import CONTROLLER_REVISION_HASH_LABEL
 
 NOW = datetime(2024, 1, 1, 12, 0, 0, tzinfo=UTC)
 NEW, OLD = "new", "old"

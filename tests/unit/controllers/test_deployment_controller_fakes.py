@@ -1,4 +1,4 @@
-"""DeploymentController (control/controllers/deployment.py) against the shared fake API server with real
+"""DeploymentController (control/controllers/deployment/controller.py) against the shared fake API server with real
 informers. The ReplicaSet controller is played by the test: `h.report(name, available)` writes the
 ReplicaSet's status as that controller would once its pods exist. Workers are not run: the test syncs
 the key itself, so every step of a rollout is observed."""
@@ -15,8 +15,8 @@ import pytest
 from control.apimachinery.meta import key_of
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.controllers import deployment_util as util
-from control.controllers.deployment import DeploymentController
+from control.controllers.deployment import util
+from control.controllers.deployment.controller import DeploymentController
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.fake_clock import FakeClock
 from tests.support.polling import wait_until

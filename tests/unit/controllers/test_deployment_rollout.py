@@ -1,4 +1,4 @@
-"""The rollout steps (control/controllers/deployment_rollout.py) against upstream's tables
+"""The rollout steps (control/controllers/deployment/rollout.py) against upstream's tables
 (rolling_test.go TestDeploymentController_reconcileNewReplicaSet / reconcileOldReplicaSets,
 sync_test.go TestScale, deployment_util_test.go TestNewRSNewReplicas / TestFindActiveOrLatest), and a
 simulated rolling update that checks the invariants step by step for many shapes."""
@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-from control.controllers.deployment_rollout import (
+from control.controllers.deployment.rollout import (
     RS,
     Deployment,
     Step,

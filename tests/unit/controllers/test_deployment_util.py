@@ -1,4 +1,4 @@
-"""control/controllers/deployment_util.py and deployment_status.py: fenceposts and their rounding, the
+"""control/controllers/deployment/util.py and deployment/status.py: fenceposts and their rounding, the
 pod-template-hash, new/old ReplicaSets, revision annotations and history, cleanup selection, and the
 status and conditions a sync computes (upstream deployment_util_test.go, progress_test.go, sync_test.go
 shapes)."""
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from control.controllers import deployment_status as ds
-from control.controllers import deployment_util as util
+from control.controllers.deployment import status as ds
+from control.controllers.deployment import util
 
 NOW = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""EndpointsController (control/controllers/endpoints.py) against the shared fake API server with real
+"""EndpointsController (control/controllers/endpoints/controller.py) against the shared fake API server with real
 informers: pod changes map to the services selecting them, Endpoints are created on change only, never
 rewritten when equal, deleted with the service, selector-less services untouched, a 409 retried; the
 trigger-time annotation written with changes only, and the over-capacity truncation through a sync."""
@@ -16,8 +16,8 @@ from control.apimachinery.meta import key_of
 from control.client.errors import Conflict
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.controllers.endpoints import EndpointsController
-from control.controllers.endpoints_subsets import OVER_CAPACITY_ANNOTATION, TRIGGER_TIME_ANNOTATION
+from control.controllers.endpoints.controller import EndpointsController
+from control.controllers.endpoints.subsets import OVER_CAPACITY_ANNOTATION, TRIGGER_TIME_ANNOTATION
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.polling import wait_until
 

@@ -1,4 +1,4 @@
-"""control/controllers/endpoints_subsets.py on tables: services × pods → subsets (upstream
+"""control/controllers/endpoints/subsets.py on tables: services × pods → subsets (upstream
 endpoints_controller_test.go cases: named and numeric targetPort, a pod lacking the named port, not-ready
 pods, publishNotReadyAddresses, terminal and terminating pods, multi-port, repacking) and the
 "write only on change" decision."""
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from control.controllers.endpoints_subsets import (
+from control.controllers.endpoints.subsets import (
     HEADLESS_LABEL,
     MAX_CAPACITY,
     OVER_CAPACITY_ANNOTATION,

@@ -1,4 +1,4 @@
-"""control/controllers/endpoints_trigger_time.py: the last-change trigger time as upstream's
+"""control/controllers/shared/trigger_time.py: the last-change trigger time as upstream's
 TriggerTimeTracker computes it (trigger_time_tracker_test.go cases: a new Service gives its creation time,
 then the earliest of the pod Ready transitions that moved since the previous sync, nothing when none did),
 and Go's RFC3339Nano formatting."""
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from control.controllers.endpoints_trigger_time import TriggerTimeTracker, format_trigger_time, pod_trigger_time
+from control.controllers.shared.trigger_time import TriggerTimeTracker, format_trigger_time, pod_trigger_time
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from control.client.informer import InformerFactory
-from control.controllers.endpointslice import EndpointSliceController
-from control.controllers.endpointslice_reconciler import CONTROLLER_NAME, MANAGED_BY_LABEL, SERVICE_NAME_LABEL
-from control.controllers.servicelb import ServiceLBController, allocate, parse_pool, ready_node_addresses
+from control.controllers.endpointslice.controller import EndpointSliceController
+from control.controllers.endpointslice.reconciler import CONTROLLER_NAME, MANAGED_BY_LABEL, SERVICE_NAME_LABEL
+from control.controllers.servicelb.controller import ServiceLBController, allocate, parse_pool, ready_node_addresses
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.polling import wait_for
 
@@ -192,7 +192,10 @@ def user_endpoints(name: str, ready: list[str], not_ready: list[str] = (), **lab
 
 
 def test_mirroring_copies_endpoints_of_selectorless_services_only() -> None:
-    from control.controllers.endpointslicemirroring import MIRRORING_CONTROLLER_NAME, EndpointSliceMirroringController
+    from control.controllers.endpointslicemirroring.controller import (
+        MIRRORING_CONTROLLER_NAME,
+        EndpointSliceMirroringController,
+    )
 
     run = Running(lambda client, factory: EndpointSliceMirroringController(client, factory, workers=1),
                   service("ext", selector=None), user_endpoints("ext", ["192.0.2.1"], ["192.0.2.2"]),

@@ -1,4 +1,4 @@
-"""control/controllers/expectations.py on tables (upstream behaviour: pkg/controller/controller_utils.go,
+"""control/controllers/shared/expectations.py on tables (upstream behaviour: pkg/controller/controller_utils.go,
 TestControllerExpectations and TestUIDExpectations in controller_utils_test.go), the 5-minute timeout on
 a fake clock, and concurrent observers."""
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from control.controllers.expectations import (
+from control.controllers.shared.expectations import (
     EXPECTATIONS_TIMEOUT,
     ControllerExpectations,
     UIDTrackingControllerExpectations,

@@ -1,4 +1,4 @@
-"""GarbageCollector (control/controllers/garbagecollector.py) running against the fake API server with real
+"""GarbageCollector (control/controllers/garbagecollector/controller.py) running against the fake API server with real
 informers and FakeDiscovery: background, foreground (blockOwnerDeletion holds the owner) and orphan
 propagation, dangling references (dependent deleted, or only its reference dropped when another owner
 remains), an owner recreated under the same name with a new uid, and the legacy orphan default of
@@ -12,7 +12,7 @@ import pytest
 
 from control.client.errors import NotFound
 from control.client.informer import InformerFactory
-from control.controllers.garbagecollector import GarbageCollector
+from control.controllers.garbagecollector.controller import GarbageCollector
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.fake_discovery import FakeDiscovery
 from tests.support.polling import wait_until

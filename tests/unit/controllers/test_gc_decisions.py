@@ -1,11 +1,11 @@
-"""The garbage collector's pure parts: the ownership graph's bookkeeping (gc_graph.py) and the decision
-for one object (gc_decisions.py), as upstream's graph_builder.go and attemptToDeleteItem have them."""
+"""The garbage collector's pure parts: the ownership graph's bookkeeping (garbagecollector/graph.py) and the decision
+for one object (garbagecollector/decisions.py), as upstream's graph_builder.go and attemptToDeleteItem have them."""
 
 from __future__ import annotations
 
 import pytest
 
-from control.controllers.gc_decisions import (
+from control.controllers.garbagecollector.decisions import (
     Action,
     Decision,
     OwnerState,
@@ -13,7 +13,7 @@ from control.controllers.gc_decisions import (
     classify_references,
     decide,
 )
-from control.controllers.gc_graph import Graph, Identity
+from control.controllers.garbagecollector.graph import Graph, Identity
 
 A, P, W = OwnerState.ABSENT, OwnerState.PRESENT, OwnerState.DELETING_DEPENDENTS
 

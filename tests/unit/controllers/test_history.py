@@ -1,4 +1,4 @@
-"""control/controllers/history.py: hashes, names, ordering, truncation (pure) and the collision loop of
+"""control/controllers/shared/history.py: hashes, names, ordering, truncation (pure) and the collision loop of
 `History.create_controller_revision` against the fake API server."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 
 from control.apimachinery.labels import selector_from_set
 from control.client.informer import InformerFactory
-from control.controllers import history
-from control.controllers.history import (
+from control.controllers.shared import history
+from control.controllers.shared.history import (
     CONTROLLER_REVISION_HASH_LABEL,
     History,
     equal_revision,

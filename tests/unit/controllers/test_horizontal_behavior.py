@@ -1,4 +1,4 @@
-"""control/controllers/horizontal_behavior.py: scale-down stabilisation, the bounds and the rate policies of
+"""control/controllers/horizontal/behavior.py: scale-down stabilisation, the bounds and the rate policies of
 `behavior` (defaults as the API server fills them in)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from control.api.autoscaling import default_scale_down_rules, default_scale_up_rules
-from control.controllers import horizontal_behavior as b
+from control.controllers.horizontal import behavior as b
 
 NOW = datetime(2024, 1, 1, 12, 0, 0, tzinfo=UTC)
 

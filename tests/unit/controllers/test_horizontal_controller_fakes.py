@@ -1,4 +1,4 @@
-"""HorizontalController (control/controllers/horizontal.py) against the fake API server with real informers;
+"""HorizontalController (control/controllers/horizontal/controller.py) against the fake API server with real informers;
 the target's discovery document, its `/scale` and metrics.k8s.io are answered by a thin wrapper (the fake
 server serves neither). Scale-up with events and conditions, the scale-down stabilisation window of the
 HPA's behavior, a target without a selector, missing metrics. Workers are not run: the test syncs the key."""
@@ -16,7 +16,7 @@ from control.api.autoscaling import default_hpa
 from control.apimachinery.meta import format_timestamp, key_of
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.controllers.horizontal import HorizontalController
+from control.controllers.horizontal.controller import HorizontalController
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.fake_clock import FakeClock
 from tests.support.polling import wait_until

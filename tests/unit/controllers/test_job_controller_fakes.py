@@ -1,4 +1,4 @@
-"""JobController (control/controllers/job.py) against the shared fake API server with real informers: pods
+"""JobController (control/controllers/job/controller.py) against the shared fake API server with real informers: pods
 created up to parallelism, every finished pod counted once through uncountedTerminatedPods and the tracking
 finalizer, backoffLimit with the failed-pod back-off on a fake clock, the pod failure policy, Indexed
 jobs, suspend/resume, and the two-step terminal conditions. Workers are not run: the test syncs the key
@@ -16,7 +16,7 @@ from control.api.batch import JOB_COMPLETION_INDEX_ANNOTATION, JOB_TRACKING_FINA
 from control.apimachinery.meta import key_of
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.controllers.job import JobController
+from control.controllers.job.controller import JobController
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.fake_clock import FakeClock
 from tests.support.polling import wait_until

@@ -1,4 +1,4 @@
-"""The Job controller's pure decisions (control/controllers/job_decisions.py): who is created and deleted,
+"""The Job controller's pure decisions (control/controllers/job/decisions.py): who is created and deleted,
 the failed-pod back-off, the pod failure policy, which finished pods count, and the completed-index
 intervals — tables against upstream's rules."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from control.api.batch import JOB_COMPLETION_INDEX_ANNOTATION, JOB_TRACKING_FINALIZER
-from control.controllers.job_decisions import (
+from control.controllers.job.decisions import (
     BackoffRecord,
     FailureAction,
     backoff_remaining,

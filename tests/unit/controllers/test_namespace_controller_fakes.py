@@ -1,4 +1,4 @@
-"""NamespaceController (control/controllers/namespace.py) against the fake API server and FakeDiscovery:
+"""NamespaceController (control/controllers/namespace/controller.py) against the fake API server and FakeDiscovery:
 a deleted namespace gets Terminating, its content deleted (deletecollection), the conditions, and is
 finalized; pods on a node keep it for their grace estimate; a discovery failure is a condition and an
 error. Workers are not run: the test syncs the key itself."""
@@ -11,7 +11,7 @@ import pytest
 
 from control.apimachinery.meta import get_condition
 from control.client.informer import InformerFactory
-from control.controllers.namespace import NamespaceController
+from control.controllers.namespace.controller import NamespaceController
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.fake_clock import FakeClock
 from tests.support.fake_discovery import FakeDiscovery

@@ -1,4 +1,4 @@
-"""The namespace controller's pure decisions (control/controllers/namespace_deletion.py) with upstream's
+"""The namespace controller's pure decisions (control/controllers/namespace/deletion.py) with upstream's
 numbers, reasons and messages (namespaced_resources_deleter.go, namespace_condition_updater.go)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from control.controllers import namespace_deletion as nd
+from control.controllers.namespace import deletion as nd
 
 DELETED = datetime(2026, 1, 1, tzinfo=UTC)
 

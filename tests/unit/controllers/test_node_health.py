@@ -1,6 +1,6 @@
-"""control/controllers/node_health.py and taint_eviction.py's pure parts: the heartbeat tracker (observed by
-the controller's clock), the grace-period decision with upstream's reasons, the condition taints, and when
-a pod goes from a NoExecute-tainted node; plus control/api/taints.py's toleration match."""
+"""control/controllers/nodelifecycle/health.py and tainteviction/controller.py's pure parts: the heartbeat
+tracker (observed by the controller's clock), the grace-period decision with upstream's reasons, the condition
+taints, and when a pod goes from a NoExecute-tainted node; plus control/api/taints.py's toleration match."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from control.api.taints import tolerates
 from control.apimachinery.meta import format_timestamp
-from control.controllers.node_health import HeartbeatTracker, desired_taints, node_health
-from control.controllers.taint_eviction import eviction_time
+from control.controllers.nodelifecycle.health import HeartbeatTracker, desired_taints, node_health
+from control.controllers.tainteviction.controller import eviction_time
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 GRACE, STARTUP = 40.0, 60.0

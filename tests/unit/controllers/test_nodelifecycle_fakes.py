@@ -1,5 +1,5 @@
-"""NodeLifecycleController and TaintEvictionController (control/controllers/nodelifecycle.py,
-taint_eviction.py) against the shared fake API server with real informers and the fake clock: heartbeats
+"""NodeLifecycleController and TaintEvictionController (control/controllers/nodelifecycle/controller.py,
+tainteviction/controller.py) against the shared fake API server with real informers and the fake clock: heartbeats
 stop → Unknown conditions and the unreachable taints after the grace period; heartbeats back → the
 kubelet's conditions stand and the taints go; pods evicted at once or after their tolerationSeconds;
 DaemonSet pods kept. Workers are not run: the test syncs the keys itself, as a worker would."""
@@ -15,9 +15,9 @@ import pytest
 from control.apimachinery.meta import format_timestamp, get_condition, key_of
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.controllers.daemonset_decisions import DAEMON_TOLERATIONS
-from control.controllers.nodelifecycle import NodeLifecycleController
-from control.controllers.taint_eviction import TaintEvictionController
+from control.controllers.daemonset.decisions import DAEMON_TOLERATIONS
+from control.controllers.nodelifecycle.controller import NodeLifecycleController
+from control.controllers.tainteviction.controller import TaintEvictionController
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.fake_clock import FakeClock
 from tests.support.polling import wait_until

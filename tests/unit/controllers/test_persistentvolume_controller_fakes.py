@@ -1,4 +1,4 @@
-"""PersistentVolumeController (control/controllers/persistentvolume.py) against the shared fake API server
+"""PersistentVolumeController (control/controllers/persistentvolume/controller.py) against the shared fake API server
 with real informers: a static bind writes both sides in upstream's order, a provisioner is asked for a
 WaitForFirstConsumer claim once a node is selected, and a claim's deletion releases its volume."""
 
@@ -12,7 +12,7 @@ import pytest
 from control.apimachinery.meta import key_of
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.controllers.persistentvolume import CLAIM, VOLUME, PersistentVolumeController
+from control.controllers.persistentvolume.controller import CLAIM, VOLUME, PersistentVolumeController
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.polling import wait_until
 

@@ -1,5 +1,5 @@
-"""Pod GC: the selection (podgc_selection.py) with upstream's exact orders, and PodGCController
-(podgc.py) on the fake API server: terminated pods above the threshold, orphaned pods only after the
+"""Pod GC: the selection (podgc/selection.py) with upstream's exact orders, and PodGCController
+(podgc/controller.py) on the fake API server: terminated pods above the threshold, orphaned pods only after the
 quarantine and a live 404 (marked Failed with DisruptionTarget first), unscheduled terminating pods."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from control.apimachinery.meta import get_condition
 from control.client.informer import InformerFactory
-from control.controllers import podgc_selection as sel
-from control.controllers.podgc import PodGCController
+from control.controllers.podgc import selection as sel
+from control.controllers.podgc.controller import PodGCController
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.fake_clock import FakeClock
 

@@ -1,4 +1,4 @@
-"""The PersistentVolume controller's decisions (control/controllers/pv_binder.py and the matching of
+"""The PersistentVolume controller's decisions (control/controllers/persistentvolume/binder.py and the matching of
 control/api/volumes.py): which volume a claim binds to, when it waits, asks a provisioner or is lost, and
 what a volume's phase becomes."""
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from control.api.volumes import find_matching_volume
-from control.controllers.pv_binder import (
+from control.controllers.persistentvolume.binder import (
     ClaimStep,
     VolumeStep,
     bound_claim,

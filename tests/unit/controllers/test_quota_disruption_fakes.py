@@ -1,8 +1,8 @@
-"""ResourceQuotaController and DisruptionController (control/controllers/resourcequota.py, disruption.py)
-against the shared fake API server with real informers: quota status follows creates, deletes and
-usage changes, and is not rewritten when true; PDB status follows pod readiness and the pods' controllers'
-scale (a ReplicaSet owned by a Deployment counts as the Deployment), unmanaged pods are reported, a pod
-of no scalable controller fails safe. Workers are not run: the test syncs the keys itself."""
+"""ResourceQuotaController and DisruptionController (control/controllers/resourcequota/controller.py,
+disruption/controller.py) against the shared fake API server with real informers: quota status follows
+creates, deletes and usage changes, and is not rewritten when true; PDB status follows pod readiness and the
+pods' controllers' scale (a ReplicaSet owned by a Deployment counts as the Deployment), unmanaged pods are
+reported, a pod of no scalable controller fails safe. Workers are not run: the test syncs the keys itself."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import pytest
 from control.apimachinery.meta import key_of
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.controllers.disruption import DisruptionController
-from control.controllers.resourcequota import ResourceQuotaController
+from control.controllers.disruption.controller import DisruptionController
+from control.controllers.resourcequota.controller import ResourceQuotaController
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.fake_clock import FakeClock
 from tests.support.polling import wait_until

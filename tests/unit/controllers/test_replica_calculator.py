@@ -1,4 +1,4 @@
-"""control/controllers/replica_calculator.py: upstream's replica calculation for utilisation and average
+"""control/controllers/horizontal/replica_calculator.py: upstream's replica calculation for utilisation and average
 value targets — tolerance, missing metrics, unready pods and the cpu initialisation period."""
 
 from __future__ import annotations
@@ -8,7 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from control.controllers.replica_calculator import PodMetric, ReplicaCalculationError, pod_metrics, resource_replicas
+from control.controllers.horizontal.replica_calculator import (
+    PodMetric,
+    ReplicaCalculationError,
+    pod_metrics,
+    resource_replicas,
+)
 
 NOW = datetime(2024, 1, 1, 12, 0, 0, tzinfo=UTC)
 LONG_AGO = NOW - timedelta(hours=1)

@@ -1,4 +1,4 @@
-"""ReplicaSetController (control/controllers/replicaset.py) against the shared fake API server with real
+"""ReplicaSetController (control/controllers/replicaset/controller.py) against the shared fake API server with real
 informers, for ReplicaSets and ReplicationControllers: creates with expectations and events, deletes in
 ranking order, adoption and release, status, slow start on failures and the ReplicaFailure condition.
 Workers are not run: the test syncs keys itself, after the informers caught up."""
@@ -15,7 +15,12 @@ from control.apimachinery.meta import key_of
 from control.client.errors import ApiError
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.controllers.replicaset import REPLICA_SET, REPLICATION_CONTROLLER, ReplicaKind, ReplicaSetController
+from control.controllers.replicaset.controller import (
+    REPLICA_SET,
+    REPLICATION_CONTROLLER,
+    ReplicaKind,
+    ReplicaSetController,
+)
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.fake_clock import FakeClock
 from tests.support.polling import wait_until

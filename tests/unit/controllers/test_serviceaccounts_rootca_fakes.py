@@ -1,7 +1,7 @@
-"""ServiceAccountsController and RootCACertPublisher (serviceaccounts.py, rootcacertpublisher.py) running
-on the fake API server: every active namespace gets `default` and `kube-root-ca.crt` (with upstream's
-description annotation), both put back after a delete, the ConfigMap's data put back after an edit;
-a Terminating namespace gets nothing new."""
+"""ServiceAccountsController and RootCACertPublisher (serviceaccounts/controller.py,
+rootcacertpublisher/controller.py) running on the fake API server: every active namespace gets `default` and
+`kube-root-ca.crt` (with upstream's description annotation), both put back after a delete, the ConfigMap's
+data put back after an edit; a Terminating namespace gets nothing new."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from control.client.errors import NotFound
 from control.client.informer import InformerFactory
-from control.controllers.rootcacertpublisher import DESCRIPTION, RootCACertPublisher
-from control.controllers.serviceaccounts import ServiceAccountsController
+from control.controllers.rootcacertpublisher.controller import DESCRIPTION, RootCACertPublisher
+from control.controllers.serviceaccounts.controller import ServiceAccountsController
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.polling import wait_until
 

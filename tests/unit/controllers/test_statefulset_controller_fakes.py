@@ -1,4 +1,4 @@
-"""StatefulSetController (control/controllers/statefulset.py) against the shared fake API server with real
+"""StatefulSetController (control/controllers/statefulset/controller.py) against the shared fake API server with real
 informers: pods come one at a time in ordinal order with their claims, the revision is recorded as a
 ControllerRevision, status counts follow, scale-down removes the highest ordinal first, and a template
 change rolls from the highest ordinal down."""
@@ -13,7 +13,7 @@ import pytest
 from control.apimachinery.meta import key_of
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.controllers.statefulset import StatefulSetController
+from control.controllers.statefulset.controller import StatefulSetController
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.polling import wait_until
 

@@ -1,4 +1,4 @@
-"""A StatefulSet's pods, claims and rounds (control/controllers/statefulset_pods.py): identity and storage
+"""A StatefulSet's pods, claims and rounds (control/controllers/statefulset/pods.py): identity and storage
 of a new pod, claim ownerReferences per retention policy, and the table of one round's actions — ordered
 creation, waiting on unready pods, Parallel, scale down from the highest ordinal, partitioned and
 maxUnavailable rolling updates, OnDelete."""
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from control.controllers.statefulset_pods import (
+from control.controllers.statefulset.pods import (
     claim_owner_refs,
     identity_matches,
     new_claim,

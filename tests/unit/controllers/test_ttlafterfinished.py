@@ -1,4 +1,4 @@
-"""The TTL-after-finished controller (control/controllers/ttlafterfinished.py): when a finished Job expires,
+"""The TTL-after-finished controller (control/controllers/ttlafterfinished/controller.py): when a finished Job expires,
 and that the expired one is deleted (Foreground, by UID) while an unexpired one is requeued."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.controllers.ttlafterfinished import TTLAfterFinishedController, time_left
+from control.controllers.ttlafterfinished.controller import TTLAfterFinishedController, time_left
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.fake_clock import FakeClock
 from tests.support.polling import wait_until

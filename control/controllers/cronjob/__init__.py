@@ -1,0 +1,1 @@
+"""The CronJob controller (upstream pkg/controller/cronjob)."""

@@ -1,0 +1,1 @@
+"""The disruption controller: PodDisruptionBudget status (upstream pkg/controller/disruption)."""

@@ -1,0 +1,1 @@
+"""The endpoints controller (upstream pkg/controller/endpoint)."""

@@ -1,0 +1,1 @@
+"""The EndpointSlice controller (upstream pkg/controller/endpointslice)."""

@@ -1,0 +1,1 @@
+"""The EndpointSlice mirroring controller (upstream pkg/controller/endpointslicemirroring)."""

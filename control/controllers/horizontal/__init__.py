@@ -1,0 +1,1 @@
+"""The horizontal pod autoscaler (upstream pkg/controller/podautoscaler)."""

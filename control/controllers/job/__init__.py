@@ -1,0 +1,1 @@
+"""The Job controller (upstream pkg/controller/job)."""

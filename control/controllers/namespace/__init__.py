@@ -1,0 +1,1 @@
+"""The namespace controller (upstream pkg/controller/namespace)."""

@@ -1,0 +1,1 @@
+"""The PersistentVolume binder controller (upstream pkg/controller/volume/persistentvolume)."""

@@ -1,0 +1,1 @@
+"""The pod garbage collector (upstream pkg/controller/podgc)."""

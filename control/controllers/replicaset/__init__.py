@@ -1,0 +1,1 @@
+"""The ReplicaSet and ReplicationController controller (upstream pkg/controller/replicaset)."""

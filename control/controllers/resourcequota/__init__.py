@@ -1,0 +1,1 @@
+"""The resource quota controller (upstream pkg/controller/resourcequota)."""

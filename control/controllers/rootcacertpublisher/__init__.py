@@ -1,0 +1,1 @@
+"""The root CA publisher (upstream pkg/controller/certificates/rootcacertpublisher)."""

@@ -1,0 +1,1 @@
+"""The service account controller (upstream pkg/controller/serviceaccount)."""

@@ -1,0 +1,1 @@
+"""The service load-balancer controller (k3s pkg/cloudprovider/servicelb)."""

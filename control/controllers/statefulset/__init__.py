@@ -1,0 +1,1 @@
+"""The StatefulSet controller (upstream pkg/controller/statefulset)."""

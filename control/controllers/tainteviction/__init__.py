@@ -1,0 +1,1 @@
+"""The taint eviction controller (upstream pkg/controller/tainteviction)."""
