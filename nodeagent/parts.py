@@ -41,6 +41,7 @@ from typing import Any
 
 import docker
 
+from control.api.typed.core import Node
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory, SharedInformer
 from control.client.paths import resource_path
@@ -297,12 +298,12 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
         node = reporter.register()
     except Exception as exc:
         raise KubeletError(f"registering node {config.node_name} failed: {exc}") from exc
-    pod_cidr = config.pod_cidr or ((node.get("spec") or {}).get("podCIDR") or "")
+    pod_cidr = config.pod_cidr or Node(node).spec.pod_cidr
     if not pod_cidr:
         raise KubeletError(f"node {config.node_name} has no podCIDR: set podCIDR in the kubelet config or "
                            "spec.podCIDR on the Node")
     node_ip = config.node_ip or default_ip()
-    allocatable = dict(((node.get("status") or {}).get("allocatable")) or {})
+    allocatable = dict(Node(node).status.allocatable)
     node_facts = NodeFacts(host_ips=(node_ip,), allocatable=allocatable)
 
     os.makedirs(config.state_dir, exist_ok=True)

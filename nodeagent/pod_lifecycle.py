@@ -23,6 +23,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from control.api.typed.core import Pod
 from nodeagent.pod_workers import WorkItem, WorkResult
 from nodeagent.runtime.types import ContainerState, PodStatus
 from nodeagent.runtime_sync import StepResult, SyncResult
@@ -104,7 +105,7 @@ class PodLifecycle:
             return self._sync_terminating(pod, status)
         liveness_failed: frozenset[str] = frozenset()
         startup_failed: frozenset[str] = frozenset()
-        if self.probes is not None and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+        if self.probes is not None and Pod(pod).status.phase not in ("Succeeded", "Failed"):
             self.probes.add_pod(pod)
             liveness_failed, startup_failed = self.probes.failed(status)
         result = self.syncer.sync_pod(pod, status, liveness_failed=liveness_failed, startup_failed=startup_failed)

@@ -47,6 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from control.api.typed.core import Container, Pod
 from control.util.iptables import IptablesError
 from control.util.resolvconf import ResolvConf
 from nodeagent.hooks import DEFAULT_POST_START_TIMEOUT, HookRunner
@@ -147,12 +148,13 @@ def go_duration(seconds: float) -> str:
 
 def pod_desc(pod: Mapping[str, Any]) -> str:
     """upstream format.Pod: name_namespace(uid)."""
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('name', '')}_{meta.get('namespace', '')}({meta.get('uid', '')})"
+    meta = Pod(pod).metadata
+    return f"{meta.name}_{meta.namespace}({meta.uid})"
 
 
 def _spec_containers(pod: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    return list((pod.get("spec") or {}).get(key) or [])
+    spec = Pod(pod).spec
+    return [c.raw for c in (spec.init_containers if key == "initContainers" else spec.containers)]
 
 
 def _find_spec(pod: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
@@ -163,25 +165,33 @@ def _find_spec(pod: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
     return None
 
 
+def _hooks(spec: Mapping[str, Any] | None) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]:
+    """The container's (postStart, preStop) handlers as written, None where unset."""
+    lifecycle = Container(spec).lifecycle
+    if lifecycle is None:
+        return None, None
+    post_start, pre_stop = lifecycle.post_start, lifecycle.pre_stop
+    return (None if post_start is None else post_start.raw), (None if pre_stop is None else pre_stop.raw)
+
+
 def kill_grace(pod: Mapping[str, Any], override: float | None = None) -> float:
     """upstream killContainer: the override (deletion), else deletionGracePeriodSeconds, else the spec's."""
     if override is not None:
         return float(override)
-    meta = pod.get("metadata") or {}
-    if meta.get("deletionGracePeriodSeconds") is not None:
-        return float(meta["deletionGracePeriodSeconds"])
+    deletion_grace = Pod(pod).metadata.deletion_grace_period_seconds
+    if deletion_grace is not None:
+        return float(deletion_grace)
     return float(grace_period(pod))
 
 
 def probe_kill_grace(pod: Mapping[str, Any], spec: Mapping[str, Any] | None, reason: KillReason) -> float:
     """upstream setTerminationGracePeriod: deletionGracePeriodSeconds first; a container killed for its
     liveness or startup probe gets that probe's terminationGracePeriodSeconds when set; else the pod's."""
-    meta = pod.get("metadata") or {}
-    if meta.get("deletionGracePeriodSeconds") is None:
-        probe_field = {KillReason.LIVENESS: "livenessProbe", KillReason.STARTUP: "startupProbe"}.get(reason)
-        probe = (spec or {}).get(probe_field) if probe_field else None
-        if isinstance(probe, Mapping) and probe.get("terminationGracePeriodSeconds") is not None:
-            return float(probe["terminationGracePeriodSeconds"])
+    if Pod(pod).metadata.deletion_grace_period_seconds is None:
+        container = Container(spec)
+        probe = {KillReason.LIVENESS: container.liveness_probe, KillReason.STARTUP: container.startup_probe}.get(reason)
+        if probe is not None and probe.termination_grace_period_seconds is not None:
+            return float(probe.termination_grace_period_seconds)
     return kill_grace(pod)
 
 
@@ -311,7 +321,7 @@ class RuntimeSyncer:
             else:
                 waiting[name] = (step.reason, step.message)
                 if step.reason in ("ErrImagePull", "ImagePullBackOff"):
-                    retry.append(self.images.retry_after((pod.get("metadata") or {}).get("uid", ""),
+                    retry.append(self.images.retry_after(Pod(pod).metadata.uid,
                                                          spec.get("image", "")))
                 elif step.reason == "RunContainerError":
                     retry.append(self._start_retry(pod, spec))
@@ -409,7 +419,7 @@ class RuntimeSyncer:
 
     def _setup_volumes(self, pod: Mapping[str, Any], pod_ips: Sequence[str],
                        steps: list[StepResult]) -> dict[str, pod_volumes.VolumeInfo] | None:
-        uid = (pod.get("metadata") or {}).get("uid", "")
+        uid = Pod(pod).metadata.uid
         directory = pod_volumes.pod_dir(self.pods_dir, uid)
         try:
             volumes = pod_volumes.setup(pod, self.getter, pods_dir=self.pods_dir, pod_ips=pod_ips,
@@ -428,7 +438,7 @@ class RuntimeSyncer:
         latest = status.latest(spec.get("name", ""))
         if latest is None or latest.state is ContainerState.RUNNING:
             return None
-        key = backoff_key((pod.get("metadata") or {}).get("uid", ""), spec.get("name", ""), container_hash(spec))
+        key = backoff_key(Pod(pod).metadata.uid, spec.get("name", ""), container_hash(spec))
         now = self.clock()
         with self._lock:
             if latest.state is ContainerState.EXITED and latest.finished_at is not None:
@@ -445,7 +455,7 @@ class RuntimeSyncer:
         return remaining, message
 
     def _start_retry(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> float:
-        key = backoff_key((pod.get("metadata") or {}).get("uid", ""), spec.get("name", ""), container_hash(spec))
+        key = backoff_key(Pod(pod).metadata.uid, spec.get("name", ""), container_hash(spec))
         with self._lock:
             return self.backoff.remaining(key, self.clock()) or self.backoff.initial
 
@@ -456,7 +466,7 @@ class RuntimeSyncer:
         name = spec.get("name", "")
         latest = status.latest(name)
         attempt = latest.restart_count + 1 if latest is not None else 0
-        uid = (pod.get("metadata") or {}).get("uid", "")
+        uid = Pod(pod).metadata.uid
         try:
             self.images.ensure_image_exists(pod, spec, lambda kind, reason, message:
                                             self._event(pod, kind, reason, message, name))
@@ -490,7 +500,7 @@ class RuntimeSyncer:
             self._event(pod, "Warning", "Failed", f"Error: {exc}", name)
             return StepResult(action, name, exc.reason, str(exc))
         self._event(pod, "Normal", "Started", f"Started container {name}", name)
-        handler = (spec.get("lifecycle") or {}).get("postStart")
+        handler = _hooks(spec)[0]
         if handler:
             failure = self.hooks.run("PostStart", handler, pod=pod, container=spec, container_id=container_id,
                                      pod_ip=pod_ips[0] if pod_ips else "", timeout=DEFAULT_POST_START_TIMEOUT)
@@ -517,7 +527,7 @@ class RuntimeSyncer:
         """upstream KillPod: every running container (preStop, then stop within the grace period, all at
         once), then the sandboxes stopped and their network released. With `remove` (the pod is gone for
         good) the containers and sandboxes are removed too and the pod's directory torn down."""
-        uid = (pod.get("metadata") or {}).get("uid", "") or status.uid
+        uid = Pod(pod).metadata.uid or status.uid
         jobs = [(c, "Stopping container " + c.name) for c in status.containers
                 if c.state in (ContainerState.RUNNING, ContainerState.UNKNOWN)]
         steps = self._parallel_kill(pod, jobs, grace=grace)
@@ -577,10 +587,10 @@ class RuntimeSyncer:
                        message: str = "") -> StepResult:
         """upstream killContainer: the preStop hook within `grace`, then stop with the rest (≥ 2 s)."""
         spec = _find_spec(pod, container.name)
-        handler = ((spec or {}).get("lifecycle") or {}).get("preStop")
+        handler = _hooks(spec)[1]
         started = time.monotonic()
         if handler and container.state is ContainerState.RUNNING:
-            ips = ((pod.get("status") or {}).get("podIP")) or ""
+            ips = Pod(pod).status.pod_ip
             failure = self.hooks.run("PreStop", handler, pod=pod, container=spec or {}, container_id=container.id,
                                      pod_ip=ips, timeout=max(grace, MIN_GRACE_SECONDS))
             if failure is not None:

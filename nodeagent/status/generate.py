@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from control.api.qos import qos_class
+from control.api.typed.core import Pod
 from control.apimachinery.meta import deep_copy, format_timestamp
 from nodeagent.runtime.actions import should_container_be_restarted
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState
@@ -110,7 +111,7 @@ def _container_statuses(pod: Mapping[str, Any], runtime: PodStatus, specs: Seque
                     "exitCode": 137, "reason": "ContainerStatusUnknown",
                     "message": "The container could not be located when the pod was deleted.  "
                                "The container used to be Running"}}
-                if not (pod.get("metadata") or {}).get("deletionTimestamp"):
+                if not Pod(pod).metadata.deletion_timestamp:
                     status["restartCount"] += 1
         statuses[name] = status
 
@@ -284,7 +285,7 @@ def _stamp(conditions: list[dict[str, Any]], old: Sequence[Any], now: datetime) 
 
 
 def _pod_ips(pod: Mapping[str, Any], runtime: PodStatus, old: Mapping[str, Any], host_ips: Sequence[str]) -> list[str]:
-    if (pod.get("spec") or {}).get("hostNetwork"):
+    if Pod(pod).spec.host_network:
         return [ip for ip in host_ips if ip]
     ips = [ip for ip in runtime.ips if ip]
     if not ips:

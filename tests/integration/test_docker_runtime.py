@@ -13,12 +13,12 @@ import pytest
 
 from nodeagent.images import BUSYBOX_IMAGE
 from nodeagent.runtime import labels as L
+from nodeagent.runtime.cri import Mount
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.interface import (
     ExecTimeout,
     ImagePullError,
     InvalidImageNameError,
-    Mount,
     StartContainerError,
 )
 from nodeagent.runtime.pod_files import ensure_termination_log, termination_log_path
