@@ -6,7 +6,15 @@ from __future__ import annotations
 from control.util.resolvconf import ResolvConf
 from nodeagent.runtime import labels as L
 from nodeagent.runtime.container_config import build_container_config
-from nodeagent.runtime.cri import ContainerMetadata, DNSConfig, PodSandboxMetadata, PortMapping
+from nodeagent.runtime.cri import (
+    ContainerConfig,
+    ContainerMetadata,
+    Device,
+    DNSConfig,
+    PodSandboxMetadata,
+    PortMapping,
+)
+from nodeagent.runtime.docker import docker_create_args
 from nodeagent.runtime.sandbox_config import build_sandbox_config, sandbox_hostname
 from nodeagent.runtime.spechash import container_hash
 
@@ -61,3 +69,9 @@ def test_the_container_config_carries_its_identity():
     assert config.annotations[L.RESTART_COUNT] == "3" and config.annotations[L.GRACE_PERIOD] == "5"
     assert config.annotations[L.PRESTOP_HANDLER] == '{"exec":{"command":["true"]}}'
     assert config.log_path == "app/3.log"
+
+
+def test_devices_reach_docker_as_device_strings():
+    config = ContainerConfig(image="busybox", devices=(Device("/dev/fuse", "/dev/fuse"), Device("/d", "/h", "r")))
+    assert docker_create_args(config)[1]["devices"] == ["/dev/fuse:/dev/fuse:rwm", "/h:/d:r"]
+    assert "devices" not in docker_create_args(ContainerConfig(image="busybox"))[1]
