@@ -6,8 +6,8 @@ the container name `POD`, `_` is the delimiter) and labels (`io.kubernetes.pod.{
 `io.kubernetes.sandbox.id`), plus kuberuntime's labels.go, whose annotations the dockershim stored as
 labels too (`io.kubernetes.container.{hash,restartCount,terminationMessagePath,terminationMessagePolicy,
 preStopHandler}`, `io.kubernetes.pod.terminationGracePeriod`). A restarted kubelet rebuilds every
-PodStatus from these; the preStop handler is kept so a container whose pod is gone can still be stopped
-the way its spec asked.
+PodStatus from these, from Docker alone; the preStop handler is kept so a container whose pod is gone can
+still be stopped the way its spec asked.
 
 Who sets what, as upstream: the kubelet's sync layer decides a sandbox's and a container's labels (the pod
 and container identity, `sandbox_labels` / `container_labels`) and annotations (hash, restart count,

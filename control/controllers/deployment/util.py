@@ -8,7 +8,7 @@ ReplicasAnnotationsNeedUpdate, copyDeploymentAnnotationsToReplicaSet, SetDeploym
 ResolveFenceposts, MaxSurge, MaxUnavailable, the Get*ReplicaCountForReplicaSets sums), pkg/controller
 (ReplicaSetsByCreationTimestamp, ReplicaSetsBySizeOlder/Newer, FilterActiveReplicaSets,
 ComputeHash), pkg/util/intstr (GetScaledValueFromIntOrPercent) and k8s.io/apimachinery util/rand
-(SafeEncodeString). Seed 002 §Deployment (the hash label keeps the ReplicaSets of one Deployment apart).
+(SafeEncodeString). The hash label keeps the ReplicaSets of one Deployment apart.
 
 Departure: upstream's ComputeHash feeds the Go struct of the template through a spew printer into
 fnv32a; here the bytes are the template's canonical JSON (Go zero values dropped, keys sorted), then the
