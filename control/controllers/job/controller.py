@@ -23,9 +23,9 @@ sync(key), in upstream's order:
 7. Sync again when the back-off or the active deadline ends.
 
 Events (upstream's reasons and texts): the pod writes' (SuccessfulCreate, FailedCreate, SuccessfulDelete,
-FailedDelete, through the shared pod control, shared/pod_control.py), Completed "Job completed", Warning <reason> <message> when it
-fails (BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy), Suspended "Job suspended", Resumed "Job
-resumed".
+FailedDelete, through the shared pod control, shared/pod_control.py), Completed "Job completed", Warning
+<reason> <message> when it fails (BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy), Suspended
+"Job suspended", Resumed "Job resumed".
 
 Departures: the failed-pod back-off records live in memory (as upstream's backoff store), so a restarted
 controller forgets them; pods are listed by namespace and filtered here; no metrics.
