@@ -44,11 +44,11 @@ from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.client.workqueue import RateLimitingQueue
 from control.controllers.daemonset import decisions as decide
-from control.controllers.deployment.util import compute_hash
 from control.controllers.shared.base import APIClient, Controller
 from control.controllers.shared.controller_ref_manager import ControllerRefManager, resolve_controller_ref
 from control.controllers.shared.controller_utils import pod_from_template
 from control.controllers.shared.expectations import ControllerExpectations
+from control.controllers.shared.helpers import compute_hash
 from control.controllers.shared.history import (
     CONTROLLER_REVISION_HASH_LABEL,
     History,

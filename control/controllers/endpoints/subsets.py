@@ -47,11 +47,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from control.api.disruption import is_pod_ready
 from control.controllers.shared.endpoint_util import (
     HEADLESS_LABEL,
     TRIGGER_TIME_ANNOTATION,
     find_port,
-    is_pod_ready,
     service_hostname,
     should_pod_be_in_endpoints,
 )

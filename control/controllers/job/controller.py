@@ -56,7 +56,6 @@ from control.controllers.job.decisions import (
     Manage,
     backoff_remaining,
     completion_index,
-    condition_true,
     deadline_remaining,
     failure,
     finish_time,
@@ -81,7 +80,6 @@ from control.controllers.job.status import (
     copy_status,
     counts,
     ensure_condition,
-    find_condition,
     set_uncounted,
     status_changed,
     uncounted,
@@ -90,6 +88,7 @@ from control.controllers.shared.base import APIClient, Controller
 from control.controllers.shared.controller_ref_manager import ControllerRefManager, resolve_controller_ref
 from control.controllers.shared.controller_utils import BURST_REPLICAS, deletion_order
 from control.controllers.shared.expectations import ControllerExpectations, UIDTrackingControllerExpectations
+from control.controllers.shared.helpers import condition_true, status_condition
 from control.controllers.shared.pod_control import PodControl
 from control.util.clock import Clock, RealClock
 
@@ -346,7 +345,7 @@ class JobController(Controller):
                 now: datetime) -> None:
         """FailureTarget → Failed, SuccessCriteriaMet → Complete (+ completionTime), with their events."""
         if failing:
-            target = find_condition(status, "FailureTarget") or {}
+            target = status_condition(status, "FailureTarget") or {}
             reason, message = str(target.get("reason") or ""), str(target.get("message") or "")
             if ensure_condition(status, "Failed", "True", reason, message, now):
                 self.recorder.event(typed, "Warning", reason, message)

@@ -29,12 +29,6 @@ def _spec(obj: Obj) -> Mapping[str, Any]:
     return obj.get("spec") or {}
 
 
-def is_pod_ready(pod: Obj) -> bool:
-    """The pod's Ready condition is True (upstream podutil.IsPodReady)."""
-    return any(condition.get("type") == "Ready" and condition.get("status") == "True"
-               for condition in (pod.get("status") or {}).get("conditions") or ())
-
-
 def should_pod_be_in_endpoints(pod: Obj, *, include_terminating: bool) -> bool:
     """Upstream ShouldPodBeInEndpoints: not terminal, has an IP, not being deleted (unless wanted)."""
     status = pod.get("status") or {}

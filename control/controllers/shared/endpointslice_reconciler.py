@@ -42,13 +42,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from control.api.disruption import is_pod_ready
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import is_dns1123_subdomain
 from control.controllers.shared.endpoint_util import (
     HEADLESS_LABEL,
     TRIGGER_TIME_ANNOTATION,
     find_port,
-    is_pod_ready,
     pod_ips,
     service_hostname,
     should_pod_be_in_endpoints,
