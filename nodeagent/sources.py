@@ -15,7 +15,7 @@ getSelfLink); seed 001 "pod sources". What each static pod gets, as upstream's a
   kubernetes.io/config.seen (when this uid was first seen; kept while the uid stays, so rereading an
   unchanged file is not a change);
 - file pods tolerate every NoExecute taint (operator Exists), so node problems do not evict them;
-- then the API server's validation (control/api/validation.py), as upstream's ValidatePod: a pod the
+- then the API server's validation (control/api/validation/), as upstream's ValidatePod: a pod the
   API server would refuse as a mirror is refused here too.
 
 Both sources reread every `period` and call `on_update` with the full list whenever it differs from

@@ -1,6 +1,10 @@
 """The layer contracts of pyproject.toml's [tool.importlinter] hold for the tree, and a forbidden import
 breaks them: composition root (slimkube) → components (API server, controllers, kubelet, proxy; none
-importing another, only the API server reaching storage) → shared base (client, api, apimachinery, util).
+importing another, only the API server reaching storage) → shared base (client, api, apimachinery, util),
+with no import cycle inside the shared base and API validation in its own layers (kind table → API group
+modules → pod checks → primitives). What import-linter cannot see is checked here from the syntax trees:
+no module imports another's private (`_name`) helpers, and the shared base imports only at module level,
+so a cycle cannot hide in a function body.
 
 The negative cases run import-linter over a copy of the packages with one import added, so the test
 shows the contracts are live, not just that today's tree happens to pass.
@@ -8,6 +12,7 @@ shows the contracts are live, not just that today's tree happens to pass.
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -17,6 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("slimkube", "control", "nodeagent", "proxy", "clusterdns")
+SHARED_BASE = ("control/api", "control/apimachinery", "control/client", "control/util")
 
 
 def _lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
@@ -65,10 +71,38 @@ def copy_of_tree(tmp_path: Path) -> Path:
     pytest.param("control/controllers/shared/history.py", "from control.controllers.deployment import util",
                  "control.controllers.shared is not allowed to import control.controllers.deployment",
                  id="shared-imports-controller"),
+    pytest.param("control/api/validation/networking.py", "from control.api.validation import apps",
+                 "control.api.validation.networking is not allowed to import control.api.validation.apps",
+                 id="validation-group-imports-group"),
+    pytest.param("control/api/validation/primitives.py", "import control.api.validation.core",
+                 "control.api.validation.primitives is not allowed to import control.api.validation.core",
+                 id="validation-primitives-import-group"),
+    pytest.param("control/api/priority.py", "import control.api.validation.pods",
+                 "No cycles are allowed in control.api.", id="shared-base-cycle"),
 ])
 def test_a_forbidden_import_breaks_a_contract(copy_of_tree: Path, module: str, added: str, message: str):
     target = copy_of_tree / module
     target.write_text(target.read_text() + f"\n{added}\n")
     result = _lint_imports(copy_of_tree)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert message in " ".join(result.stdout.split())  # lint-imports wraps long lines
+    assert message in " ".join(result.stdout.split())  # the report wraps long module names
+
+
+def _trees(*folders: str) -> list[tuple[Path, ast.Module]]:
+    return [(path, ast.parse(path.read_text(), str(path)))
+            for folder in folders for path in sorted((ROOT / folder).rglob("*.py"))]
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = [f"{path.relative_to(ROOT)}:{node.lineno} {alias.name}"
+             for path, tree in _trees(*PACKAGES) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert found == []
+
+
+def test_the_shared_base_imports_only_at_module_level():
+    found = [f"{path.relative_to(ROOT)}:{node.lineno}"
+             for path, tree in _trees(*SHARED_BASE) for function in ast.walk(tree)
+             if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+             for node in ast.walk(function) if isinstance(node, ast.Import | ast.ImportFrom)]
+    assert found == []

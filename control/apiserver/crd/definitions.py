@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from control.api.validation import Check, validate_object_meta
+from control.api.validation.primitives import Check, validate_object_meta
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError, is_dns1035_label, is_dns1123_subdomain
 from control.apiserver.crd import cel, jsonpath

@@ -3,7 +3,7 @@ networkpolicy}/strategy.go).
 
 All three start at `metadata.generation` 1 and bump it when anything outside metadata and status changes
 (ingress controllers report against it); an Ingress's status is the controller's (`/status`), dropped
-on create. Defaults and validation live in control.api (defaults.py, validation_networking.py).
+on create. Defaults and validation live in control.api (defaults.py, validation/networking.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Upstream: pkg/controller/cronjob/cronjob_controllerv2.go (`syncCronJob`, `cleanu
 The schedule is standard cron (five fields) or a macro (@hourly, @daily, …), evaluated by croniter in
 `spec.timeZone` (zoneinfo), UTC without one (upstream: the controller manager's local zone; slimkube's is
 UTC). The API server refuses what robfig/cron refuses, and `TZ=`/`CRON_TZ=` in the schedule
-(control/api/validation_apps.py).
+(control/api/validation/batch.py).
 
 Missed schedules as upstream: from the last schedule time (or the creation time; no earlier than
 `now - startingDeadlineSeconds` when set), only the most recent missed time is started, never one per

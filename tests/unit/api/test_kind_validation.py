@@ -1,4 +1,4 @@
-"""control.api.validation(_apps) against upstream's field paths, error types and messages."""
+"""control.api.validation (core, apps, batch, policy) against upstream's field paths, error types and messages."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from control.api.defaults import apply_defaults
-from control.api.validation import POD_UPDATE_MESSAGE, validate
-from control.api.validation_apps import STATEFULSET_UPDATE_MESSAGE
+from control.api.validation import validate
+from control.api.validation.apps import STATEFULSET_UPDATE_MESSAGE
+from control.api.validation.core import POD_UPDATE_MESSAGE
 from control.apimachinery.validation import ErrorType
 
 Obj = dict[str, Any]

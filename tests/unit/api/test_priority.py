@@ -1,5 +1,5 @@
 """The Priority admission plugin's decisions and PriorityClass validation (control/api/priority.py,
-validation_scheduling.py), with upstream's messages (plugin/pkg/admission/priority/admission_test.go,
+validation/scheduling.py), with upstream's messages (plugin/pkg/admission/priority/admission_test.go,
 pkg/apis/scheduling/validation/validation_test.go)."""
 
 from __future__ import annotations

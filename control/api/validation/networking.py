@@ -3,7 +3,7 @@
 Upstream: pkg/apis/networking/validation/validation.go (ValidateIngressCreate/Update and ValidateIngressSpec,
 validateIngressRules, validateHTTPIngressPath, validateIngressBackend, ValidateIngressLoadBalancerStatus,
 ValidateIngressClass/Update, ValidateNetworkPolicySpec with its ports and peers). Field paths and messages
-are upstream's; dispatched from `validation.validate`.
+are upstream's.
 
 Left out: the annotation-based class (`kubernetes.io/ingress.class` together with ingressClassName is
 allowed, as upstream allows it in v1), and the IngressClass parameters' API group format check.
@@ -12,11 +12,10 @@ allowed, as upstream allows it in v1), and the IngressClass parameters' API grou
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from control.api.validation import PORT_PROTOCOLS, Check, join
-from control.api.validation_apps import _label_selector
+from control.api.validation.primitives import PORT_PROTOCOLS, Check, Validator, join, label_selector
 from control.apimachinery.netutils import legacy_ip_errors, parse_ip_sloppy
 from control.apimachinery.validation import (
     FieldError,
@@ -229,7 +228,7 @@ def _peer(c: Check, peer: Mapping[str, Any], path: str) -> None:
     selectors = [key for key in ("podSelector", "namespaceSelector") if peer.get(key) is not None]
     for key in selectors:
         if (selector := c.obj(peer, key, join(path, key))) is not None:
-            _label_selector(c, {"selector": selector}, join(path, key), kind="NetworkPolicy", required=False)
+            label_selector(c, {"selector": selector}, join(path, key), kind="NetworkPolicy", required=False)
     block = peer.get("ipBlock")
     if block is None:
         if not selectors:
@@ -262,7 +261,7 @@ def _network_policy(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | N
     if (spec := c.obj(obj, "spec", "spec")) is None:
         return
     if spec.get("podSelector") is not None:
-        _label_selector(c, {"selector": spec.get("podSelector")}, "spec.podSelector", kind="NetworkPolicy",
+        label_selector(c, {"selector": spec.get("podSelector")}, "spec.podSelector", kind="NetworkPolicy",
                         required=False)
     for direction, peers in (("ingress", "from"), ("egress", "to")):
         for rule_path, rule in c.items(spec, direction, f"spec.{direction}"):
@@ -278,7 +277,7 @@ def _network_policy(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | N
         c.add([FieldError.invalid("spec.policyTypes", types, "may not specify more than two policyTypes")])
 
 
-NETWORKING_VALIDATORS: dict[str, Callable[[Check, Mapping[str, Any], Mapping[str, Any] | None], None]] = {
+VALIDATORS: dict[str, Validator] = {
     "ingresses": _ingress,
     "ingressclasses": _ingress_class,
     "networkpolicies": _network_policy,

@@ -3,18 +3,16 @@ no webhook is called yet).
 
 Upstream: pkg/apis/admissionregistration/validation/validation.go (validateValidatingWebhookConfiguration,
 validateMutatingWebhookConfiguration, validateWebhook, ValidateWebhookClientConfig, validateRuleWithOperations,
-the v1 rules: `sideEffects` None or NoneOnDryRun, `admissionReviewVersions` required). Dispatched from
-`validation.validate`.
+the v1 rules: `sideEffects` None or NoneOnDryRun, `admissionReviewVersions` required).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from control.api.validation import Check, join
-from control.api.validation_apps import _label_selector
+from control.api.validation.primitives import Check, Validator, join, label_selector
 from control.apimachinery.validation import FieldError, is_dns1123_subdomain
 
 FAILURE_POLICIES = ("Fail", "Ignore")
@@ -113,12 +111,12 @@ def _webhook(c: Check, webhook: Mapping[str, Any], path: str, *, names: set[str]
                                   "must include at least one of v1, v1beta1")])
     for key in ("namespaceSelector", "objectSelector"):
         if webhook.get(key) is not None:
-            _label_selector(c, {"selector": webhook.get(key)}, join(path, key), kind="", required=False)
+            label_selector(c, {"selector": webhook.get(key)}, join(path, key), kind="", required=False)
     if (config := c.obj(webhook, "clientConfig", join(path, "clientConfig"))) is not None:
         _client_config(c, config, join(path, "clientConfig"))
 
 
-def _configuration(mutating: bool) -> Callable[[Check, Mapping[str, Any], Mapping[str, Any] | None], None]:
+def _configuration(mutating: bool) -> Validator:
     def validate(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
         names: set[str] = set()
         for path, webhook in c.items(obj, "webhooks", "webhooks"):
@@ -126,7 +124,7 @@ def _configuration(mutating: bool) -> Callable[[Check, Mapping[str, Any], Mappin
     return validate
 
 
-ADMISSIONREGISTRATION_VALIDATORS: dict[str, Callable[[Check, Mapping[str, Any], Mapping[str, Any] | None], None]] = {
+VALIDATORS: dict[str, Validator] = {
     "validatingwebhookconfigurations": _configuration(mutating=False),
     "mutatingwebhookconfigurations": _configuration(mutating=True),
 }

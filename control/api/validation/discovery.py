@@ -5,19 +5,18 @@ of IPv4, IPv6, FQDN; at most 1,000 endpoints, each with 1 to 100 addresses valid
 IPs also go through core's `ValidateEndpointIP`: not unspecified, link-local or link-local multicast —,
 a valid nodeName and hostname; at most 20,000 ports with unique DNS-1123 names, a protocol of TCP/UDP/SCTP
 and a qualified-name appProtocol; `ValidateEndpointSliceUpdate`: addressType is immutable).
-Dispatched from `validation.validate`, like the apps and scheduling kinds. Not checked: deprecatedTopology
-and hints (no component here writes or reads them). Departure: loopback addresses are accepted (upstream
-refuses them), as this server's Endpoints validation does: an API server bound to 127.0.0.1 advertises
-that address in the `kubernetes` Service's Endpoints and EndpointSlice.
+Not checked: deprecatedTopology and hints (no component here writes or reads them). Departure: loopback
+addresses are accepted (upstream refuses them), as this server's Endpoints validation does: an API server
+bound to 127.0.0.1 advertises that address in the `kubernetes` Service's Endpoints and EndpointSlice.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from control.api.validation import Check, join
+from control.api.validation.primitives import Check, Validator, join
 from control.apimachinery.validation import (
     FieldError,
     is_dns1123_label,
@@ -121,6 +120,6 @@ def _endpoint_slice(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | N
         c.immutable(obj.get("addressType"), old.get("addressType"), "addressType")
 
 
-DISCOVERY_VALIDATORS: dict[str, Callable[[Check, Mapping[str, Any], Mapping[str, Any] | None], None]] = {
+VALIDATORS: dict[str, Validator] = {
     "endpointslices": _endpoint_slice,
 }

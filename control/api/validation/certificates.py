@@ -2,7 +2,7 @@
 
 Upstream: pkg/apis/certificates/validation/validation.go (ValidateCertificateSigningRequestCreate/Update,
 validateCSR, validateConditions, validateCertificate; the v1 rules: `signerName` and `usages` required).
-Dispatched from `validation.validate`. The request must be a PEM block of type CERTIFICATE REQUEST whose
+ The request must be a PEM block of type CERTIFICATE REQUEST whose
 DER decodes; its self-signature is not checked here (upstream parses it with crypto/x509).
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from control.api.validation import Check
+from control.api.validation.primitives import Check, Validator
 from control.apimachinery.validation import FieldError, is_dns1123_subdomain
 
 # upstream certificates.KeyUsage values (v1), sorted as NotSupported lists them
@@ -123,6 +123,6 @@ def _csr(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Non
                                           "must contain at least one CERTIFICATE PEM block")])
 
 
-CERTIFICATES_VALIDATORS: dict[str, Callable[[Check, Mapping[str, Any], Mapping[str, Any] | None], None]] = {
+VALIDATORS: dict[str, Validator] = {
     "certificatesigningrequests": _csr,
 }

@@ -2,16 +2,15 @@
 
 Upstream: k8s.io/kube-aggregator/pkg/apis/apiregistration/validation/validation.go (ValidateAPIService,
 ValidateAPIServiceUpdate, ValidateAPIServiceStatus): the name is `{version}.{group}`, priorities within
-their ranges, a local APIService (no `service`) carries no TLS settings. Dispatched from
-`validation.validate`.
+their ranges, a local APIService (no `service`) carries no TLS settings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from control.api.validation import Check
+from control.api.validation.primitives import Check, NameValidator, Validator
 from control.apimachinery.validation import FieldError, is_dns1035_label, is_dns1123_subdomain
 
 CONDITION_STATUSES = ("False", "True", "Unknown")
@@ -78,8 +77,8 @@ def _api_service(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None
                 c.add([FieldError.required(f"{path}.type")])
 
 
-APIREGISTRATION_NAME_VALIDATORS: dict[str, Callable[[str], list[str]]] = {"apiservices": api_service_name_errors}
+NAME_VALIDATORS: dict[str, NameValidator] = {"apiservices": api_service_name_errors}
 
-APIREGISTRATION_VALIDATORS: dict[str, Callable[[Check, Mapping[str, Any], Mapping[str, Any] | None], None]] = {
+VALIDATORS: dict[str, Validator] = {
     "apiservices": _api_service,
 }

@@ -1,17 +1,19 @@
-"""Validation of the storage.k8s.io/v1 CSI kinds: CSIDrivers, CSINodes and VolumeAttachments.
+"""Validation of the storage.k8s.io/v1 kinds: StorageClasses, CSIDrivers, CSINodes and VolumeAttachments.
 
-Upstream: pkg/apis/storage/validation/validation.go (ValidateCSIDriver/Update, ValidateCSINode,
-ValidateVolumeAttachment/Update, validateCSIDriverName's `csiDriverNameRexpFmt`). Dispatched from
-`validation.validate`. StorageClasses are not here (their own issue).
+Upstream: pkg/apis/storage/validation/validation.go (ValidateStorageClass, ValidateStorageClassUpdate:
+parameters, provisioner and reclaimPolicy are forbidden to change, volumeBindingMode is immutable;
+ValidateCSIDriver/Update, ValidateCSINode, ValidateVolumeAttachment/Update, validateCSIDriverName's
+`csiDriverNameRexpFmt`). PersistentVolumes and claims are core/v1, in `core.py`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from control.api.validation import IMMUTABLE_MESSAGE, NEGATIVE_MESSAGE, Check, join
+from control.api.validation.primitives import IMMUTABLE_MESSAGE, NEGATIVE_MESSAGE, Check, NameValidator, Validator, join
+from control.api.volumes import BINDING_MODES
 from control.apimachinery.validation import FieldError, is_dns1123_subdomain, regex_error
 
 CSI_DRIVER_NAME_MAX_LENGTH = 63
@@ -145,9 +147,29 @@ def _volume_attachment(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] 
 
 
 # upstream ValidateCSIDriver passes ValidateCSIDriverName as the metadata name rule
-CSI_NAME_VALIDATORS: dict[str, Callable[[str], list[str]]] = {"csidrivers": csi_driver_name_errors}
+def _storage_class(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+    provisioner = c.text(obj, "provisioner", "provisioner")
+    if provisioner == "":
+        c.add([FieldError.required("provisioner")])
+    c.strings(obj, "parameters", "parameters")
+    c.supported(obj, "reclaimPolicy", "reclaimPolicy", ("Delete", "Retain"))
+    c.supported(obj, "volumeBindingMode", "volumeBindingMode", BINDING_MODES)
+    allow = obj.get("allowVolumeExpansion")
+    if allow is not None and not isinstance(allow, bool):
+        c.add([FieldError.invalid("allowVolumeExpansion", allow, "must be of type boolean")])
+    if old is None:
+        return
+    for key in ("parameters", "provisioner", "reclaimPolicy"):
+        if obj.get(key) != old.get(key):
+            c.add([FieldError.forbidden(key, f"updates to {key} are forbidden.")])
+    if obj.get("volumeBindingMode") != old.get("volumeBindingMode"):
+        c.add([FieldError.invalid("volumeBindingMode", obj.get("volumeBindingMode"), IMMUTABLE_MESSAGE)])
 
-CSI_VALIDATORS: dict[str, Callable[[Check, Mapping[str, Any], Mapping[str, Any] | None], None]] = {
+
+NAME_VALIDATORS: dict[str, NameValidator] = {"csidrivers": csi_driver_name_errors}
+
+VALIDATORS: dict[str, Validator] = {
+    "storageclasses": _storage_class,
     "csidrivers": _csi_driver,
     "csinodes": _csi_node,
     "volumeattachments": _volume_attachment,

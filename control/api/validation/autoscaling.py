@@ -10,10 +10,10 @@ metrics are accepted by type (no controller here reads them).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from control.api.validation import Check, join
+from control.api.validation.primitives import Check, Validator, join
 from control.apimachinery.validation import FieldError
 
 METRIC_SOURCE_TYPES = ("ContainerResource", "External", "Object", "Pods", "Resource")
@@ -129,6 +129,6 @@ def _horizontal_pod_autoscaler(c: Check, obj: Mapping[str, Any], old: Mapping[st
                 _rules(c, rules, f"spec.behavior.{key}")
 
 
-AUTOSCALING_VALIDATORS: dict[str, Callable[[Check, Mapping[str, Any], Mapping[str, Any] | None], None]] = {
+VALIDATORS: dict[str, Validator] = {
     "horizontalpodautoscalers": _horizontal_pod_autoscaler,
 }

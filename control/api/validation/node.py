@@ -2,15 +2,15 @@
 
 Upstream: pkg/apis/node/validation/validation.go (ValidateRuntimeClass: `handler` a DNS-1123 label,
 immutable on update; `overhead.podFixed` quantities not negative; `scheduling.nodeSelector` labels).
-Dispatched from `validation.validate`.
+
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from control.api.validation import NEGATIVE_MESSAGE, Check
+from control.api.validation.primitives import NEGATIVE_MESSAGE, Check, Validator
 from control.apimachinery.validation import FieldError, is_dns1123_label, validate_labels
 
 
@@ -33,6 +33,6 @@ def _runtime_class(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | No
         c.immutable(obj.get("handler"), old.get("handler"), "handler")
 
 
-NODE_VALIDATORS: dict[str, Callable[[Check, Mapping[str, Any], Mapping[str, Any] | None], None]] = {
+VALIDATORS: dict[str, Validator] = {
     "runtimeclasses": _runtime_class,
 }

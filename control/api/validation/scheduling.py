@@ -3,12 +3,12 @@
 Upstream: pkg/apis/scheduling/validation/validation.go (`ValidatePriorityClass`: a name with the `system-`
 prefix must be one of the system classes exactly; any other class's value is at most 1e9;
 preemptionPolicy one of PreemptLowerPriority, Never — `ValidatePriorityClassUpdate`: value and
-preemptionPolicy never change). Dispatched from `validation.validate`, like the apps kinds.
+preemptionPolicy never change).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from control.api.priority import (
@@ -17,7 +17,7 @@ from control.api.priority import (
     SYSTEM_PRIORITY_CLASS_PREFIX,
     known_system_class_error,
 )
-from control.api.validation import IMMUTABLE_MESSAGE, Check
+from control.api.validation.primitives import IMMUTABLE_MESSAGE, Check, Validator
 from control.apimachinery.validation import FieldError
 
 
@@ -46,6 +46,6 @@ def _priority_class(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | N
         c.add([FieldError.invalid("preemptionPolicy", obj.get("preemptionPolicy"), IMMUTABLE_MESSAGE)])
 
 
-SCHEDULING_VALIDATORS: dict[str, Callable[[Check, Mapping[str, Any], Mapping[str, Any] | None], None]] = {
+VALIDATORS: dict[str, Validator] = {
     "priorityclasses": _priority_class,
 }
