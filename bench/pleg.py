@@ -1,5 +1,5 @@
-"""The PLEG's relist against a bare low-level Docker list of the same containers (issue 16: "relist cost
-with 100 containers beside a bare low-level Docker list of the same containers (goal ≤ 1.5×)").
+"""The PLEG's relist against a bare low-level Docker list of the same containers (relist cost
+with 100 containers beside a bare low-level Docker list of the same containers; goal ≤ 1.5×).
 
 Run (root, a running dockerd): `.venv/bin/python bench/pleg.py [--containers 100] [--rounds 50]
 [--changed 10]`.

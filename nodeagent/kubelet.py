@@ -1,4 +1,4 @@
-"""The kubelet: starts the node agent's parts and runs them (seed 001 start-up, issue 5).
+"""The kubelet: starts the node agent's parts and runs them.
 
 Start-up order (upstream cmd/kubelet/app/server.go RunKubelet → kubelet.go Run, what applies here):
   1. event recorder (component "kubelet", host = node) and the birth cry "Starting kubelet." on the Node;

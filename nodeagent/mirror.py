@@ -1,7 +1,7 @@
 """Mirror pods: the API server's read-only copy of each static pod this kubelet runs.
 
 Upstream: pkg/kubelet/pod/mirror_client.go (CreateMirrorPod, DeleteMirrorPod) and the mirror handling of
-kubelet.go syncPod / HandlePodCleanups (deleteOrphanedMirrorPods); seed 001 "pod sources".
+kubelet.go syncPod / HandlePodCleanups (deleteOrphanedMirrorPods).
 
 - A mirror is the static pod (same namespace and name, "<name>-<node>") without its uid, status or
   resourceVersion, with annotation kubernetes.io/config.mirror = the static pod's config hash and an

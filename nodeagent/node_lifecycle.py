@@ -2,8 +2,8 @@
 
 Upstream: pkg/kubelet/kubelet_node_status.go (registerWithAPIServer, tryRegisterWithAPIServer,
 reconcileExtendedResource/updateDefaultLabels, syncNodeStatus/tryUpdateNodeStatus) and
-pkg/kubelet/nodelease + component-helpers' lease controller; seed 001 ("register node", "node status
-loop", "lease heartbeat").
+pkg/kubelet/nodelease + component-helpers' lease controller: register the node, the node status
+loop, the lease heartbeat.
 
 - Registration POSTs the Node built by `node_status.initial_node` with its first status. A 409 means the
   Node exists (a restart, or an admin made it): it is adopted, not replaced — the kubelet's well-known

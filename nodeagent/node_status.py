@@ -2,8 +2,8 @@
 
 Upstream: pkg/kubelet/kubelet_node_status.go (initialNode, registerWithAPIServer) and
 pkg/kubelet/nodestatus/setters.go (NodeAddress, MachineInfo, VersionInfo, DaemonEndpoints, Images,
-ReadyCondition, MemoryPressureCondition, DiskPressureCondition, PIDPressureCondition); seed 000 "kubelet:
-node status". Facts are gathered by `gather_facts` (psutil, platform, Docker, /etc/machine-id) into a
+ReadyCondition, MemoryPressureCondition, DiskPressureCondition, PIDPressureCondition).
+Facts are gathered by `gather_facts` (psutil, platform, Docker, /etc/machine-id) into a
 frozen `NodeFacts`; everything else is pure, so tests build facts by hand and check the status.
 
 Conditions follow the setters' rule: `lastHeartbeatTime` moves on every report, `lastTransitionTime` only

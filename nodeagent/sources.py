@@ -1,7 +1,7 @@
 """Static pod sources: manifests in a directory (file source) and at a URL (http source).
 
 Upstream: pkg/kubelet/config/file.go, http.go and common.go (applyDefaults, generatePodName,
-getSelfLink); seed 001 "pod sources". What each static pod gets, as upstream's applyDefaults does:
+getSelfLink). What each static pod gets, as upstream's applyDefaults does:
 
 - the API server's defaults (control/api/defaults.py), because upstream decodes manifests through
   the v1 defaulting too — so a container's spec hash here equals the one of the mirror pod the API

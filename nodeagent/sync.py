@@ -2,7 +2,7 @@
 
 Upstream: pkg/kubelet/kuberuntime/kuberuntime_manager.go SyncPod (numbered steps below) and KillPod /
 killPodWithSyncResult, kuberuntime_container.go startContainer / killContainer / executePreStopHook,
-pkg/kubelet/images (EnsureImageExists, through nodeagent.image_manager) and seed 002. Steps:
+pkg/kubelet/images (EnsureImageExists, through nodeagent.image_manager). Steps:
 
   1. kill the pod (every container, then the sandbox; network released) when the actions say so, and
      stop there unless a new sandbox follows (old init containers are then purged); otherwise kill

@@ -1,4 +1,4 @@
-"""The address plan of `slimkube up --nodes N` (issue 13 item 1): pure decisions, no I/O.
+"""The address plan of `slimkube up --nodes N`: pure decisions, no I/O.
 
 Node 1 is `up`'s own kubelet in the host's network namespace, as with one node. Nodes 2..N each live in a
 network namespace named after the node, joined to the host by a veth pair whose host end sits on one node
@@ -163,5 +163,5 @@ def in_netns(netns: str, argv: list[str]) -> list[str]:
 def kubelet_listen_address(address: str, internal_ip: str) -> str:
     """Where `up`'s kubelet listens: as configured when that is a wildcard or its InternalIP, else its InternalIP.
     The API server dials a kubelet at the InternalIP it reports (logs, exec), so a kubelet.yaml `address` of
-    127.0.0.1 on a node whose InternalIP is another address would leave it unreachable (issue 16 item 2)."""
+    127.0.0.1 on a node whose InternalIP is another address would leave it unreachable."""
     return address if address in ("0.0.0.0", "::", internal_ip) else internal_ip

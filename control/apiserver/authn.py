@@ -4,7 +4,7 @@ k8s.io/api/authentication/v1 TokenReview).
 
 The server knows two kinds of token today: the admin token (`DIR/admin.kubeconfig`) and the node token
 (`DIR/node-token`: its password, or the whole `K10…::node:<password>` string). There are no service account
-tokens yet (their issuance comes with the security issue); when they come, they are one more entry here.
+tokens yet (nothing issues them); when they come, they are one more entry here.
 
 `POST /apis/authentication.k8s.io/v1/tokenreviews` answers for exactly these tokens with upstream's shape:
 `status.authenticated`, `status.user` (username, uid, groups), `status.audiences`, and `status.error` for a

@@ -12,9 +12,8 @@ the validated fields, so a CSR asking for `system:masters` or clientAuth gets ne
 Why not the CertificateSigningRequest API: upstream's kubelet-serving CSRs are not auto-approved (an
 operator or a third-party approver must approve each), and it needs the CSR resource, the approver and
 the signer controller; the join channel already authenticates the node with the node token, which is the
-trust `slimkube agent` has today. Departure, said in the README: any holder of the node token can get a
-serving certificate for any node name (as it can register any Node); per-node credentials come with the
-security issue.
+trust `slimkube agent` has today. Departure, said in docs/kubelet.md: any holder of the node token can get a
+serving certificate for any node name (as it can register any Node); there are no per-node credentials yet.
 """
 
 from __future__ import annotations

@@ -16,12 +16,12 @@ Authentication: bearer tokens. The admin token (in `DIR/admin.kubeconfig`) and t
 `K10<sha256 of the CA>::node:<password>` (control/util/jointoken.py); the password, or that whole string, is
 the bearer token, and `GET /cacerts` (no token, as k3s) serves the CA bundle the hash is taken over, so
 an agent given only the URL and the token verifies the server before sending the token. Both are
-allowed everything for now; authorization per identity and TLS
-come with the security issue, so bind to 127.0.0.1 or a private network until then. `/healthz`,
+allowed everything for now: there is no authorization per identity yet, so bind to 127.0.0.1 or a
+private network until there is. `/healthz`,
 `/livez`, `/readyz`, `/version` answer without a token, as upstream's public-info-viewer role allows.
 Who a token is (authn.py) is what `POST /apis/authentication.k8s.io/v1/tokenreviews` tells kubelets.
 
-Kubelets (issue 16 item 2): at start, beside the CA, the API server's kubelet client certificate
+Kubelets: at start, beside the CA, the API server's kubelet client certificate
 (`DIR/tls/apiserver-kubelet-client.{crt,key}`, certs.py) that every call to a kubelet presents
 (kubeletclient.py), and `POST /v1-slimkube/serving-kubelet-certificate` signs kubelets' serving certificates
 (kubeletcerts.py).

@@ -290,9 +290,11 @@ class _Exec:
                 continue
             channel, data = message.data[0], bytes(message.data[1:])
             stream_id = self.by_channel.get(channel)
+            if not data:  # the kubelet's "connected" message: nothing to carry
+                continue
             if stream_id is None:
                 self.pending.setdefault(channel, []).append(data)
-            elif data:
+            else:
                 await self.conn.send_data(stream_id, data)
 
     async def _from_client(self) -> None:

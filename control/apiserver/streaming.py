@@ -6,9 +6,12 @@ Upstream: pkg/registry/core/pod/rest/subresources.go (ExecREST, AttachREST: the 
 (k8s.io/apimachinery/pkg/util/proxy/upgradeaware.go) that splices the client's upgraded connection to the
 kubelet's. Here the splice is at the message level with aiohttp on both sides: the kubelet connection is
 opened first (through control/apiserver/kubeletclient.py, with the kubelet-client certificate), offering
-the subprotocols the client offered; the client's upgrade is then accepted with the one the kubelet chose
-(`v5.channel.k8s.io` or `v4.channel.k8s.io`, nodeagent/streaming/channels.py), and binary messages are
-copied both ways unchanged until either side closes. A kubelet that refuses (404 container not running,
+the subprotocols the client offered, in its order; the client's upgrade is then accepted with the one the
+kubelet chose (`v5.channel.k8s.io`, `v4.channel.k8s.io`, `v4.base64.channel.k8s.io`,
+`base64.channel.k8s.io`, `channel.k8s.io` or none: nodeagent/streaming/channels.py), and text and binary
+messages are copied both ways unchanged until either side closes. Departure: upstream's API server ends
+v5 itself (apiserver pkg/util/proxy/streamtranslator.go) because its kubelets do not speak it; these do.
+A kubelet that refuses (404 container not running,
 400 bad options, 401) becomes the same HTTP error to the client before any upgrade.
 
 Port-forward is relayed the same way to the kubelet's `/portForward/{namespace}/{pod}` (upstream
@@ -35,10 +38,11 @@ from control.apiserver.status import APIError
 
 log = logging.getLogger(__name__)
 # What the kubelets speak (nodeagent/streaming/channels.py, portforward.py); a client offering none of these
-# (nor, for port-forward, the SPDY tunnel) is refused before the upgrade.
-SUBPROTOCOLS = {"exec": ("v5.channel.k8s.io", "v4.channel.k8s.io"),
-                "attach": ("v5.channel.k8s.io", "v4.channel.k8s.io"),
-                "portforward": ("v4.channel.k8s.io",)}
+# (nor, for port-forward, the SPDY tunnel) is refused before the upgrade; one offering no subprotocol at all
+# gets the unnamed binary framing of `channel.k8s.io`, as upstream's kubelet.
+CHANNEL_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v4.base64.channel.k8s.io", "base64.channel.k8s.io",
+                     "channel.k8s.io")
+SUBPROTOCOLS = {"exec": CHANNEL_PROTOCOLS, "attach": CHANNEL_PROTOCOLS, "portforward": ("v4.channel.k8s.io",)}
 
 
 def offered_protocols(request: web.Request) -> list[str]:
@@ -46,27 +50,34 @@ def offered_protocols(request: web.Request) -> list[str]:
             for p in header.split(",") if p.strip()]
 
 
+def is_websocket_upgrade(request: web.Request, offered: list[str]) -> bool:
+    """A valid WebSocket handshake (checked against the client's own offers, so aiohttp logs no mismatch)."""
+    return web.WebSocketResponse(protocols=offered).can_prepare(request).ok
+
+
 async def relay(request: web.Request, kubelet: KubeletClient, connection: NodeConnection, path: str,
                 node_name: str, subresource: str) -> web.StreamResponse:
-    """Upgrade `request` and splice it to the kubelet's WebSocket at `path` (query passed on unchanged)."""
+    """Upgrade `request` and splice it to the kubelet's WebSocket at `path` (query passed on unchanged): the
+    kubelet is offered the client's protocols it speaks, in the client's order, and the client gets the one
+    the kubelet chose."""
     if spdystreaming.is_spdy_upgrade(request):
         return await spdystreaming.serve(request, kubelet, connection, path, subresource,
                                          lambda session, url, params, protocols: connect(
                                              session, url, params, protocols, connection, node_name))
     supported = SUBPROTOCOLS[subresource]
     offered = offered_protocols(request)
-    tunnel = subresource == "portforward" and spdystreaming.TUNNEL_PROTOCOL in offered
-    if tunnel and web.WebSocketResponse().can_prepare(request).ok:
+    upgrade = is_websocket_upgrade(request, offered)
+    if upgrade and subresource == "portforward" and spdystreaming.TUNNEL_PROTOCOL in offered:
         return await spdystreaming.serve_tunnel(request, kubelet, connection, path,
                                                 lambda session, url, params, protocols: connect(
                                                     session, url, params, protocols, connection, node_name))
-    if not web.WebSocketResponse().can_prepare(request).ok or (offered and not set(offered) & set(supported)):
+    wanted = [p for p in offered if p in supported]
+    if not upgrade or (offered and not wanted):
         raise status.bad_request(f"Upgrade request required: pods/{subresource} is served over WebSocket with "
                                  f"{' or '.join(supported)} or SPDY/3.1")
     url = connection.url(path)
     async with kubelet.session() as session:
-        upstream = await connect(session, url, request.query, [p for p in offered if p in supported],
-                                 connection, node_name)
+        upstream = await connect(session, url, request.query, wanted, connection, node_name)
         async with upstream:
             client = web.WebSocketResponse(protocols=(upstream.protocol,) if upstream.protocol else (),
                                            max_msg_size=0)

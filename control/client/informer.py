@@ -4,7 +4,7 @@ Upstream: client-go tools/cache/shared_informer.go (`sharedIndexInformer`: one r
 indexer; `AddEventHandler` after start replays the indexer's current contents to the new handler as adds;
 `processorListener` buffers notifications without bound so a slow handler never blocks the watch;
 `HasSynced` after the first list has been processed) and informers/factory.go (`SharedInformerFactory`:
-one informer per type, `Start(stopCh)` starts those not yet started, `WaitForCacheSync`). Seed 004: the
+one informer per type, `Start(stopCh)` starts those not yet started, `WaitForCacheSync`). As in the
 controllers' pod and service "controllers" (informers) fill podStore/serviceStore from the API server and
 push keys into the work queue; everything else reads the local cache.
 

@@ -5,8 +5,8 @@ resourceVersion with `allowWatchBookmarks`, a random 5-10 min watch timeout afte
 re-opened from the last resourceVersion without a relist, a relist when the watch says "too old" (410),
 list errors retried with exponential backoff), delta_fifo.go (`Replace`: what the store knows but the new
 list lacks is deleted with its last known state, `DeletedFinalStateUnknown`) and controller.go
-(`processDeltas`: the store is updated before the handler hears of the change). Seed 004's "Controller
-{config, reflector}": the reflector "monitors the resource and reflects every change into the store".
+(`processDeltas`: the store is updated before the handler hears of the change). In client-go's "Controller
+{config, reflector}" the reflector "monitors the resource and reflects every change into the store".
 
 Differences from upstream, on purpose:
 - No DeltaFIFO: the store is updated and the handler told in one step, under one lock (`lock`), on the

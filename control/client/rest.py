@@ -1,5 +1,5 @@
 """The REST client every component uses (upstream: k8s.io/client-go/rest — client.go, request.go,
-watch/streamwatcher.go; seed 004's client machinery).
+watch/streamwatcher.go).
 
 Design notes
 - One `requests.Session` per client: its urllib3 pool keeps connections alive and is shared safely by

@@ -2,7 +2,7 @@
 
 Upstream: client-go tools/cache/thread_safe_store.go (`threadSafeMap`: items, indexers, indices under one
 lock), index.go (`Indexers`, `Indices`, `MetaNamespaceIndexFunc`), store.go (`MetaNamespaceKeyFunc`), and
-the listers generated from listers/*. Seed 004 describes the same shape: "threadSafeMap{lock, items,
+the listers generated from listers/*. The same shape: "threadSafeMap{lock, items,
 indexers, indices}", a generic key/value store (add, update, delete, list keys, list objects, get by key)
 used by controllers as their cache so they read locally instead of asking the API server.
 

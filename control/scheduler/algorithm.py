@@ -7,7 +7,7 @@ node, plugins in order, stopping at the first that rejects, and stopping the sea
 → `prioritizeNodes` (PreScore once; Score per feasible node per plugin; NormalizeScore; times the
 plugin's weight; summed) → `selectHost` (the highest total, ties broken at random by reservoir sampling:
 the k-th node with the best score so far replaces the pick with probability 1/k). One feasible node is
-taken without scoring. Seed 000 is the same with predicates and priorities.
+taken without scoring. The old predicates and priorities are these filters and scores.
 
 Nominated pods (framework.go `RunFilterPluginsWithNominatedPods` / `addGENominatedPods`): a pod a
 preemption nominated to a node counts there, for every pod of lower or equal priority, until it binds:

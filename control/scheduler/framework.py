@@ -4,8 +4,8 @@ Upstream: pkg/scheduler/framework/interface.go (`PreFilterPlugin` + `PreFilterEx
 `FilterPlugin`, `PostFilterPlugin` + `PostFilterResult`, `PreScorePlugin`, `ScorePlugin` +
 `ScoreExtensions.NormalizeScore`, `Status` with its codes, MaxNodeScore 100, the part of `Handle` a
 PostFilter uses), types.go (`FitError.Error()`'s message) and cycle_state.go (`CycleState`: what a
-PreFilter/PreScore computes once per pod for its Filter/Score to read per node). Seed 003 shows the same
-shape; seed 000's predicates are Filters and its priorities Scores.
+PreFilter/PreScore computes once per pod for its Filter/Score to read per node). The old
+predicates are Filters and the old priorities Scores.
 
 `Listers` is the narrow part of upstream's `Handle.SharedInformerFactory()` the plugins read: the
 workload objects that select a pod (Services, ReplicationControllers, ReplicaSets, StatefulSets, for

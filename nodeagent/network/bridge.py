@@ -1,4 +1,4 @@
-"""The node's pod bridge (`cbr0` by default) over netlink with pyroute2 (RECIPES.md "Pod networking").
+"""The node's pod bridge (`cbr0` by default) over netlink with pyroute2.
 
 Upstream's kubenet has the CNI bridge plugin create `cbr0` with the node's first pod address as gateway
 (pkg/kubelet/dockershim/network/kubenet/kubenet_linux.go). We do the same directly: create the bridge if

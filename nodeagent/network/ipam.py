@@ -1,4 +1,4 @@
-"""A persistent, node-local IP address manager for the node's podCIDR (issue 5 item 4).
+"""A persistent, node-local IP address manager for the node's podCIDR.
 
 Upstream's kubenet delegates this to the CNI `host-local` IPAM plugin (containernetworking/plugins
 plugins/ipam/host-local): one record per reserved address on disk, allocation keyed by container id,

@@ -1,7 +1,7 @@
-"""Wire one pod sandbox's network namespace to the node bridge with a veth pair (issue 5 item 4).
+"""Wire one pod sandbox's network namespace to the node bridge with a veth pair.
 
 What the CNI bridge plugin does for kubenet (containernetworking/plugins plugins/main/bridge), over
-netlink with pyroute2 (RECIPES.md "Pod networking with pyroute2"), for a pause container started with
+netlink with pyroute2, for a pause container started with
 `network_mode=none`:
 
 1. a veth pair whose host end is named from the sandbox id and whose peer is created directly inside the

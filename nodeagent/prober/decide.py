@@ -1,5 +1,5 @@
 """What a probe worker does next and what a result means: upstream pkg/kubelet/prober/worker.go doProbe,
-and prober_manager.go UpdatePodStatus, as pure functions over typed views (seed 002 "probes").
+and prober_manager.go UpdatePodStatus, as pure functions over typed views.
 
 The worker thread (worker.py) does the I/O: it reads the pod's last status from the status manager, asks
 `before_probe` whether to probe, runs the probe, and hands the result to `after_probe`; each returns a

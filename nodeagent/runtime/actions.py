@@ -3,7 +3,7 @@
 Follows pkg/kubelet/kuberuntime/kuberuntime_manager.go (computePodActions, podSandboxChanged,
 shouldRestartOnFailure, containerChanged), kuberuntime_container.go (findNextInitContainerToRun,
 isInitContainerFailed) and pkg/kubelet/container/helpers.go (ShouldContainerBeRestarted), without the
-sidecar, ephemeral-container and in-place-resize branches slimkube does not have. Seed 002 step 1.
+sidecar, ephemeral-container and in-place-resize branches slimkube does not have.
 
 Pure: the pod (API dict), the runtime's PodStatus and the probe results come in as data; a frozen
 PodActions comes out, and the syncer carries it out in upstream SyncPod's order:

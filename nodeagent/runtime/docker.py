@@ -1,5 +1,5 @@
 """`Runtime` on one Docker engine through the SDK's low-level `APIClient` (version="auto": the engine
-here speaks API 1.41, the SDK negotiates; shared/RECIPES.md "Docker SDK facts").
+here speaks API 1.41, the SDK negotiates).
 
 Upstream: the dockershim (pkg/kubelet/dockershim: docker_sandbox.go, docker_container.go, docker_image.go,
 exec.go) under kuberuntime. What it does the same way:

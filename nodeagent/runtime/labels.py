@@ -6,7 +6,7 @@ the container name `POD`, `_` is the delimiter) and labels (`io.kubernetes.pod.{
 `io.kubernetes.sandbox.id`), plus kuberuntime's labels.go, whose annotations the dockershim stored as
 labels too (`io.kubernetes.container.{hash,restartCount,terminationMessagePath,terminationMessagePolicy,
 preStopHandler}`, `io.kubernetes.pod.terminationGracePeriod`). A restarted kubelet rebuilds every
-PodStatus from these (shared/DESIGN.md "Kubelet", bullet 2); the preStop handler is kept so a container
+PodStatus from these, from Docker alone; the preStop handler is kept so a container
 whose pod is gone can still be stopped the way its spec asked.
 
 slimkube adds `io.kubernetes.sandbox.attempt` (upstream keeps a sandbox's attempt in CRI metadata and

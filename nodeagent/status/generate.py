@@ -4,7 +4,7 @@ Follows pkg/kubelet/kubelet_pods.go (generateAPIPodStatus, convertStatusToAPISta
 convertToAPIContainerStatuses, getPhase), pkg/kubelet/status/generate.go (GeneratePodInitializedCondition,
 GenerateContainersReadyCondition, GeneratePodReadyCondition), the prober manager's UpdatePodStatus (ready
 and started per container) and the status manager's lastTransitionTime rule (kept while a condition's
-status is unchanged). Seed 000 "status sync"; issue 5 item 9.
+status is unchanged).
 
 Pure: the pod (its `status` is the previous one, as the status manager last wrote it), the runtime's
 PodStatus, readiness/startup results by container name, the reasons containers could not start

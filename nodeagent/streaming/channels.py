@@ -1,15 +1,22 @@
 """The WebSocket channel protocols of exec and attach, and Docker's multiplexed stream (pure, no I/O).
 
-Upstream: k8s.io/apimachinery/pkg/util/httpstream/wsstream (conn.go: one byte of channel number before
-every binary message's data), k8s.io/apimachinery/pkg/util/remotecommand/constants.go (protocol names,
-`StreamClose` = 255 in v5), k8s.io/client-go/tools/remotecommand (what kubectl and client-go send and
-expect: stdin 0, stdout 1, stderr 2, error 3, resize 4), pkg/kubelet/cri/streaming/remotecommand/
-{exec,httpstream}.go (the Status written to the error channel: Success, or Failure with reason
+Upstream: k8s.io/apimachinery/pkg/util/httpstream/wsstream/conn.go (the subprotocol is the first of the
+client's offers the server speaks, in the client's order, and no offer at all means `channel.k8s.io`'s
+framing; a message is one byte of channel number and the data, or with the base64 protocols a text
+message of the channel as an ASCII digit and the data in standard base64; the server reads text and
+binary messages alike and skips empty ones; in v5, `[255, channel]` closes that channel),
+pkg/kubelet/cri/streaming/remotecommand/websocket.go (the protocols a kubelet serves: `channel.k8s.io`,
+`base64.channel.k8s.io`, `v4.channel.k8s.io`, `v4.base64.channel.k8s.io`, and none; an empty message on
+the lowest channel the client reads says the connection is up; v4 writes a Status on the error channel
+when the command ends, success included, the older ones only a failure's message),
+k8s.io/apimachinery/pkg/util/remotecommand/constants.go (`v5.channel.k8s.io`, `StreamClose` = 255),
+k8s.io/client-go/tools/remotecommand (stdin 0, stdout 1, stderr 2, error 3, resize 4),
+pkg/kubelet/cri/streaming/remotecommand/exec.go (the Status: Success, or Failure with reason
 NonZeroExitCode and a cause of type ExitCode carrying the code).
 
-Served: `v5.channel.k8s.io` (kubectl ≥ 1.30) and `v4.channel.k8s.io` (the official Python client's
-`stream()`); both binary. The base64 variants (`base64.channel.k8s.io`, text messages) and v1-v3 (no
-resize, no Status on the error channel) are not offered: no current client needs them.
+Departure: upstream's kubelet speaks v1-v4 only and its API server ends v5 (apiserver
+pkg/util/proxy/streamtranslator.go, translating it to SPDY); here the kubelet speaks v5 as well, with v4's
+Status, and the API server passes every protocol through.
 
 Docker multiplexes a non-TTY exec or attach stream as frames of an 8-byte header — stream type (1
 stdout, 2 stderr), three zero bytes, payload length big-endian u32 — followed by the payload; `Demuxer`
@@ -18,14 +25,19 @@ cuts a byte stream at arbitrary points into (channel, data) pairs.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 V5 = "v5.channel.k8s.io"
 V4 = "v4.channel.k8s.io"
-PROTOCOLS = (V5, V4)  # preference order (aiohttp picks the first of ours the client offers)
+V4_BASE64 = "v4.base64.channel.k8s.io"
+BASE64 = "base64.channel.k8s.io"
+V1 = "channel.k8s.io"
 
 STDIN, STDOUT, STDERR, ERROR, RESIZE = 0, 1, 2, 3, 4
 CLOSE = 255  # v5: [255, channel] says the client closed that channel (stdin EOF)
@@ -45,14 +57,61 @@ class Message:
     closed: bool = False
 
 
-def decode(message: bytes, protocol: str) -> Message | None:
-    """What a client's binary message says; None for an empty message (upstream skips those) or a
-    malformed close."""
-    if not message:
-        return None
-    if protocol == V5 and message[0] == CLOSE:
-        return Message(channel=message[1], closed=True) if len(message) == 2 else None
-    return Message(channel=message[0], data=bytes(message[1:]))
+@dataclass(frozen=True)
+class Protocol:
+    """One channel subprotocol (`name` "" when the client offered none)."""
+
+    name: str
+    base64: bool  # text messages: channel digit + base64 data
+    status: bool  # v4 and later: a Status on the error channel at the end, success included
+    stream_close: bool  # v5: the client can close one channel
+
+    def encode(self, channel: int, data: bytes) -> bytes | str:
+        """One message carrying `data` on `channel`: bytes for a binary message, str for a text one."""
+        if self.base64:
+            return chr(ord("0") + channel) + base64.b64encode(data).decode("ascii")
+        return encode(channel, data)
+
+    def decode(self, message: bytes) -> Message | None:
+        """What a client's message says (a text message's UTF-8 bytes, or a binary one's); None for an empty
+        message, a malformed close or undecodable base64 (upstream skips all three)."""
+        if not message:
+            return None
+        if self.stream_close and message[0] == CLOSE:
+            return Message(channel=message[1], closed=True) if len(message) == 2 else None
+        if not self.base64:
+            return Message(channel=message[0], data=bytes(message[1:]))
+        try:
+            data = base64.b64decode(bytes(message[1:]), validate=True)
+        except binascii.Error:
+            return None
+        return Message(channel=(message[0] - ord("0")) % 256, data=data)
+
+    def final(self, status: dict[str, Any]) -> bytes | None:
+        """What the error channel carries when the command ends: the Status (v4, v5), or only a failure's
+        message (older protocols)."""
+        if self.status:
+            return status_bytes(status)
+        return None if status.get("status") == "Success" else str(status.get("message", "")).encode()
+
+
+PROTOCOLS = {p.name: p for p in (
+    Protocol(V5, base64=False, status=True, stream_close=True),
+    Protocol(V4, base64=False, status=True, stream_close=False),
+    Protocol(V4_BASE64, base64=True, status=True, stream_close=False),
+    Protocol(BASE64, base64=True, status=False, stream_close=False),
+    Protocol(V1, base64=False, status=False, stream_close=False),
+    Protocol("", base64=False, status=False, stream_close=False),
+)}
+NAMES = (V5, V4, V4_BASE64, BASE64, V1)  # what a client can ask for by name
+
+
+def negotiate(offered: Sequence[str]) -> Protocol | None:
+    """The first of the client's offers that is served (the client's order, as upstream's handshake); the
+    unnamed protocol when it offered none; None when it offered only protocols not served."""
+    if not offered:
+        return PROTOCOLS[""]
+    return next((PROTOCOLS[name] for name in offered if name and name in PROTOCOLS), None)
 
 
 def parse_resize(data: bytes) -> tuple[int, int] | None:

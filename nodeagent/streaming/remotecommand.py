@@ -3,17 +3,17 @@
 Upstream: pkg/kubelet/server/server.go (getExec, getAttach: GET and POST on those paths),
 pkg/kubelet/cri/streaming/remotecommand (options from the query: repeated `command`, `stdin`, `stdout`,
 `stderr`, `tty` as "1" or "true"; at least one stream; with a TTY there is no separate stderr; the error
-channel gets a Status when the command ends, then the connection closes) and
-k8s.io/apimachinery/pkg/util/httpstream/wsstream (channel byte before each message). The API server
-relays a client's WebSocket here unchanged (control/apiserver/streaming.py), so what kubectl and the
-Python client speak is what this module speaks: channels.py.
+channel gets the command's end when it ends, then the connection closes) and
+k8s.io/apimachinery/pkg/util/httpstream/wsstream (the channel framing). The API server relays a client's
+WebSocket here unchanged (control/apiserver/streaming.py), so every subprotocol kubectl, the Python client
+or a browser speaks is spoken here: channels.py (v5, v4, v4.base64, base64, channel.k8s.io, none).
 
 The process's stdio is a socket hijacked from Docker (runtime `exec_stream`/`attach_stream`); the socket is
 made non-blocking and driven by the event loop (`sock_recv`/`sock_sendall`), so a session costs no thread.
 Two tasks: output (runtime → client, demultiplexing Docker's frames unless TTY) and input (client →
 runtime: stdin data, v5's stdin close as a write shutdown, resize). When the output ends the exit code is
-read and sent as the Status; when the client goes first the runtime connection is closed (a TTY process
-gets SIGHUP, as upstream; a non-TTY one sees EOF on stdin).
+read and sent as the protocol says (a Status from v4 on); when the client goes first the runtime
+connection is closed (a TTY process gets SIGHUP, as upstream; a non-TTY one sees EOF on stdin).
 
 Departures: WebSocket only (kubectl's SPDY is translated by the API server, control/apiserver/
 spdystreaming.py); no streaming idle timeout (upstream: 4 h).
@@ -27,6 +27,7 @@ import logging
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import WSMsgType, web
 
@@ -72,44 +73,65 @@ async def serve(request: web.Request, *, runtime: StreamingRuntime,
     container_id = await asyncio.to_thread(find_container, namespace, pod, container)
     if container_id is None:
         raise web.HTTPNotFound(text=f'container "{container}" in pod "{pod}" is not running')
-    ws = web.WebSocketResponse(protocols=ch.PROTOCOLS, max_msg_size=0)
-    if not ws.can_prepare(request).ok:
-        raise web.HTTPBadRequest(text="Upgrade request required (WebSocket with v5.channel.k8s.io or "
-                                      "v4.channel.k8s.io)")
+    offered = offered_protocols(request)
+    if not web.WebSocketResponse(protocols=offered).can_prepare(request).ok:
+        raise web.HTTPBadRequest(text=f"Upgrade request required (WebSocket with one of {', '.join(ch.NAMES)})")
+    protocol = ch.negotiate(offered)
+    if protocol is None:
+        raise web.HTTPBadRequest(text=f"requested protocol(s) are not supported: {offered}; supports "
+                                      f"{list(ch.NAMES)}")
+    ws = web.WebSocketResponse(protocols=(protocol.name,) if protocol.name else (), max_msg_size=0)
     await ws.prepare(request)
-    protocol = ws.ws_protocol or ""
-    if protocol not in ch.PROTOCOLS:
-        await ws.close(message=b"no supported channel protocol was offered")
-        return ws
+    session = Session(ws, options, protocol)
+    # an empty message on the lowest channel the client reads says the connection is up
+    await session.send(ch.STDOUT if options.stdout else ch.STDERR if options.stderr else ch.ERROR, b"")
     try:
         stream = await asyncio.to_thread(
             runtime.exec_stream, container_id, list(options.command), stdin=options.stdin, tty=options.tty
         ) if exec_ else await asyncio.to_thread(runtime.attach_stream, container_id, stdin=options.stdin)
     except RuntimeFailure as exc:
-        await ws.send_bytes(ch.encode(ch.ERROR, ch.status_bytes(ch.error_status(str(exc)))))
-        await ws.close()
+        await session.finish(ch.error_status(str(exc)))
         return ws
     try:
-        await Session(ws, stream, options, protocol).run(exec_=exec_)
+        await session.run(stream, exec_=exec_)
     finally:
         stream.close()
     return ws
 
 
+def offered_protocols(request: web.Request) -> list[str]:
+    """The subprotocols the client offered, in its order."""
+    return [p.strip() for header in request.headers.getall("Sec-WebSocket-Protocol", [])
+            for p in header.split(",") if p.strip()]
+
+
 class Session:
     """One client connection bridged to one hijacked runtime connection."""
 
-    def __init__(self, ws: web.WebSocketResponse, stream: ContainerStream, options: Options, protocol: str) -> None:
+    def __init__(self, ws: web.WebSocketResponse, options: Options, protocol: ch.Protocol) -> None:
         self.ws = ws
-        self.stream = stream
         self.options = options
         self.protocol = protocol
-        self.sock = stream.socket
-        self.sock.setblocking(False)
 
-    async def run(self, *, exec_: bool) -> None:
-        output = asyncio.create_task(self._output())
-        client = asyncio.create_task(self._input())
+    async def send(self, channel: int, data: bytes) -> None:
+        message = self.protocol.encode(channel, data)
+        if isinstance(message, str):
+            await self.ws.send_str(message)
+        else:
+            await self.ws.send_bytes(message)
+
+    async def finish(self, status: dict[str, Any]) -> None:
+        """The command's end on the error channel (as the protocol says it), then the close."""
+        data = self.protocol.final(status)
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            if data is not None:
+                await self.send(ch.ERROR, data)
+        await self.ws.close()
+
+    async def run(self, stream: ContainerStream, *, exec_: bool) -> None:
+        stream.socket.setblocking(False)
+        output = asyncio.create_task(self._output(stream))
+        client = asyncio.create_task(self._input(stream))
         done, _ = await asyncio.wait({output, client}, return_when=asyncio.FIRST_COMPLETED)
         if output not in done:  # the client went away: stop reading from the runtime
             output.cancel()
@@ -119,19 +141,16 @@ class Session:
         client.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await client
-        code = await asyncio.to_thread(self.stream.exit_code) if exec_ else 0
-        status = ch.exit_status(code, list(self.options.command))
-        with contextlib.suppress(ConnectionError, RuntimeError):
-            await self.ws.send_bytes(ch.encode(ch.ERROR, ch.status_bytes(status)))
-        await self.ws.close()
+        code = await asyncio.to_thread(stream.exit_code) if exec_ else 0
+        await self.finish(ch.exit_status(code, list(self.options.command)))
 
-    async def _output(self) -> None:
+    async def _output(self, stream: ContainerStream) -> None:
         loop = asyncio.get_running_loop()
-        demux = ch.Demuxer() if self.stream.multiplexed else None
+        demux = ch.Demuxer() if stream.multiplexed else None
         wanted = {ch.STDOUT: self.options.stdout, ch.STDERR: self.options.stderr}
         while True:
             try:
-                data = await loop.sock_recv(self.sock, READ_SIZE)
+                data = await loop.sock_recv(stream.socket, READ_SIZE)
             except OSError as exc:
                 log.debug("container stream ended: %s", exc)
                 return
@@ -139,25 +158,28 @@ class Session:
                 return
             for channel, payload in demux.feed(data) if demux is not None else [(ch.STDOUT, data)]:
                 if wanted.get(channel):
-                    await self.ws.send_bytes(ch.encode(channel, payload))
+                    await self.send(channel, payload)
 
-    async def _input(self) -> None:
+    async def _input(self, stream: ContainerStream) -> None:
         loop = asyncio.get_running_loop()
         async for message in self.ws:
-            if message.type is not WSMsgType.BINARY:
+            if message.type is WSMsgType.BINARY:
+                decoded = self.protocol.decode(message.data)
+            elif message.type is WSMsgType.TEXT:  # upstream reads text messages as their bytes
+                decoded = self.protocol.decode(message.data.encode())
+            else:
                 continue
-            decoded = ch.decode(message.data, self.protocol)
             if decoded is None:
                 continue
             try:
                 if decoded.channel == ch.STDIN and self.options.stdin:
                     if decoded.closed:
-                        self.sock.shutdown(socket.SHUT_WR)
+                        stream.socket.shutdown(socket.SHUT_WR)
                     elif decoded.data:
-                        await loop.sock_sendall(self.sock, decoded.data)
+                        await loop.sock_sendall(stream.socket, decoded.data)
                 elif decoded.channel == ch.RESIZE and self.options.tty and not decoded.closed:
                     size = ch.parse_resize(decoded.data)
                     if size is not None:
-                        await asyncio.to_thread(self.stream.resize, *size)
+                        await asyncio.to_thread(stream.resize, *size)
             except (OSError, RuntimeFailure) as exc:  # the process is gone or closed its stdin
                 log.debug("container stream input: %s", exc)

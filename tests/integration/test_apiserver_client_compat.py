@@ -1,4 +1,4 @@
-"""What real clients found (issue 19), against a real API server on 127.0.0.1: discovery with a trailing
+"""What real clients found, against a real API server on 127.0.0.1: discovery with a trailing
 slash, Secret stringData merged into data, status fields Go never omits, the namespace name label,
 StatefulSet mounts of claim templates, and a watch client going away without an error in the log."""
 

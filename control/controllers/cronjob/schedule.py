@@ -5,7 +5,7 @@ what the status becomes, which events to record and when to look again.
 Upstream: pkg/controller/cronjob/cronjob_controllerv2.go (`syncCronJob`, `cleanupFinishedJobs`,
 `removeOldestJobs`, `getJobName`) and utils.go (`mostRecentScheduleTime`, `nextScheduleTime`,
 `nextScheduleTimeDuration`, `getJobFromTemplate2`, `getTimeHashInMinutes`, `inActiveList`,
-`getFinishedStatus`); seed 002 §CronJob.
+`getFinishedStatus`).
 
 The schedule is standard cron (five fields) or a macro (@hourly, @daily, …), evaluated by croniter in
 `spec.timeZone` (zoneinfo), UTC without one (upstream: the controller manager's local zone; slimkube's is

@@ -5,7 +5,6 @@ Upstream: pkg/controller/daemon/daemon_controller.go (`syncDaemonSet`, `manage`,
 node and history handlers, `getDaemonPods` claiming, `getNodesToDaemonPods`, the failed-pods back-off)
 and daemon/update.go (`constructHistory`, `snapshot`, `dedupCurHistories`, `cleanupHistory`,
 `rollingUpdate`). The decisions are decisions.py's (pure); shared/history.py does the revision I/O.
-Seed 002 §DaemonSet.
 
 sync(key), in upstream's order:
 1. Gone → forget its expectations. Selecting everything → event SelectingAll, nothing else. Being deleted

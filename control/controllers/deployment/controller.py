@@ -7,7 +7,7 @@ Upstream: pkg/controller/deployment/deployment_controller.go (handlers, getRepli
 ControllerRefManager adopt/release, getPodMapForDeployment, syncDeployment's order: selector-all check,
 deletion → status only, paused conditions, paused → sync, deprecated rollbackTo → rollback, scaling
 event → sync, else the strategy), sync.go (sync, getNewReplicaSet, scaleReplicaSet, cleanupDeployment,
-syncDeploymentStatus), rolling.go, recreate.go, rollback.go, progress.go. Seeds 002 §Deployment and 003
+syncDeploymentStatus), rolling.go, recreate.go, rollback.go, progress.go
 (from `kubectl create deployment` to ReplicaSets).
 
 The decisions are pure: util.py (hash, new/old sets, revisions, annotations, fenceposts),

@@ -6,8 +6,8 @@ Upstream: pkg/controller/deployment/util/deployment_util.go (FindNewReplicaSet, 
 EqualIgnoreHash, MaxRevision, LastRevision, SetNewReplicaSetAnnotations, SetReplicasAnnotations,
 ReplicasAnnotationsNeedUpdate, copyDeploymentAnnotationsToReplicaSet, SetDeploymentAnnotationsTo,
 ResolveFenceposts, MaxSurge, MaxUnavailable, the Get*ReplicaCountForReplicaSets sums), pkg/controller
-(ReplicaSetsByCreationTimestamp, ReplicaSetsBySizeOlder/Newer, FilterActiveReplicaSets). Seed 002
-§Deployment (the hash label keeps the ReplicaSets of one Deployment apart).
+(ReplicaSetsByCreationTimestamp, ReplicaSetsBySizeOlder/Newer, FilterActiveReplicaSets). The hash
+label keeps the ReplicaSets of one Deployment apart.
 
 The hash itself (ComputeHash) and int-or-percent values are shared/helpers.py's.
 """

@@ -1,10 +1,9 @@
 """The endpoints controller: keeps one Endpoints object per Service with a selector, listing the selected
 pods' addresses and ports.
 
-Upstream: pkg/controller/endpoint/endpoints_controller.go; seed 004 §3.1 (EndpointController: service and
+Upstream: pkg/controller/endpoint/endpoints_controller.go (EndpointController: service and
 pod informers fill local caches, handlers push only *service* keys into a work queue — a pod change is
-mapped to the services selecting it, `getPodServiceMemberships` — and 5 workers sync one service each);
-seed 000, endpoint controller steps (1)-(3).
+mapped to the services selecting it, `getPodServiceMemberships` — and 5 workers sync one service each).
 
 Shape (the controller base, control/controllers/shared/base.py):
 - Shared informers (control/client/informer.py) on services, pods and endpoints; every handler only

@@ -6,7 +6,7 @@ Upstream: pkg/controller/endpoint/endpoints_controller.go (`syncService` step 2-
 `endpoints.RepackSubsets`; the "nothing changed" test before writing), staging k8s.io/endpointslice
 util/controller_utils.go (`ShouldPodBeInEndpoints`: terminal pods, pods without an IP and — unless the
 Service publishes not-ready addresses — pods being deleted are left out) and pkg/api/v1/endpoints/util.go
-(`RepackSubsets`). Seed 000, endpoint controller steps (2)-(3).
+(`RepackSubsets`).
 
 Rules:
 - A pod is ready when its `Ready` condition is "True"; `spec.publishNotReadyAddresses` makes every

@@ -3,8 +3,8 @@ selector, the objects the kube-proxy reads.
 
 Upstream: pkg/controller/endpointslice/endpointslice_controller.go (`syncService`, the pod / service /
 slice / node handlers, `--concurrent-service-endpoint-syncs` 5 workers, `--max-endpoints-per-slice` 100)
-and staging k8s.io/endpointslice (reconciler.go, endpointslice_tracker.go). Seed 004 §3.1 (the same shape
-as the EndpointController: handlers only enqueue *service* keys, workers sync one service at a time).
+and staging k8s.io/endpointslice (reconciler.go, endpointslice_tracker.go): the same shape
+as the EndpointController (handlers only enqueue *service* keys, workers sync one service at a time).
 
 - Handlers: a Service change enqueues it; a pod change enqueues every Service of its namespace that
   selects its old or new labels (shared with the endpoints controller: shared/service_pods.py); a

@@ -5,7 +5,7 @@ Upstream: pkg/controller/garbagecollector/garbagecollector.go (`attemptToDeleteI
 `processDeletingDependentsItem`, `attemptToOrphanWorker` / `orphanDependents`, `removeFinalizer`,
 `isDangling` with the absent owner cache) and graph_builder.go (one monitor — an informer — per
 resource that supports list, watch and delete, found through discovery and looked for again every 30 s;
-events are ignored, as upstream's DefaultIgnoredResources); seed 002 §GC.
+events are ignored, as upstream's DefaultIgnoredResources).
 
 Shape: the graph (graph.py) is kept by the informers' handlers and says which uids to look at; the
 decision for one object is decisions.py's; this module does the I/O. One queue holds both kinds of

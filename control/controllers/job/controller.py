@@ -3,7 +3,7 @@ and finish the Job (Complete or Failed) as upstream does.
 
 Upstream: pkg/controller/job/job_controller.go (`syncJob`, `manageJob`, `trackJobStatusAndRemoveFinalizers`,
 `flushUncountedAndRemoveFinalizers`, `removeTrackingFinalizerFromPods`, the pod handlers with expectations,
-`orphanQueue` for pods whose Job is gone), seed 002 §Job. The decisions are decisions.py (pure), the
+`orphanQueue` for pods whose Job is gone). The decisions are decisions.py (pure), the
 status shapes status.py.
 
 sync(key), in upstream's order:

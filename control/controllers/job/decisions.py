@@ -7,7 +7,7 @@ Upstream: pkg/controller/job/job_controller.go (`syncJob`, `manageJob`, `getNewF
 (`calculateSucceededIndexes`, `firstPendingIndexes`, `appendDuplicatedIndexPodsForRemoval`,
 `addCompletionIndexEnvVariables`, `addCompletionIndexAnnotation`, the interval string of
 `status.completedIndexes`), pod_failure_policy.go (`matchPodFailurePolicy`), backoff_utils.go
-(`backoffRecord`, `getRemainingTime`); seed 002 §Job.
+(`backoffRecord`, `getRemainingTime`).
 
 No clock is read here: callers pass `now`. Times of pods come from their status.
 

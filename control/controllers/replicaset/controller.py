@@ -5,8 +5,7 @@ the pod handlers `addPod`/`updatePod`/`deletePod` with expectations, `getIndirec
 `getPodReplicaSets`, `resolveControllerRef`), replica_set_utils.go (status, here status.py),
 pkg/controller/replication (the ReplicationManager is this same controller over v1
 ReplicationControllers, upstream by converting them: here by a `ReplicaKind` telling where they live and
-how their selector reads), pkg/controller/controller_utils.go (`RealPodControl`: shared/pod_control.py). Seed 000
-§replication controller, seed 003 (expectations, slow start, ownerReferences), seed 004 §ReplicationManager.
+how their selector reads), pkg/controller/controller_utils.go (`RealPodControl`: shared/pod_control.py).
 
 sync(key), in upstream's order:
 1. The object is gone → forget its expectations. Otherwise `needs_sync` = its expectations are satisfied

@@ -5,8 +5,8 @@ Upstream: pkg/controller/resourcequota/resource_quota_controller.go (syncResourc
 from the listers and written through the status subresource when it differs; a full resync of every
 quota each `--resource-quota-sync-period`, 5 minutes by default) and resource_quota_monitor.go (the
 "replenishment" informers: a change to a counted object that changes its usage — a pod finishing, a
-Service changing type — or a deletion enqueues the quotas of its namespace); seed 000 §resource quota
-controller. What an object counts is control/api/quota.py's, the same functions quota admission uses.
+Service changing type — or a deletion enqueues the quotas of its namespace). What an object counts is
+control/api/quota.py's, the same functions quota admission uses.
 
 Shape (control/controllers/shared/base.py): informers on ResourceQuotas and on the kinds quota counts with an
 evaluator upstream (pods, services, replication controllers, configmaps, secrets, resourcequotas,

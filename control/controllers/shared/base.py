@@ -3,9 +3,9 @@
 
 Upstream: pkg/controller/replicaset/replica_set.go (`Run`: `WaitForNamedCacheSync`, then `workers`
 goroutines of `worker` → `processNextWorkItem` → `syncHandler(key)` → `handleErr`: nil forgets the key's
-failures, an error re-adds it with `AddRateLimited`, and after maxRetries the key is dropped), seed 004
-§3.1-3.2 (informers fill local stores, handlers push only keys, N workers take them, a key is never
-synced by two workers at once).
+failures, an error re-adds it with `AddRateLimited`, and after maxRetries the key is dropped),
+the shape every upstream controller shares (informers fill local stores, handlers push only keys, N
+workers take them, a key is never synced by two workers at once).
 
 How a controller is written (control/controllers/endpoints/controller.py is the first):
 - `__init__`: call `super().__init__(client, informers, ...)`, ask `self.informers` for the informers it

@@ -3,7 +3,7 @@ and releasing owned objects that stopped matching.
 
 Upstream: pkg/controller/controller_ref_manager.go (`BaseControllerRefManager.ClaimObject`,
 `PodControllerRefManager.ClaimPods`/`AdoptPod`/`ReleasePod`, `RecheckDeletionTimestamp`,
-`OwnerRefControllerPatch`, `GenerateDeleteOwnerRefStrategicMergeBytes`). Seed 002 §garbage collector: a
+`OwnerRefControllerPatch`, `GenerateDeleteOwnerRefStrategicMergeBytes`). A
 controller's children carry an ownerReference with `controller: true` and `blockOwnerDeletion: true`.
 
 `claim_action` decides for one object (pure, table-tested); `ControllerRefManager.claim` carries the

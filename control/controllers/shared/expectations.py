@@ -2,7 +2,7 @@
 does not act twice on a stale cache.
 
 Upstream: pkg/controller/controller_utils.go (`ControllerExpectations`, `ControlleeExpectations`,
-`UIDTrackingControllerExpectations`, `ExpectationsTimeout`); seed 000 §replication controller (the manager
+`UIDTrackingControllerExpectations`, `ExpectationsTimeout`): the manager
 creates or deletes pods in bursts and must not count the same missing pod twice while its watch lags).
 
 The cycle, for a replica controller syncing `key`:

@@ -8,7 +8,7 @@ Upstream: pkg/controller/history/controller_history.go (`ControllerRevisionHashL
 `AdoptControllerRevision` / `ReleaseControllerRevision`), and the history truncation both controllers do
 (daemon/update.go `cleanupHistory`, stateful_set_control.go `truncateHistory`): keep every revision a live
 pod (or the current/update revision) still uses, and of the others only the `revisionHistoryLimit` newest.
-Seed 002 §StatefulSet, §DaemonSet (rolling updates and rollback are recorded as ControllerRevisions).
+StatefulSets and DaemonSets record their rolling updates and rollbacks as ControllerRevisions.
 
 Pure functions decide (names, hashes, orders, what to truncate); `History` does the I/O through the API
 client and reads the shared ControllerRevision informer's lister.

@@ -1,6 +1,6 @@
 """Three small filters: NodeName, NodePorts, NodeUnschedulable.
 
-Upstream: pkg/scheduler/framework/plugins/nodename, nodeports, nodeunschedulable. Seed 000: HostName
+Upstream: pkg/scheduler/framework/plugins/nodename, nodeports, nodeunschedulable; the old predicates HostName
 (PodFitsHost) and PodFitsHostPorts — a host port may be used once per node, container ports any number
 of times; a hostIP of 0.0.0.0 conflicts with every address on the same port and protocol.
 """

@@ -3,8 +3,8 @@ select the pod and of the ReplicationController, ReplicaSet or StatefulSet that 
 plugins spread a pod away from the pods this selector matches when the pod says nothing itself
 (PodTopologySpread's default constraints, SelectorSpread).
 
-Upstream: pkg/scheduler/framework/plugins/helper/spread.go (`DefaultSelector`, `GetPodServices`). Seed
-000's SelectorSpreadPriority describes the same grouping ("pods of the same Service or RC").
+Upstream: pkg/scheduler/framework/plugins/helper/spread.go (`DefaultSelector`, `GetPodServices`). The
+old SelectorSpreadPriority used the same grouping ("pods of the same Service or RC").
 """
 
 from __future__ import annotations

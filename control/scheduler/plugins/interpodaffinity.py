@@ -13,7 +13,7 @@ for anti-affinity — and of the existing pods' terms the pod matches: preferred
 required affinity by hardPodAffinityWeight; Score adds the pairs of a node; NormalizeScore maps min..max to
 0..100) and plugin.go (the namespaceSelector of the pod's own terms unrolled into namespaces through the
 namespace lister; the labels of the pod's namespace for existing pods' terms; the queueing hint on pod
-events). Seed 000: MatchInterPodAffinity and InterPodAffinityPriority.
+events). Formerly MatchInterPodAffinity and InterPodAffinityPriority.
 
 Args (InterPodAffinityArgs): hardPodAffinityWeight (default 1, 0..100), ignorePreferredTermsOfExistingPods
 (default false).

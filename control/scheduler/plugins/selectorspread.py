@@ -1,5 +1,5 @@
 """SelectorSpread: prefer nodes, and zones, with fewer pods of the same Services / RC / RS / StatefulSet
-(seed 000's SelectorSpreadPriority). Registered but not in the default profile, as upstream since 1.23
+(formerly SelectorSpreadPriority). Registered but not in the default profile, as upstream since 1.23
 (PodTopologySpread's system defaults replace it); a profile can enable it.
 
 Upstream: pkg/scheduler/framework/plugins/selectorspread/selector_spread.go (as of 1.25, its last release):

@@ -2,7 +2,7 @@
 cannot be shared.
 
 Upstream: pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go (`isVolumeConflict`,
-`haveOverlap`, `needsRestrictionsCheck`, ErrReasonDiskConflict); seed 000's NoDiskConflict predicate.
+`haveOverlap`, `needsRestrictionsCheck`, ErrReasonDiskConflict); formerly the NoDiskConflict predicate.
 - gcePersistentDisk: the same `pdName` conflicts unless both mounts are `readOnly`;
 - awsElasticBlockStore: the same `volumeID` always conflicts;
 - iscsi: the same `iqn` conflicts unless both are `readOnly`;
@@ -11,7 +11,7 @@ Upstream: pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions
 
 slimkube's API keeps these volume sources as given (validation does not look inside volume sources) and its
 kubelet mounts none of them, so the rule guards what a manifest asks for. Departure: upstream's
-ReadWriteOncePod check needs PersistentVolumeClaims, which slimkube's API does not serve yet.
+ReadWriteOncePod check is not done.
 """
 
 from __future__ import annotations

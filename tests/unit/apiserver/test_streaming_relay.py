@@ -64,4 +64,5 @@ def test_plain_request_and_spdy_without_a_common_protocol_are_refused_with_a_mes
 def test_other_websocket_protocols_are_refused() -> None:
     assert refusal("exec", {}, websocket_protocols=("SPDY/3.1+portforward.k8s.io",))[0] == 400
     assert refusal("portforward", {}, websocket_protocols=("SPDY/3.1+v4.channel.k8s.io",))[0] == 400
-    assert refusal("exec", {}, websocket_protocols=("base64.channel.k8s.io",))[0] == 400
+    assert refusal("exec", {}, websocket_protocols=("v3.channel.k8s.io",))[0] == 400  # a SPDY-only version
+    assert refusal("attach", {}, websocket_protocols=("v4.base64.channel.k8s.io.x",))[0] == 400

@@ -19,16 +19,56 @@ from nodeagent.streaming import channels as ch
 def test_encode_decode_round_trip(channel: int, data: bytes) -> None:
     message = ch.encode(channel, data)
     assert message[0] == channel and message[1:] == data
-    for protocol in ch.PROTOCOLS:
-        assert ch.decode(message, protocol) == ch.Message(channel=channel, data=data)
+    for protocol in ch.PROTOCOLS.values():
+        encoded = protocol.encode(channel, data)
+        assert isinstance(encoded, str) is protocol.base64  # base64 protocols send text messages
+        raw = encoded.encode() if isinstance(encoded, str) else encoded
+        assert protocol.decode(raw) == ch.Message(channel=channel, data=data)
 
 
-def test_v5_close_stdin_is_a_close_and_v4_has_none() -> None:
+def test_base64_framing_as_upstream() -> None:
+    # wsstream's documented example: "foo\n" on stdin is "0Zm9vCg==", "\n" on stdout is "1Cg=="
+    for name in (ch.BASE64, ch.V4_BASE64):
+        protocol = ch.PROTOCOLS[name]
+        assert protocol.decode(b"0Zm9vCg==") == ch.Message(channel=ch.STDIN, data=b"foo\n")
+        assert protocol.encode(ch.STDOUT, b"\n") == "1Cg=="
+        assert protocol.encode(ch.ERROR, b"") == "3"
+        assert protocol.decode(b"0not base64!") is None
+    assert ch.PROTOCOLS[ch.V1].decode(b"\x00foo\n") == ch.Message(channel=ch.STDIN, data=b"foo\n")
+
+
+def test_v5_close_stdin_is_a_close_and_older_protocols_have_none() -> None:
     # what client-go's v5 executor writes when stdin ends: {255, 0}
-    assert ch.decode(b"\xff\x00", ch.V5) == ch.Message(channel=ch.STDIN, closed=True)
-    assert ch.decode(b"\xff\x00", ch.V4) == ch.Message(channel=255, data=b"\x00")
-    assert ch.decode(b"\xff\x00\x01", ch.V5) is None  # malformed close
-    assert ch.decode(b"", ch.V5) is None
+    v5 = ch.PROTOCOLS[ch.V5]
+    assert v5.decode(b"\xff\x00") == ch.Message(channel=ch.STDIN, closed=True)
+    for name in (ch.V4, ch.V1, ""):
+        assert ch.PROTOCOLS[name].decode(b"\xff\x00") == ch.Message(channel=255, data=b"\x00")
+    assert v5.decode(b"\xff\x00\x01") is None  # malformed close
+    assert v5.decode(b"") is None
+
+
+@pytest.mark.parametrize(("offered", "chosen"), [
+    pytest.param(["v5.channel.k8s.io", "v4.channel.k8s.io"], ch.V5, id="python-client"),
+    pytest.param(["v4.channel.k8s.io", "v5.channel.k8s.io"], ch.V4, id="client-order"),
+    pytest.param(["x.example", "base64.channel.k8s.io"], ch.BASE64, id="skips-unknown"),
+    pytest.param(["v4.base64.channel.k8s.io"], ch.V4_BASE64, id="v4-base64"),
+    pytest.param(["channel.k8s.io"], ch.V1, id="v1"),
+    pytest.param([], "", id="none-offered"),
+    pytest.param(["SPDY/3.1+portforward.k8s.io"], None, id="nothing-in-common"),
+])
+def test_negotiate(offered: list[str], chosen: str | None) -> None:
+    protocol = ch.negotiate(offered)
+    assert (protocol.name if protocol else None) == chosen
+
+
+def test_end_of_command_per_protocol() -> None:
+    failed, success = ch.exit_status(3, ["false"]), ch.exit_status(0)
+    for name in (ch.V5, ch.V4, ch.V4_BASE64):
+        assert json.loads(ch.PROTOCOLS[name].final(failed) or b"") == failed
+        assert json.loads(ch.PROTOCOLS[name].final(success) or b"") == success
+    for name in (ch.BASE64, ch.V1, ""):  # upstream's v1 status writer: a failure's message only
+        assert ch.PROTOCOLS[name].final(failed) == failed["message"].encode()
+        assert ch.PROTOCOLS[name].final(success) is None
 
 
 @pytest.mark.parametrize(("data", "size"), [

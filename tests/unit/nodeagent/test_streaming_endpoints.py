@@ -5,6 +5,7 @@ Docker's multiplexed framing unless it has a TTY; the pod's port is another sock
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import socket
 import threading
@@ -121,7 +122,8 @@ def test_v5_exec_stdin_close_output_and_exit_code() -> None:
         await ws.send_bytes(ch.encode(ch.STDIN, b"hi\n"))
         await ws.send_bytes(bytes((ch.CLOSE, ch.STDIN)))
         messages = await collect(ws)
-        assert messages[:-1] == [(ch.STDOUT, b"hi\n"), (ch.STDERR, b"err\n")]
+        # first upstream's empty "connected" message on the lowest channel the client reads
+        assert messages[:-1] == [(ch.STDOUT, b""), (ch.STDOUT, b"hi\n"), (ch.STDERR, b"err\n")]
         channel, status = messages[-1]
         assert channel == ch.ERROR
         assert json.loads(status)["details"]["causes"] == [{"reason": "ExitCode", "message": "3"}]
@@ -129,6 +131,72 @@ def test_v5_exec_stdin_close_output_and_exit_code() -> None:
     run(exec_app(runtime), body)
     assert runtime.calls == [("exec", ("cid", ["cat", "-"], True, False))]
     assert process.closed.is_set()
+
+
+def received(protocol: ch.Protocol, message: aiohttp.WSMessage) -> tuple[int, bytes]:
+    """(channel, data) of a server message, as a client of `protocol` reads it."""
+    if protocol.base64:
+        assert message.type is aiohttp.WSMsgType.TEXT
+        return ord(message.data[0]) - ord("0"), base64.b64decode(message.data[1:])
+    assert message.type is aiohttp.WSMsgType.BINARY
+    return message.data[0], message.data[1:]
+
+
+@pytest.mark.parametrize("name", [ch.V5, ch.V4, ch.V4_BASE64, ch.BASE64, ch.V1, ""])
+def test_every_protocol_text_and_binary_stdin_output_and_end(name: str) -> None:
+    """Stdin in a text message (what the official Python client sends for `str`) and in a binary one reaches
+    the process; output comes back framed as the protocol says; the command's end is a Status from v4 on,
+    a failure's message before."""
+    protocol = ch.PROTOCOLS[name]
+    process = FakeProcess(tty=False)
+
+    async def body(client: TestClient) -> None:
+        ws = await client.ws_connect("/exec/ns/pod/c?command=cat&stdin=1&stdout=1&stderr=1",
+                                     protocols=(name,) if name else ())
+        assert (ws.protocol or "") == name
+        assert received(protocol, await ws.receive()) == (ch.STDOUT, b"")
+        as_text = protocol.encode(ch.STDIN, b"text\n")
+        await ws.send_str(as_text if isinstance(as_text, str) else as_text.decode())
+        assert received(protocol, await ws.receive()) == (ch.STDOUT, b"text\n")
+        as_binary = protocol.encode(ch.STDIN, b"\x00\xffbin\n")
+        await ws.send_bytes(as_binary.encode() if isinstance(as_binary, str) else as_binary)
+        assert received(protocol, await ws.receive()) == (ch.STDOUT, b"\x00\xffbin\n")
+        if protocol.stream_close:
+            await ws.send_bytes(bytes((ch.CLOSE, ch.STDIN)))
+        else:
+            process.ours.shutdown(socket.SHUT_WR)  # the process's stdin ends on its own
+        rest = []
+        while (message := await ws.receive()).type in (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY):
+            rest.append(received(protocol, message))
+        assert rest[0] == (ch.STDERR, b"err\n") and [c for c, _ in rest[1:]] == [ch.ERROR]
+        end = rest[1][1]
+        if protocol.status:
+            assert json.loads(end)["details"]["causes"] == [{"reason": "ExitCode", "message": "3"}]
+        else:
+            assert end == b"command terminated with non-zero exit code: error executing command [cat], exit code 3"
+        assert ws.closed or (await ws.receive()).type is aiohttp.WSMsgType.CLOSED
+
+    run(exec_app(FakeRuntime(process)), body)
+
+
+def test_older_protocols_say_nothing_on_success() -> None:
+    process = FakeProcess(tty=True, exit_code=0)
+
+    async def body(client: TestClient) -> None:
+        ws = await client.ws_connect("/exec/ns/pod/c?command=sh&stdin=1&stdout=1&tty=1", protocols=(ch.BASE64,))
+        process.ours.shutdown(socket.SHUT_WR)
+        assert [m.data async for m in ws] == ["1"]  # the empty "connected" message only
+
+    run(exec_app(FakeRuntime(process)), body)
+
+
+def test_unknown_protocols_are_refused_before_the_upgrade() -> None:
+    async def body(client: TestClient) -> None:
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await client.ws_connect("/exec/ns/pod/c?command=ls&stdout=1", protocols=("v3.channel.k8s.io",))
+        assert refused.value.status == 400
+
+    run(exec_app(FakeRuntime(FakeProcess(tty=False))), body)
 
 
 def test_v4_tty_resize_and_success() -> None:
@@ -139,6 +207,7 @@ def test_v4_tty_resize_and_success() -> None:
         assert ws.protocol == ch.V4
         await ws.send_bytes(ch.encode(ch.RESIZE, b'{"Width":100,"Height":30}'))
         await ws.send_bytes(ch.encode(ch.STDIN, b"x"))
+        assert (await ws.receive()).data == ch.encode(ch.STDOUT, b"")
         first = await ws.receive()
         assert first.data == ch.encode(ch.STDOUT, b"x")  # a TTY's output is not demultiplexed
         await ws.send_bytes(b"\xff\x00")  # not a close in v4: ignored
@@ -173,8 +242,8 @@ def test_errors_before_and_after_the_upgrade() -> None:
         assert plain.status == 400 and "Upgrade request required" in await plain.text()
         ws = await client.ws_connect("/exec/ns/pod/c?command=ls&stdout=1", protocols=(ch.V5,))
         messages = await collect(ws)  # the runtime refused: a Status on the error channel, then the close
-        assert [c for c, _ in messages] == [ch.ERROR]
-        assert json.loads(messages[0][1])["message"] == "container is not running"
+        assert [c for c, _ in messages] == [ch.STDOUT, ch.ERROR]
+        assert json.loads(messages[1][1])["message"] == "container is not running"
 
     run(exec_app(FakeRuntime(None)), body)
 
