@@ -5,7 +5,7 @@ Upstream: staging k8s.io/endpointslice (reconciler.go `reconcile`, `reconcileByA
 `reconcileByPortMapping`, `finalize`; utils.go `podToEndpoint`, `getEndpointPorts`, `newEndpointSlice`,
 `setEndpointSliceLabels`, `getSliceToFill`, `ownedBy`; util/endpointset.go `hashEndpoint`) and
 pkg/controller/endpointslice/endpointslice_controller.go (`syncService`). The pod rules shared with the
-Endpoints controller (who is in, ready, target ports, hostname) come from endpoints/subsets.py.
+Endpoints controller (who is in, ready, target ports, hostname) come from shared/endpoint_util.py.
 
 Endpoints (`pod_endpoint`): every pod that `should_pod_be_in_endpoints` with terminating pods included
 (slices always carry them), one address of the slice's family, conditions `serving` = the pod is Ready,
@@ -42,13 +42,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from control.api.disruption import is_pod_ready
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import is_dns1123_subdomain
-from control.controllers.endpoints.subsets import (
+from control.controllers.shared.endpoint_util import (
     HEADLESS_LABEL,
     TRIGGER_TIME_ANNOTATION,
     find_port,
-    is_pod_ready,
     pod_ips,
     service_hostname,
     should_pod_be_in_endpoints,
