@@ -1,21 +1,23 @@
 """`slimkube up --nodes 3` on one host as a user runs it: node 1 in the host's
 namespace, nodes 2 and 3 each in a network namespace with their own `slimkube agent` and `slimkube proxy`
 processes, joined with `--server URL --token TOKEN` (the CA checked against the token).
-
-One `up` serves the whole test, in steps: three Ready nodes; pods pinned to each node (spec.nodeName,
-so each node is reached for sure) reach each other across nodes; a ClusterIP Service whose only pod is on
-node 3 answers from
+One `up` per pod network backend (vxlan, host-gw) serves the whole test, in steps: three Ready nodes with
+distinct pod CIDRs from the node IPAM controller (no node is told one) and flannel's annotations; pods
+pinned to each node (spec.nodeName, so each node is reached for sure) reach each other across nodes through
+the agents' own backend (`up` routes no pods), and a server pod sees the client pod's own address; a server
+in a namespace outside the cluster CIDR, made by the test and routing back only via this host, sees the
+client's node address (egress masquerade); a ClusterIP Service whose only pod is on node 3 answers from
 a pod on every node, and its NodePort on every node's address; the `kubernetes` Service answers from a pod
 on every node; `node stop` of node 2 → its Lease expires and, `up` running with a short
 `--node-monitor-grace-period`, the node lifecycle controller sets it Ready=Unknown with the unreachable
 NoExecute taint, while its pod keeps running and is not evicted (the API server's default toleration is
 300 s); `node start` → Ready again without the taints, its pod adopted (same container, restartCount
 unchanged); Ctrl-C, then `down` leaves no namespace, link, chain or container.
-
 Safety: every address traffic goes to was made by `up` or this test (pod IPs, node IPs on the node
-network, the service CIDR); before any packet to a service IP the test's service CIDR is routed to an
-empty bridge in the host's namespace and in each node's (tests/support/safety_net.py). The node network
-and pod CIDRs are chosen clear of this host's routes.
+network, the outside namespace, the service CIDR); before any packet to a service IP the test's service
+CIDR is routed to an empty bridge in the host's namespace and in each node's (tests/support/safety_net.py).
+The node network, the cluster CIDR (a /22) and the outside namespace's network are chosen clear of this
+host's routes; node 1's VXLAN device has the test's own name and sits on the test's node bridge.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from control.client.rest import RESTClient
 from control.util.iptables import detect
 from nodeagent.network import rules
 from proxy.app import run_cleanup
+from slimkube import noderules
 from slimkube.nodes import BRIDGE, HOST_VETH_PREFIX
 from tests.e2e.test_up_down import ROOT, UpProcess, assert_adopted, node_containers, wait_running, write_up_config
 from tests.support.apiserver import free_port
@@ -187,6 +190,7 @@ def prepare_cluster(data_dir: Path, run_id: str, docker_api,
                                                                                 settings["vxlanDevice"]]:
             delete_link(link)
         rules.remove(detect(), pod_rules)
+        noderules.remove(detect())
         run_cleanup(detect())
 
     register(remove_everything)
@@ -323,6 +327,9 @@ def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: d
     assert not [n for n in names if n in netns], netns
     links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
     assert HOST_VETH_PREFIX not in links and f"sktest{run_id}" not in links, links
+    assert cluster["vxlan_device"] not in links, links
+    assert subprocess.run(["ip", "route", "show", "proto", "86"], capture_output=True, text=True).stdout == ""
     iptables = detect()
     assert not iptables.has_chain("filter", f"KUBE-SKTEST-{run_id}-FWD")
     assert not iptables.has_chain("nat", "KUBE-SERVICES")
+    assert not iptables.has_chain("filter", "KUBE-NODES-FORWARD") and not iptables.has_chain("nat", "KUBE-NODES-EGRESS")
