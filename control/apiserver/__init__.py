@@ -11,7 +11,8 @@ ones below it (an import contract in pyproject.toml):
 - registry/ — the generic store (store.py: create/update/patch/delete with compare-and-swap, knowing no
   kind), the per-kind strategies (registry/strategies/) and the REST storages beside it (binding,
   eviction, component statuses, metrics.k8s.io, service allocators).
-- admission/ — the admission plugins (namespace lifecycle, defaults, quota).
+- admission/ — one ordered chain of mutating then validating plugins, entered once per write: namespace
+  lifecycle, priority, default storage class, the kind's validation, quota last.
 - fieldmanager/ — merge/strategic/JSON patch, field sets and managedFields for server-side apply.
 - streaming/ — exec/attach/port-forward relayed to the kubelet (WebSocket, SPDY).
 - codec/ — JSON, protobuf, strict field decoding. storage/ — watch cache, label and field selection.

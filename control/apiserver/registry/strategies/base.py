@@ -2,19 +2,21 @@
 create.go, update.go and delete.go — RESTCreateStrategy, RESTUpdateStrategy, RESTDeleteStrategy,
 BeforeCreate/BeforeUpdate — plus what each pkg/registry/<group>/<kind>/strategy.go repeats).
 
-The generic store (registry.py) calls a resource's strategy and knows no kind by name; a kind with rules
-of its own subclasses `Strategy` in a module of its own (pods.py, services.py, namespaces.py, ...).
+The generic store (registry/store.py) calls a resource's strategy and knows no kind by name; a kind with
+rules of its own subclasses `Strategy` in a module of its own (pods.py, services.py, namespaces.py, ...).
 
-The store calls the hooks in this order:
-- create: identity checks (apiVersion/kind, namespace, name) → namespace lifecycle admission → `defaults`
-  → mutating admission → `prepare_for_create` → `validate` → validating admission → quota admission →
+The store calls the hooks in this order, entering the admission chain (control/apiserver/admission/) once
+per write:
+- create: identity checks (apiVersion/kind, namespace, name) → `defaults` → admission: [namespace
+  lifecycle, mutating plugins] → `prepare_for_create` → [`validate`, validating plugins, quota] →
   `begin_write` (allocations) → storage; a failed storage write runs the rollback `begin_write` returned.
-- update: identity checks → `defaults` + mutating admission + `prepare_for_update` (or
-  `prepare_for_subresource_update` for `/status`, `/finalize`) → `validate` → validating admission (main
-  resource only) → nothing changed? done → `begin_write` (main resource only) →
-  storage (a delete when `ready_to_remove`) → `after_write(old, new or None)`.
-- delete: `delete_grace_seconds` → `prepare_for_delete` → `mark_deleting` → storage (an update while not
-  `ready_to_remove`, else a delete) → `after_write(old, None)` once removed.
+- update: identity checks → `defaults` (or `prepare_for_subresource_update` for `/status`, `/finalize`)
+  → admission: [mutating plugins (main resource only)] → `prepare_for_update` (main resource only) →
+  [`validate`, validating plugins (main resource only)] → nothing changed? done → `begin_write` (main
+  resource only) → storage (a delete when `ready_to_remove`) → `after_write(old, new or None)`.
+- delete: admission: [namespace lifecycle] → `delete_grace_seconds` → `prepare_for_delete` →
+  `mark_deleting` → storage (an update while not `ready_to_remove`, else a delete) → `after_write(old,
+  None)` once removed.
 
 - read: every object a get, list or watch returns goes through `decorate` on its way out.
 
