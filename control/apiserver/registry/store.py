@@ -51,12 +51,10 @@ from control.apiserver.admission import plugins as admission
 from control.apiserver.admission.chain import Attributes, Operation
 from control.apiserver.codec import fieldvalidation
 from control.apiserver.codec import jsoncodec as codec
-from control.apiserver.crd.definitions import Version
-from control.apiserver.crd.strategies import CustomResourceStrategy
 from control.apiserver.fieldmanager import fieldschema, managedfields, patch
 from control.apiserver.registry import strategies
 from control.apiserver.registry.strategies.base import Rollback, Strategy, gc_finalizers, mark_deleting, nothing_to_undo
-from control.apiserver.resources import RUNTIME, Resource, storage_key, storage_prefix
+from control.apiserver.resources import Resource, ServedResources, storage_key, storage_prefix
 from control.apiserver.status import APIError
 from control.apiserver.storage.selection import Filter
 from control.storage.interface import Compacted, Conflict, KeyExists, KeyNotFound, Record, Storage
@@ -205,7 +203,9 @@ class Registry:
         self._strategies = strategies.build(storage, service_cidr=service_cidr, node_port_range=node_port_range)
         self.clock = clock
         self.admission = admission.chain(self, validation=StrategyValidation(self.strategy))
-        self._custom: dict[tuple[str, str, str], CustomResourceStrategy] = {}
+        # What this server serves: the static table and the custom resources `serve_custom` installs.
+        self.resources = ServedResources()
+        self._custom: dict[tuple[str, str, str], Strategy] = {}
         self._custom_by_definition: dict[str, tuple[tuple[str, str, str], ...]] = {}
 
     def strategy(self, resource: Resource) -> Strategy:
@@ -219,25 +219,21 @@ class Registry:
             return custom
         return self._strategies[resource.plural]
 
-    def serve_custom(self, definition: str, versions: builtins.list[Version]) -> None:
-        """Serve (or serve anew) the versions of one CRD: routing and discovery see them from now on
-        (resources.RUNTIME, owned by this registry), writes go through their strategies."""
-        keys = tuple((v.resource.group, v.resource.version, v.resource.plural) for v in versions)
+    def serve_custom(self, definition: str, served: builtins.list[Strategy]) -> None:
+        """Serve (or serve anew) the versions of one CRD, each through its strategy: routing and discovery
+        see them from now on (`self.resources`), writes go through the strategies."""
+        keys = tuple((s.resource.group, s.resource.version, s.resource.plural) for s in served)
         for key in self._custom_by_definition.get(definition, ()):
             if key not in keys:
                 self._custom.pop(key, None)
-        for key, version in zip(keys, versions, strict=True):
-            self._custom[key] = CustomResourceStrategy(version)
+        for key, strategy in zip(keys, served, strict=True):
+            self._custom[key] = strategy
         self._custom_by_definition[definition] = keys
-        RUNTIME.install(id(self), definition, [v.resource for v in versions])
-
-    def serves_custom(self, resource: Resource) -> bool:
-        """Whether this registry (not another server's in the same process) serves a custom resource."""
-        return (resource.group, resource.version, resource.plural) in self._custom
+        self.resources.install(definition, [s.resource for s in served])
 
     def stop_serving_custom(self, definition: str | None = None) -> None:
         """Stop serving one CRD's resources, or (None) every one this registry serves."""
-        RUNTIME.remove(id(self), definition)
+        self.resources.remove(definition)
         for name in [definition] if definition is not None else list(self._custom_by_definition):
             for key in self._custom_by_definition.pop(name, ()):
                 self._custom.pop(key, None)
