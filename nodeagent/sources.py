@@ -40,6 +40,7 @@ import requests
 import yaml
 
 from control.api.defaults import apply_defaults
+from control.api.typed.core import Pod
 from control.api.validation import validate
 from control.apimachinery.meta import format_timestamp
 
@@ -59,11 +60,11 @@ class ManifestError(ValueError):
 
 def is_static(pod: Mapping[str, Any]) -> bool:
     """Whether `pod` came from a file or URL (upstream kubetypes.IsStaticPod)."""
-    return ((pod.get("metadata") or {}).get("annotations") or {}).get(CONFIG_SOURCE) in ("file", "http")
+    return Pod(pod).metadata.annotations.get(CONFIG_SOURCE) in ("file", "http")
 
 
 def config_hash(pod: Mapping[str, Any]) -> str:
-    return ((pod.get("metadata") or {}).get("annotations") or {}).get(CONFIG_HASH, "")
+    return Pod(pod).metadata.annotations.get(CONFIG_HASH, "")
 
 
 def _canonical(obj: Any) -> bytes:
