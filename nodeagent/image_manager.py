@@ -114,11 +114,12 @@ def backoff_key(pod_uid: str, image: str) -> str:
     return f"{pod_uid}_{image}"
 
 
-def pull_secrets(pod: Mapping[str, Any], getter: SecretGetter, event: Callable[[str, str, str], None]) -> list[dict]:
+def pull_secrets(pod: Mapping[str, Any], getter: SecretGetter,
+                 event: Callable[[str, str, str], None]) -> list[dict[str, Any]]:
     """upstream getPullSecretsForPod: the pod's imagePullSecrets that can be read (empty names skipped);
     those that cannot are named in one FailedToRetrieveImagePullSecret event and the pull goes on."""
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
-    found: list[dict] = []
+    found: list[dict[str, Any]] = []
     failed: list[str] = []
     for ref in (pod.get("spec") or {}).get("imagePullSecrets") or []:
         name = (ref or {}).get("name") or ""

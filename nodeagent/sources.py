@@ -63,7 +63,8 @@ def is_static(pod: Mapping[str, Any]) -> bool:
 
 
 def config_hash(pod: Mapping[str, Any]) -> str:
-    return ((pod.get("metadata") or {}).get("annotations") or {}).get(CONFIG_HASH, "")
+    value: str = ((pod.get("metadata") or {}).get("annotations") or {}).get(CONFIG_HASH, "")
+    return value
 
 
 def _canonical(obj: Any) -> bytes:
@@ -119,17 +120,18 @@ class _PollingSource:
 
     kind = ""
 
-    def __init__(self, source: str, period: float, on_update: Callable[[list[dict]], None], node_name: str) -> None:
+    def __init__(self, source: str, period: float, on_update: Callable[[list[dict[str, Any]]], None],
+                 node_name: str) -> None:
         self.source = source
         self.period = period
         self.on_update = on_update
         self.node_name = node_name
         self._seen: dict[str, str] = {}  # uid → config.seen of its first sighting
-        self._last: list[dict] | None = None
+        self._last: list[dict[str, Any]] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def read(self) -> list[dict] | None:
+    def read(self) -> list[dict[str, Any]] | None:
         """The source's pods now; None when the source could not be read (keep the last list)."""
         raise NotImplementedError
 
@@ -178,7 +180,7 @@ class FileSource(_PollingSource):
 
     kind = "file"
 
-    def read(self) -> list[dict] | None:
+    def read(self) -> list[dict[str, Any]] | None:
         if os.path.isdir(self.source):
             names = sorted(n for n in os.listdir(self.source) if not n.startswith("."))
             paths = [os.path.join(self.source, n) for n in names]
@@ -203,7 +205,7 @@ class URLSource(_PollingSource):
 
     kind = "http"
 
-    def read(self) -> list[dict] | None:
+    def read(self) -> list[dict[str, Any]] | None:
         try:
             response = requests.get(self.source, timeout=HTTP_TIMEOUT)
             if response.status_code != 200:

@@ -26,6 +26,7 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
 
 def controller_of(pod: Pod) -> Mapping[str, Any] | None:
     """The owner reference with `controller: true` (upstream metav1.GetControllerOf)."""
+    owner: Mapping[str, Any]
     for owner in (pod.get("metadata") or {}).get("ownerReferences") or []:
         if owner.get("controller"):
             return owner
