@@ -85,7 +85,7 @@ from nodeagent.sync import PodSyncer
 from nodeagent.volumes.local_path import LocalPathProvisioner
 
 log = logging.getLogger(__name__)
-SERVING_CERT_PATH = "/v1-slimkube/serving-kubelet-certificate"  # control/apiserver/kubeletcerts.py
+SERVING_CERT_PATH = "/v1-slimkube/serving-kubelet-certificate"  # control/apiserver/authentication/kubeletcerts.py
 TOKEN_REVIEWS_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 
 

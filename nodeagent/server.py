@@ -4,7 +4,7 @@
 
 Upstream: pkg/kubelet/server/server.go (InstallDefaultHandlers, getContainerLogs), pkg/kubelet/server/
 stats/summary.go and the Summary API types (k8s.io/kubelet/pkg/apis/stats/v1alpha1).
-The API server's `pods/<name>/log` proxy (control/apiserver/handlers.py `_log`) calls
+The API server's `pods/<name>/log` proxy (control/apiserver/endpoints/handlers.py `_log`) calls
 `http://<node InternalIP>:<daemonEndpoints.kubeletEndpoint.Port>/containerLogs/<ns>/<pod>/<container>`
 with follow, previous, timestamps, tailLines, limitBytes, sinceSeconds and sinceTime, as here.
 

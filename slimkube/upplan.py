@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from control.apiserver.bootstrap import cluster_dns_ip
+from control.apiserver.controlplane.bootstrap import cluster_dns_ip
 from control.apiserver.server import ServerConfig
 from control.util.componentconfig import ConfigError, read_document, with_overrides
 from nodeagent import config as kubelet_config

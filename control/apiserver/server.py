@@ -50,34 +50,28 @@ import yaml
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from control.apiserver import (
-    aggregated_discovery,
-    authn,
-    certs,
-    componentstatus,
-    discovery,
-    fieldvalidation,
-    health,
-    kubeletcerts,
-    master_endpoints,
-    openapi,
-    status,
-    tables,
-)
 from control.apiserver import resources as resources_table
-from control.apiserver.allocators import kubernetes_service_ip
-from control.apiserver.bootstrap import bootstrap
+from control.apiserver import status
+from control.apiserver.authentication import certs, kubeletcerts
+from control.apiserver.authentication import tokens as authn
+from control.apiserver.codec import fieldvalidation
+from control.apiserver.codec.jsonwire import encode_json
+from control.apiserver.controlplane import master_endpoints
+from control.apiserver.controlplane.bootstrap import bootstrap
 from control.apiserver.crd.controller import PREFIX as CRD_PREFIX
 from control.apiserver.crd.controller import CRDController
-from control.apiserver.handlers import ResourceHandlers, json_response
-from control.apiserver.jsonwire import encode_json
-from control.apiserver.kubeletclient import KubeletClient
-from control.apiserver.metrics import APIServerMetrics, MeteredStorage, is_mutating
-from control.apiserver.metricsapi import MetricsAPI
-from control.apiserver.registry import Registry
-from control.apiserver.request import decode_object
+from control.apiserver.endpoints import aggregated_discovery, discovery, health, tables
+from control.apiserver.endpoints.handlers import ResourceHandlers, json_response
+from control.apiserver.endpoints.metrics import APIServerMetrics, MeteredStorage, is_mutating
+from control.apiserver.endpoints.request import decode_object
+from control.apiserver.openapi import spec as openapi
+from control.apiserver.registry import componentstatus
+from control.apiserver.registry.allocators import kubernetes_service_ip
+from control.apiserver.registry.metricsapi import MetricsAPI
+from control.apiserver.registry.store import Registry
 from control.apiserver.status import APIError
-from control.apiserver.watchcache import Subscription, WatchCache
+from control.apiserver.storage.watchcache import Subscription, WatchCache
+from control.apiserver.streaming.kubeletclient import KubeletClient
 from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable

@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client, config, watch
 
 from control.apimachinery.meta import group_version
-from control.apiserver.registry import encode
+from control.apiserver.registry.store import encode
 from control.apiserver.resources import by_path, storage_key
 from tests.support.apiserver import Endpoint, ThreadServer, running_server
 

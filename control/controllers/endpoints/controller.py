@@ -15,7 +15,7 @@ Shape (the controller base, control/controllers/shared/base.py):
   enqueued once (upstream `checkLeftoverEndpoints`), so Endpoints of Services deleted while no controller ran go too.
 - `sync(key)`: Service gone → delete its Endpoints (404 is fine); no selector (or ExternalName) → leave
   the Endpoints alone, they are the user's (the `kubernetes` Service's are the API server's,
-  control/apiserver/master_endpoints.py); otherwise compute the subsets (subsets.py, pure: with
+  control/apiserver/controlplane/master_endpoints.py); otherwise compute the subsets (subsets.py, pure: with
   upstream's 1,000-address truncation and `over-capacity` annotation) and the last-change trigger time
   (shared/trigger_time.py, computed on every sync as upstream, so its memory stays current), and
   create or update only when the subsets, labels or over-capacity annotation differ; the trigger-time

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from control.apiserver import patch
-from control.apiserver.fieldschema import DEDUCED, Schema, Type, parse_markers, schema
+from control.apiserver.fieldmanager import patch
+from control.apiserver.fieldmanager.fieldschema import DEDUCED, Schema, Type, parse_markers, schema
 
 
 def at(path: str, api_version: str = "v1", kind: str = "Pod") -> Type:

@@ -8,7 +8,9 @@ import struct
 
 import pytest
 
-from control.apiserver import gnostic, openapi, resources
+from control.apiserver import resources
+from control.apiserver.openapi import gnostic
+from control.apiserver.openapi import spec as openapi
 from control.apiserver.resources import Resource, SubResource
 from control.util.version import KUBERNETES_VERSION
 
@@ -254,7 +256,7 @@ def test_add_custom_publishes_a_kind_with_paths_and_remove_takes_it_back():
 
 
 def test_generator_keeps_the_listed_group_versions_and_what_they_reach():
-    from control.apiserver.openapi_data import generate
+    from control.apiserver.openapi.data import generate
 
     gvk = "x-kubernetes-group-version-kind"
     spec = {

@@ -1,12 +1,12 @@
 """The message tables built from upstream's generated.proto and Go struct tags (control/apiserver/
-protoschema.py): the parser on small texts, and the vendored files as a whole."""
+codec/protoschema.py): the parser on small texts, and the vendored files as a whole."""
 
 from __future__ import annotations
 
 import pytest
 
-from control.apiserver import protoschema
-from control.apiserver.protoschema import Field, GoField
+from control.apiserver.codec import protoschema
+from control.apiserver.codec.protoschema import Field, GoField
 
 PROTO = """
 /* licence header */
