@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
+from control.api.typed.meta import TypedObject
 from control.client.errors import ApiError, NotFound
 from control.client.paths import resource_path
 
@@ -77,9 +78,9 @@ class Registration:
             self.client.create(resource_path(SLICES, "endpointslices", namespace=NAMESPACE), desired)
             return
         if all(current.get(k) == desired.get(k) for k in ("addressType", "endpoints", "ports")) and \
-                (current.get("metadata") or {}).get("ownerReferences") == desired["metadata"]["ownerReferences"]:
+                TypedObject(current).metadata.raw.get("ownerReferences") == desired["metadata"]["ownerReferences"]:
             return
-        desired["metadata"]["resourceVersion"] = (current.get("metadata") or {}).get("resourceVersion", "")
+        desired["metadata"]["resourceVersion"] = TypedObject(current).metadata.resource_version
         self.client.update(self._path, desired)
 
     def unregister(self) -> None:

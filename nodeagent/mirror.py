@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from control.api.typed.core import Pod
 from control.client.errors import ApiError, Conflict, NotFound
 from nodeagent.sources import CONFIG_MIRROR, config_hash
 
@@ -40,7 +41,7 @@ def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def is_mirror(pod: Mapping[str, Any]) -> bool:
-    return CONFIG_MIRROR in ((pod.get("metadata") or {}).get("annotations") or {})
+    return CONFIG_MIRROR in Pod(pod).metadata.annotations
 
 
 def mirror_body(static_pod: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from typing import Any
 from aiohttp import web
 
 from control.api import podlogoptions
+from control.api.typed.core import Pod
 from control.util.loopthread import LoopThread, serve_app
 from nodeagent import authn, logs
 from nodeagent.runtime.interface import ContainerNotFound, Runtime, RuntimeFailure, StreamingRuntime
@@ -216,7 +217,7 @@ class KubeletServer:
         if not any(c.get("name") == container for key in ("initContainers", "containers", "ephemeralContainers")
                    for c in spec.get(key) or [] if isinstance(c, Mapping)):
             raise web.HTTPNotFound(text=f'container "{container}" not found in pod "{name}"\n')
-        uid = (pod.get("metadata") or {}).get("uid", "")
+        uid = Pod(pod).metadata.uid
         status = await asyncio.to_thread(self._pod_status, uid) or pod.get("status") or {}
         try:
             container_id = logs.log_container_id(name, container, status, previous=options.previous)

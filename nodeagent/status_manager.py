@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from control.api.typed.core import Pod
 from control.client.errors import ApiError, Conflict, NotFound
 from control.client.paths import resource_path
 from nodeagent.runtime.types import ContainerState, PodStatus, SandboxState
@@ -84,7 +85,7 @@ class StatusManager:
                        started: Mapping[str, bool] | None = None) -> dict[str, Any]:
         """Generate the pod's status and write it if it changed; returns the status. `ready`/`started` are
         the prober's verdicts by container name (nodeagent.prober.manager.probe_flags)."""
-        uid = (pod.get("metadata") or {}).get("uid", "")
+        uid = Pod(pod).metadata.uid
         previous = self.get(uid)
         if previous is None:
             previous = dict(pod.get("status") or {})

@@ -36,6 +36,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTimeoutError
 
+from control.api.typed.meta import List, TypedObject
 from control.client.errors import Gone, error_from_status
 from control.client.kubeconfig import ClientConfig, load_kubeconfig
 from control.client.retry import Failure, RetryPolicy, parse_retry_after, retry_delay
@@ -192,7 +193,7 @@ class RESTClient:
         if "limit" not in query:
             return result
         items = list(result.get("items") or [])
-        token = (result.get("metadata") or {}).get("continue")
+        token = List(result).metadata.continue_
         while token:
             try:
                 page = self._json("GET", path, params={**query, "continue": token})
@@ -200,7 +201,7 @@ class RESTClient:
                 log.info("continue token for %s expired; listing it whole", path)
                 return self._json("GET", path, params={k: v for k, v in query.items() if k != "limit"})
             items += page.get("items") or []
-            token = (page.get("metadata") or {}).get("continue")
+            token = List(page).metadata.continue_
         metadata = dict(result.get("metadata") or {})
         metadata.pop("continue", None)
         metadata.pop("remainingItemCount", None)
@@ -272,7 +273,7 @@ class RESTClient:
                         event = _decode_event(line)
                         resumable = resumable or event.type == "BOOKMARK"
                         if resumable:
-                            rv = (event.object.get("metadata") or {}).get("resourceVersion") or rv
+                            rv = TypedObject(event.object).metadata.resource_version or rv
                         events += 1
                         failures = 0
                         yield event

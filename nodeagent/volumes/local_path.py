@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from control.api.typed.core import PersistentVolume
 from control.api.volumes import (
     ANN_PROVISIONED_BY,
     ANN_SELECTED_NODE,
@@ -125,7 +126,7 @@ def is_ours_here(volume: Obj, node_name: str) -> bool:
 
 def should_delete(volume: Obj, node_name: str) -> bool:
     """Released, reclaim Delete, ours, on this node: directory and object go."""
-    return (is_ours_here(volume, node_name) and (volume.get("status") or {}).get("phase") == "Released"
+    return (is_ours_here(volume, node_name) and PersistentVolume(volume).status.phase == "Released"
             and _spec(volume).get("persistentVolumeReclaimPolicy") == "Delete"
             and not _meta(volume).get("deletionTimestamp"))
 

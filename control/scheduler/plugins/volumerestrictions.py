@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed.core import Pod as PodView
 from control.scheduler.cache import Snapshot
 from control.scheduler.framework import SKIP, SUCCESS, CycleState, Pod, Status, unschedulable
 from control.scheduler.nodeinfo import NodeInfo
@@ -32,7 +33,7 @@ Volume = Mapping[str, Any]
 
 
 def _volumes(pod: Pod) -> list[Volume]:
-    return [v for v in (pod.get("spec") or {}).get("volumes") or [] if isinstance(v, Mapping)]
+    return [v.raw for v in PodView(pod).spec.volumes if isinstance(v.raw, Mapping)]
 
 
 def _source(volume: Volume, kind: str) -> Mapping[str, Any] | None:

@@ -1,4 +1,7 @@
-"""syncPod and killPod: carry out `compute_pod_actions` against the runtime, network and volumes.
+"""Make the runtime match one pod: syncPod and killPod carry out `compute_pod_actions` against the runtime,
+network and volumes. This is the sync layer of the runtime boundary: it turns the pod into the runtime's
+CRI-shaped configs (runtime/sandbox_config.py, runtime/container_config.py, names and labels from
+runtime/labels.py), so the runtime itself never sees an API object.
 
 Upstream: pkg/kubelet/kuberuntime/kuberuntime_manager.go SyncPod (numbered steps below) and KillPod /
 killPodWithSyncResult, kuberuntime_container.go startContainer / killContainer / executePreStopHook,
@@ -44,7 +47,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from control.api.typed.core import Container, Pod
 from control.util.iptables import IptablesError
+from control.util.resolvconf import ResolvConf
 from nodeagent.hooks import DEFAULT_POST_START_TIMEOUT, HookRunner
 from nodeagent.image_manager import ImageManager
 from nodeagent.network.hostport import HostportError
@@ -54,10 +59,12 @@ from nodeagent.runtime import pod_files
 from nodeagent.runtime.actions import KillReason, PodActions, compute_pod_actions
 from nodeagent.runtime.backoff import Backoff, backoff_key
 from nodeagent.runtime.container_config import build_container_config
+from nodeagent.runtime.cri import PodSandboxConfig
 from nodeagent.runtime.downward import NodeFacts
 from nodeagent.runtime.env import CreateContainerConfigError, ObjectGetter, make_environment
 from nodeagent.runtime.interface import Runtime, RuntimeFailure
 from nodeagent.runtime.labels import grace_period
+from nodeagent.runtime.sandbox_config import build_sandbox_config
 from nodeagent.runtime.service_env import ServicesNotSynced
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState
@@ -141,12 +148,13 @@ def go_duration(seconds: float) -> str:
 
 def pod_desc(pod: Mapping[str, Any]) -> str:
     """upstream format.Pod: name_namespace(uid)."""
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('name', '')}_{meta.get('namespace', '')}({meta.get('uid', '')})"
+    meta = Pod(pod).metadata
+    return f"{meta.name}_{meta.namespace}({meta.uid})"
 
 
 def _spec_containers(pod: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    return list((pod.get("spec") or {}).get(key) or [])
+    spec = Pod(pod).spec
+    return [c.raw for c in (spec.init_containers if key == "initContainers" else spec.containers)]
 
 
 def _find_spec(pod: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
@@ -157,29 +165,37 @@ def _find_spec(pod: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
     return None
 
 
+def _hooks(spec: Mapping[str, Any] | None) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]:
+    """The container's (postStart, preStop) handlers as written, None where unset."""
+    lifecycle = Container(spec).lifecycle
+    if lifecycle is None:
+        return None, None
+    post_start, pre_stop = lifecycle.post_start, lifecycle.pre_stop
+    return (None if post_start is None else post_start.raw), (None if pre_stop is None else pre_stop.raw)
+
+
 def kill_grace(pod: Mapping[str, Any], override: float | None = None) -> float:
     """upstream killContainer: the override (deletion), else deletionGracePeriodSeconds, else the spec's."""
     if override is not None:
         return float(override)
-    meta = pod.get("metadata") or {}
-    if meta.get("deletionGracePeriodSeconds") is not None:
-        return float(meta["deletionGracePeriodSeconds"])
+    deletion_grace = Pod(pod).metadata.deletion_grace_period_seconds
+    if deletion_grace is not None:
+        return float(deletion_grace)
     return float(grace_period(pod))
 
 
 def probe_kill_grace(pod: Mapping[str, Any], spec: Mapping[str, Any] | None, reason: KillReason) -> float:
     """upstream setTerminationGracePeriod: deletionGracePeriodSeconds first; a container killed for its
     liveness or startup probe gets that probe's terminationGracePeriodSeconds when set; else the pod's."""
-    meta = pod.get("metadata") or {}
-    if meta.get("deletionGracePeriodSeconds") is None:
-        probe_field = {KillReason.LIVENESS: "livenessProbe", KillReason.STARTUP: "startupProbe"}.get(reason)
-        probe = (spec or {}).get(probe_field) if probe_field else None
-        if isinstance(probe, Mapping) and probe.get("terminationGracePeriodSeconds") is not None:
-            return float(probe["terminationGracePeriodSeconds"])
+    if Pod(pod).metadata.deletion_grace_period_seconds is None:
+        container = Container(spec)
+        probe = {KillReason.LIVENESS: container.liveness_probe, KillReason.STARTUP: container.startup_probe}.get(reason)
+        if probe is not None and probe.termination_grace_period_seconds is not None:
+            return float(probe.termination_grace_period_seconds)
     return kill_grace(pod)
 
 
-class PodSyncer:
+class RuntimeSyncer:
     """Carries out one pod's sync or kill. Safe to use from many pod workers at once: per-pod state lives
     in the runtime; the shared back-off tables are guarded by one lock."""
 
@@ -257,8 +273,11 @@ class PodSyncer:
         # Step 2: a new sandbox, wired into the pod network.
         sandbox_id = actions.sandbox_id
         pod_ips = list(status.ips)
+        if not actions.create_sandbox and actions.next_init_container is None and not actions.containers_to_start:
+            return SyncResult(actions, tuple(steps))
+        sandbox_config = self.sandbox_config(pod, actions.attempt)
         if actions.create_sandbox:
-            created = self._create_sandbox(pod, actions.attempt, steps)
+            created = self._create_sandbox(pod, sandbox_config, steps)
             if created is None:
                 return SyncResult(actions, tuple(steps))
             sandbox_id, pod_ips = created
@@ -293,8 +312,8 @@ class PodSyncer:
                 steps.append(StepResult(action, name, "CrashLoopBackOff", message))
                 retry.append(seconds)
                 continue
-            step = self._start_container(pod, spec, status, sandbox_id=sandbox_id, pod_ips=pod_ips,
-                                         volumes=volumes, action=action)
+            step = self._start_container(pod, spec, status, sandbox_id=sandbox_id, sandbox_config=sandbox_config,
+                                         pod_ips=pod_ips, volumes=volumes, action=action)
             steps.append(step)
             if step.ok:
                 started.append(name)
@@ -302,7 +321,7 @@ class PodSyncer:
             else:
                 waiting[name] = (step.reason, step.message)
                 if step.reason in ("ErrImagePull", "ImagePullBackOff"):
-                    retry.append(self.images.retry_after((pod.get("metadata") or {}).get("uid", ""),
+                    retry.append(self.images.retry_after(Pod(pod).metadata.uid,
                                                          spec.get("image", "")))
                 elif step.reason == "RunContainerError":
                     retry.append(self._start_retry(pod, spec))
@@ -317,12 +336,21 @@ class PodSyncer:
                   for cid, kill in actions.containers_to_kill.items()}
         return self._parallel_kill(pod, jobs, grace=None, graces=graces)
 
-    def _create_sandbox(self, pod: Mapping[str, Any], attempt: int,
-                        steps: list[StepResult]) -> tuple[str, list[str]] | None:
-        uid = (pod.get("metadata") or {}).get("uid", "")
-        host_network = bool((pod.get("spec") or {}).get("hostNetwork"))
+    def sandbox_config(self, pod: Mapping[str, Any], attempt: int) -> PodSandboxConfig:
+        """The pod's sandbox as the runtime is to run it (upstream generatePodSandboxConfig), also needed to
+        create its containers."""
         try:
-            sandbox_id = self.runtime.run_sandbox(pod, attempt=attempt, extra_labels=self.extra_labels)
+            dns: ResolvConf | None = pod_files.pod_dns_config(pod, pod_files.node_resolv_conf(self.dns), self.dns)[0]
+        except OSError:  # the pod's resolv.conf write reports this when a container is to start
+            dns = None
+        return build_sandbox_config(pod, attempt=attempt, extra_labels=self.extra_labels, dns=dns)
+
+    def _create_sandbox(self, pod: Mapping[str, Any], config: PodSandboxConfig,
+                        steps: list[StepResult]) -> tuple[str, list[str]] | None:
+        uid = config.metadata.uid
+        host_network = config.linux.host_network
+        try:
+            sandbox_id = self.runtime.run_sandbox(config)
         except (RuntimeFailure, OSError) as exc:
             message = f"Failed to create pod sandbox: {exc}"
             steps.append(StepResult("CreatePodSandbox", uid, "CreatePodSandboxError", message))
@@ -391,7 +419,7 @@ class PodSyncer:
 
     def _setup_volumes(self, pod: Mapping[str, Any], pod_ips: Sequence[str],
                        steps: list[StepResult]) -> dict[str, pod_volumes.VolumeInfo] | None:
-        uid = (pod.get("metadata") or {}).get("uid", "")
+        uid = Pod(pod).metadata.uid
         directory = pod_volumes.pod_dir(self.pods_dir, uid)
         try:
             volumes = pod_volumes.setup(pod, self.getter, pods_dir=self.pods_dir, pod_ips=pod_ips,
@@ -410,7 +438,7 @@ class PodSyncer:
         latest = status.latest(spec.get("name", ""))
         if latest is None or latest.state is ContainerState.RUNNING:
             return None
-        key = backoff_key((pod.get("metadata") or {}).get("uid", ""), spec.get("name", ""), container_hash(spec))
+        key = backoff_key(Pod(pod).metadata.uid, spec.get("name", ""), container_hash(spec))
         now = self.clock()
         with self._lock:
             if latest.state is ContainerState.EXITED and latest.finished_at is not None:
@@ -427,18 +455,18 @@ class PodSyncer:
         return remaining, message
 
     def _start_retry(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> float:
-        key = backoff_key((pod.get("metadata") or {}).get("uid", ""), spec.get("name", ""), container_hash(spec))
+        key = backoff_key(Pod(pod).metadata.uid, spec.get("name", ""), container_hash(spec))
         with self._lock:
             return self.backoff.remaining(key, self.clock()) or self.backoff.initial
 
     def _start_container(self, pod: Mapping[str, Any], spec: Mapping[str, Any], status: PodStatus, *,
-                         sandbox_id: str, pod_ips: Sequence[str], volumes: Mapping[str, pod_volumes.VolumeInfo],
-                         action: str) -> StepResult:
+                         sandbox_id: str, sandbox_config: PodSandboxConfig, pod_ips: Sequence[str],
+                         volumes: Mapping[str, pod_volumes.VolumeInfo], action: str) -> StepResult:
         """upstream startContainer: image, config, create, start, postStart."""
         name = spec.get("name", "")
         latest = status.latest(name)
         attempt = latest.restart_count + 1 if latest is not None else 0
-        uid = (pod.get("metadata") or {}).get("uid", "")
+        uid = Pod(pod).metadata.uid
         try:
             self.images.ensure_image_exists(pod, spec, lambda kind, reason, message:
                                             self._event(pod, kind, reason, message, name))
@@ -454,13 +482,12 @@ class PodSyncer:
             pod_files.ensure_termination_log(directory, name, attempt)
             config = build_container_config(pod, spec, env=env.variables, mounts=mounts.binds, tmpfs=mounts.tmpfs,
                                             image=spec.get("image", ""), pod_dir=directory, attempt=attempt,
-                                            pod_ips=pod_ips)
+                                            pod_ips=pod_ips, extra_labels=self.extra_labels)
         except (CreateContainerConfigError, ServicesNotSynced, pod_volumes.VolumeError, ValueError, OSError) as exc:
             self._event(pod, "Warning", "Failed", f"Error: {exc}", name)
             return StepResult(action, name, CreateContainerConfigError.reason, str(exc))
         try:
-            container_id = self.runtime.create_container(
-                pod, spec, sandbox_id=sandbox_id, attempt=attempt, config=config, extra_labels=self.extra_labels)
+            container_id = self.runtime.create_container(sandbox_id, config, sandbox_config)
         except RuntimeFailure as exc:
             self._event(pod, "Warning", "Failed", f"Error: {exc}", name)
             return StepResult(action, name, exc.reason, str(exc))
@@ -473,7 +500,7 @@ class PodSyncer:
             self._event(pod, "Warning", "Failed", f"Error: {exc}", name)
             return StepResult(action, name, exc.reason, str(exc))
         self._event(pod, "Normal", "Started", f"Started container {name}", name)
-        handler = (spec.get("lifecycle") or {}).get("postStart")
+        handler = _hooks(spec)[0]
         if handler:
             failure = self.hooks.run("PostStart", handler, pod=pod, container=spec, container_id=container_id,
                                      pod_ip=pod_ips[0] if pod_ips else "", timeout=DEFAULT_POST_START_TIMEOUT)
@@ -500,7 +527,7 @@ class PodSyncer:
         """upstream KillPod: every running container (preStop, then stop within the grace period, all at
         once), then the sandboxes stopped and their network released. With `remove` (the pod is gone for
         good) the containers and sandboxes are removed too and the pod's directory torn down."""
-        uid = (pod.get("metadata") or {}).get("uid", "") or status.uid
+        uid = Pod(pod).metadata.uid or status.uid
         jobs = [(c, "Stopping container " + c.name) for c in status.containers
                 if c.state in (ContainerState.RUNNING, ContainerState.UNKNOWN)]
         steps = self._parallel_kill(pod, jobs, grace=grace)
@@ -560,10 +587,10 @@ class PodSyncer:
                        message: str = "") -> StepResult:
         """upstream killContainer: the preStop hook within `grace`, then stop with the rest (≥ 2 s)."""
         spec = _find_spec(pod, container.name)
-        handler = ((spec or {}).get("lifecycle") or {}).get("preStop")
+        handler = _hooks(spec)[1]
         started = time.monotonic()
         if handler and container.state is ContainerState.RUNNING:
-            ips = ((pod.get("status") or {}).get("podIP")) or ""
+            ips = Pod(pod).status.pod_ip
             failure = self.hooks.run("PreStop", handler, pod=pod, container=spec or {}, container_id=container.id,
                                      pod_ip=ips, timeout=max(grace, MIN_GRACE_SECONDS))
             if failure is not None:

@@ -1,4 +1,4 @@
-"""PodSync's pod-worker decisions with fakes: a normal sync keeps waiting reasons until the container
+"""PodLifecycle's pod-worker decisions with fakes: a normal sync keeps waiting reasons until the container
 starts; a terminating pod is killed, then (once nothing runs) removed and its deletion confirmed; a pod gone
 from its sources is killed and removed and its worker ends; a stale cache means "try again"."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from nodeagent.config import KubeletConfig
-from nodeagent.pod_sync import PodSync
+from nodeagent.pod_lifecycle import PodLifecycle
 from nodeagent.pod_workers import WorkItem
 from nodeagent.runtime.actions import PodActions
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState, SandboxStatus
-from nodeagent.sync import StepResult, SyncResult
+from nodeagent.runtime_sync import StepResult, SyncResult
 
 
 class Cache:
@@ -83,10 +83,11 @@ class Kubelet:
     def __init__(self, status: PodStatus | None, syncer: Syncer) -> None:
         self.config = KubeletConfig(node_name="n1")
         self.pleg, self.status = Pleg(status), Status()
-        self.pod_sync = PodSync(self.pleg.cache, syncer, self.status, relist_period=self.config.pleg_relist_period)
+        self.lifecycle = PodLifecycle(self.pleg.cache, syncer, self.status,
+                                      relist_period=self.config.pleg_relist_period)
 
     def _sync(self, item: WorkItem):
-        return self.pod_sync.sync(item)
+        return self.lifecycle.sync(item)
 
 
 def kubelet(status: PodStatus | None, syncer: Syncer) -> tuple[Kubelet, Status]:

@@ -5,7 +5,7 @@ syncTerminatingPod and syncTerminatedPod (through pod_workers.go's states), simp
   pod directory, forget its status; the worker ends;
 - deletionTimestamp set → kill with deletionGracePeriodSeconds; once nothing runs, a last status, the
   containers removed, then the status manager's DELETE (grace 0, uid precondition);
-- otherwise PodSyncer.sync_pod and a status update with the waiting reasons kept per container until it
+- otherwise RuntimeSyncer.sync_pod and a status update with the waiting reasons kept per container until it
   starts (upstream's reasonCache).
 
 Probes (upstream syncPod → probeManager.AddPod / UpdatePodStatus, syncTerminatingPod →
@@ -23,10 +23,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from control.api.typed.core import Pod
 from nodeagent.pod_workers import WorkItem, WorkResult
 from nodeagent.runtime.types import ContainerState, PodStatus
+from nodeagent.runtime_sync import StepResult, SyncResult
 from nodeagent.status_manager import pod_finished
-from nodeagent.sync import StepResult, SyncResult
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     return pod.get("metadata") or {}
 
 
-class PodSync:
+class PodLifecycle:
     """The pod workers' sync function (`sync`) over the pod cache, the syncer and the status manager."""
 
     def __init__(self, cache: PodCache, syncer: Syncer, status: StatusWriter, *, relist_period: float,
@@ -104,7 +105,7 @@ class PodSync:
             return self._sync_terminating(pod, status)
         liveness_failed: frozenset[str] = frozenset()
         startup_failed: frozenset[str] = frozenset()
-        if self.probes is not None and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+        if self.probes is not None and Pod(pod).status.phase not in ("Succeeded", "Failed"):
             self.probes.add_pod(pod)
             liveness_failed, startup_failed = self.probes.failed(status)
         result = self.syncer.sync_pod(pod, status, liveness_failed=liveness_failed, startup_failed=startup_failed)

@@ -1,4 +1,4 @@
-"""PodSyncer against fakes: step order, error collection, back-off reasons, and the kill path (preStop,
+"""RuntimeSyncer against fakes: step order, error collection, back-off reasons, and the kill path (preStop,
 grace period, sandbox and network)."""
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import pytest
 from nodeagent.hooks import HookRunner
 from nodeagent.network.podnet import PodInterface, PodNetworkError
 from nodeagent.runtime.backoff import Backoff
-from nodeagent.runtime.interface import ContainerConfig, ExecResult, ImagePullError, PulledImage, StartContainerError
+from nodeagent.runtime.cri import ContainerConfig, PodSandboxConfig
+from nodeagent.runtime.interface import ExecResult, ImagePullError, PulledImage, StartContainerError
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState, SandboxStatus
-from nodeagent.sync import PodSyncer, go_duration
+from nodeagent.runtime_sync import RuntimeSyncer, go_duration
 from tests.support.fake_objects import FakeObjects
 
 NOW = 1_000_000.0
@@ -31,8 +32,8 @@ class FakeRuntime:
         self._n = 0
         self._names: dict[str, str] = {}
 
-    def run_sandbox(self, pod: Mapping[str, Any], *, attempt: int, extra_labels: Any = None) -> str:
-        self.calls.append(("run_sandbox", str(attempt)))
+    def run_sandbox(self, config: PodSandboxConfig) -> str:
+        self.calls.append(("run_sandbox", str(config.metadata.attempt)))
         return "sandbox-new"
 
     def sandbox_pid(self, sandbox_id: str) -> int:
@@ -53,12 +54,12 @@ class FakeRuntime:
             raise ImagePullError("manifest unknown")
         return PulledImage("sha256:abc", 42)
 
-    def create_container(self, pod: Mapping[str, Any], container: Mapping[str, Any], *, sandbox_id: str,
-                         attempt: int, config: ContainerConfig, extra_labels: Any = None) -> str:
+    def create_container(self, sandbox_id: str, config: ContainerConfig, sandbox_config: PodSandboxConfig) -> str:
         self._n += 1
         cid = f"c{self._n}"
-        self._names[cid] = container["name"]
-        self.calls.append(("create", container["name"], str(attempt), sandbox_id))
+        name = config.metadata.name
+        self._names[cid] = name
+        self.calls.append(("create", name, str(config.metadata.attempt), sandbox_id))
         assert config.mounts, "managed files (resolv.conf, termination log) are mounted"
         return cid
 
@@ -138,7 +139,7 @@ def pod_status(*containers: ContainerStatus, sandboxes: tuple[SandboxStatus, ...
 def parts(tmp_path):
     runtime, network, events = FakeRuntime(), FakeNetwork(), Events()
     clock = [NOW]
-    syncer = PodSyncer(runtime, network, FakeObjects(), pods_dir=str(tmp_path), recorder=events,
+    syncer = RuntimeSyncer(runtime, network, FakeObjects(), pods_dir=str(tmp_path), recorder=events,
                        hooks=HookRunner(runtime), backoff=Backoff(initial=10, maximum=300), clock=lambda: clock[0])
     return syncer, runtime, network, events, clock
 
@@ -215,7 +216,7 @@ def test_missing_configmap_is_create_container_config_error(parts) -> None:
 
 def test_network_failure_removes_the_sandbox_and_starts_nothing(tmp_path) -> None:
     runtime, network = FakeRuntime(), FakeNetwork(fail=True)
-    syncer = PodSyncer(runtime, network, FakeObjects(), pods_dir=str(tmp_path))
+    syncer = RuntimeSyncer(runtime, network, FakeObjects(), pods_dir=str(tmp_path))
     result = syncer.sync_pod(make_pod(container("app")), PodStatus("uid-1", "p", "ns"))
     assert [(e.action, e.reason) for e in result.errors] == [("CreatePodSandbox", "CreatePodSandboxError")]
     assert runtime.calls == [("run_sandbox", "0"), ("stop_sandbox", "sandbox-new"), ("remove_sandbox", "sandbox-new")]
@@ -306,9 +307,10 @@ def test_hostports_open_with_the_sandbox_and_close_with_its_network(tmp_path) ->
 
     runtime, network, events, fake = FakeRuntime(), FakeNetwork(), Events(), FakeIptables()
     sandbox_ids = iter(["sb-first", "sb-second"])
-    runtime.run_sandbox = lambda pod, **kwargs: next(sandbox_ids)
+    runtime.run_sandbox = lambda config: next(sandbox_ids)
     hostports = HostportManager(fake, None)
-    syncer = PodSyncer(runtime, network, FakeObjects(), pods_dir=str(tmp_path), recorder=events, hostports=hostports)
+    syncer = RuntimeSyncer(runtime, network, FakeObjects(), pods_dir=str(tmp_path), recorder=events,
+                           hostports=hostports)
     app = container("app", ports=[{"containerPort": 80, "hostPort": 18080}])
     result = syncer.sync_pod(make_pod(app), PodStatus("uid-1", "p", "ns"))
     assert not result.errors and set(hostports.entries()) == {"sb-first"}
@@ -336,9 +338,9 @@ def test_service_env_reaches_the_container_and_not_synced_waits(parts) -> None:
     seen: list[dict[str, str]] = []
     original = runtime.create_container
 
-    def create(pod, spec, *, config, **kwargs):
+    def create(sandbox_id, config, sandbox_config):
         seen.append(dict(config.env))
-        return original(pod, spec, config=config, **kwargs)
+        return original(sandbox_id, config, sandbox_config)
 
     runtime.create_container = create
     syncer.service_env = lambda pod: {"WEB_SERVICE_HOST": "10.96.0.7"}
