@@ -488,7 +488,7 @@ class ResourceHandlers:
 
 def _as_protobuf(response: web.StreamResponse) -> web.StreamResponse:
     """A JSON answer re-encoded as protobuf for a client that accepts nothing else; 406 for an answer
-    without a protobuf form (a Table, a kind outside the vendored groups). Other media (logs) stay."""
+    without a protobuf form (a Table, a kind outside the protobuf table's groups). Other media (logs) stay."""
     if (not isinstance(response, web.Response) or response.content_type != "application/json"
             or not isinstance(response.body, bytes)):
         return response

@@ -45,6 +45,7 @@ from control.api.batch import (
     JOB_TRACKING_FINALIZER,
 )
 from control.apimachinery.meta import deep_copy, timestamp_or_none
+from control.controllers.shared.helpers import has_finalizer, job_finished_condition
 
 Obj = Mapping[str, Any]
 
@@ -62,14 +63,9 @@ def spec_of(job: Obj) -> Mapping[str, Any]:
     return job.get("spec") or {}
 
 
-def condition_true(job: Obj, kind: str) -> bool:
-    return any(c.get("type") == kind and c.get("status") == "True"
-               for c in (job.get("status") or {}).get("conditions") or ())
-
-
 def is_finished(job: Obj) -> bool:
     """Complete or Failed (IsJobFinished): the controller touches nothing of a finished job but finalizers."""
-    return condition_true(job, "Complete") or condition_true(job, "Failed")
+    return job_finished_condition(job) is not None
 
 
 def is_indexed(job: Obj) -> bool:
@@ -92,7 +88,7 @@ def phase_of(pod: Obj) -> str:
 
 
 def has_tracking_finalizer(pod: Obj) -> bool:
-    return JOB_TRACKING_FINALIZER in ((pod.get("metadata") or {}).get("finalizers") or ())
+    return has_finalizer(pod, JOB_TRACKING_FINALIZER)
 
 
 def is_terminating(pod: Obj) -> bool:
