@@ -145,7 +145,8 @@ _node_cidr_mask_size_option = click.option(  # `server` and `up`; checked by _wi
     help="The size of the pod CIDR the node IPAM controller gives each Node out of --cluster-cidr.")
 
 
-def _with_node_ipam(settings, *, cluster_cidr: str, service_cidr: str, node_cidr_mask_size: int):
+def _with_node_ipam(settings: ControllerManagerConfiguration, *, cluster_cidr: str, service_cidr: str,
+                    node_cidr_mask_size: int) -> ControllerManagerConfiguration:
     """The controller settings with the node IPAM's ranges; a mask size that does not fit exits 2."""
     import dataclasses
 
