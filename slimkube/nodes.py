@@ -24,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from control.apimachinery.validation import is_dns1123_subdomain
 
@@ -64,13 +65,13 @@ class NodesPlan:
     prefixlen: int
     nodes: tuple[NodeSpec, ...]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"bridge": self.bridge, "nodesCIDR": self.nodes_cidr, "hostIP": self.host_ip,
                 "nodes": [{"index": n.index, "name": n.name, "nodeIP": n.node_ip,
                            "hostVeth": n.host_veth, "dataDir": n.data_dir} for n in self.nodes]}
 
     @classmethod
-    def from_json(cls, document: dict) -> NodesPlan:
+    def from_json(cls, document: dict[str, Any]) -> NodesPlan:
         network = ipaddress.IPv4Network(document["nodesCIDR"])
         return cls(bridge=document["bridge"], nodes_cidr=str(network), host_ip=document["hostIP"],
                    prefixlen=network.prefixlen,
