@@ -21,6 +21,7 @@ from control.apimachinery.quantity import Quantity
 from control.util.componentconfig import ConfigError, convert, read_document, with_overrides
 from nodeagent import eviction
 from nodeagent.logs import DEFAULT_MAX_FILES, DEFAULT_MAX_SIZE
+from nodeagent.network.backends.desired import Backend
 from nodeagent.network.manager import NetworkConfig
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -102,7 +103,7 @@ class KubeletConfig:
                              masq_chain=self.pod_masquerade_chain)
 
 
-POD_NETWORKS = ("vxlan", "host-gw", "none")  # nodeagent/network/backends/desired.py Backend values
+POD_NETWORKS = tuple(backend.value for backend in Backend)  # vxlan, host-gw, none
 
 # YAML name → (dataclass field, parser). Upstream's KubeletConfiguration names first, then ours.
 _Parser = Any
