@@ -167,14 +167,14 @@ def ready_since(client: RESTClient, node: str, since: datetime) -> bool:
 def prepare_cluster(data_dir: Path, run_id: str, docker_api,
                     register: Callable[[Callable[[], object]], object], *, pod_network: str = "vxlan") -> dict:
     """A data dir for `up --nodes 3`: node 1's kubelet.yaml names the test's node, bridge, chains, VXLAN
-    device, backend and pod CIDR, the first /24 of a /22 cluster CIDR clear of this host's routes (nodes 2..3
-    get the next ones from the node IPAM controller); DIR/nodes/kubelet.yaml gives nodes 2..3 a short Lease.
+    device, backend and a /22 cluster CIDR clear of this host's routes, out of which the node IPAM controller
+    gives every node its /24; DIR/nodes/kubelet.yaml gives nodes 2..3 a short Lease.
     Everything `up` may make is removed by the action given to `register`, even when the test fails."""
     (data_dir / "nodes").mkdir(parents=True)
     first = free_block("10.244", range(100, 252, 4), 4)  # a /22 clear of this host's routes: the cluster CIDR
     nodes_net = free_block("10.250", range(0, 250), 1)
-    settings, pod_rules = write_up_config(data_dir, run_id, pod_cidr=f"10.244.{first}.0/24",
-                                          cluster_cidr=f"10.244.{first}.0/22", pod_network=pod_network)
+    settings, pod_rules = write_up_config(data_dir, run_id, pod_cidr=None, cluster_cidr=f"10.244.{first}.0/22",
+                                          pod_network=pod_network)
     (data_dir / "nodes" / "kubelet.yaml").write_text(yaml.safe_dump({
         "nodeStatusUpdateFrequency": "2s", "nodeLeaseDurationSeconds": LEASE_SECONDS}))
     name = settings["nodeName"]

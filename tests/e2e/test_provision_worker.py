@@ -119,8 +119,8 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
     (data_dir / "nodes").mkdir(parents=True)
     first = free_block("10.244", range(100, 252, 4), 4)  # a /22 clear of this host's routes: the cluster CIDR
     nodes_cidr = f"10.250.{free_block('10.250', range(0, 250), 1)}.0/24"
-    settings, pod_rules = write_up_config(data_dir, run_id, pod_cidr=f"10.244.{first}.0/24",
-                                          cluster_cidr=f"10.244.{first}.0/22", pod_network="vxlan")
+    settings, pod_rules = write_up_config(data_dir, run_id, pod_cidr=None, cluster_cidr=f"10.244.{first}.0/22",
+                                          pod_network="vxlan")
     names = [settings["nodeName"], f"{settings['nodeName']}-2"]
     full = nodes.plan(3, first_name=names[0], cluster_cidr=settings["clusterCIDR"], data_dir=str(data_dir),
                       nodes_cidr=nodes_cidr)
