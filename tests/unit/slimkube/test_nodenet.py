@@ -90,3 +90,16 @@ def test_unwire_removes_namespaces_then_veths_then_the_bridge_and_reports_failur
     assert removals == [("netns", "del", "h-2"), ("netns", "del", "h-3"), ("link", "del", "slimnode2"),
                         ("link", "del", "slimnode3"), ("link", "del", "slimnodes0")]
     assert nodenet.unwire(PLAN, run=FakeIp(netns={"h-2"}, fail="netns del")) == ["namespace h-2: boom"]
+
+
+@pytest.mark.parametrize(("output", "device"), [
+    pytest.param("default via 10.0.0.1 dev eth0 proto dhcp src 10.0.0.5 metric 100\n", "eth0", id="dhcp"),
+    pytest.param("default dev wg0 scope link\n", "wg0", id="no-gateway"),
+    pytest.param("", "", id="none"),
+])
+def test_default_route_device(output, device):
+    def run(args):
+        assert tuple(args) == ("route", "show", "default")
+        return subprocess.CompletedProcess(args, 0, output, "")
+
+    assert nodenet.default_route_device(run=run) == device
