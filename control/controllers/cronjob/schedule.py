@@ -32,6 +32,7 @@ from croniter import croniter
 
 from control.api.batch import CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION
 from control.apimachinery.meta import deep_copy, format_timestamp, timestamp_or_none
+from control.controllers.shared.helpers import job_finished_condition
 
 Obj = Mapping[str, Any]
 
@@ -146,10 +147,8 @@ class Finished(enum.Enum):
 
 def finished_status(job: Obj) -> Finished | None:
     """getFinishedStatus: the Job's Complete or Failed condition, when True."""
-    for condition in (job.get("status") or {}).get("conditions") or ():
-        if condition.get("status") == "True" and condition.get("type") in ("Complete", "Failed"):
-            return Finished(condition["type"])
-    return None
+    condition = job_finished_condition(job)
+    return None if condition is None else Finished(condition["type"])
 
 
 def _start_key(job: Obj) -> tuple[int, datetime, str]:

@@ -43,8 +43,8 @@ from control.api.taints import (
     taints_of,
 )
 from control.apimachinery.meta import deep_copy
-from control.controllers.deployment.util import scaled_value
 from control.controllers.shared.controller_utils import is_pod_available
+from control.controllers.shared.helpers import scaled_value
 from control.controllers.shared.history import CONTROLLER_REVISION_HASH_LABEL
 
 Obj = Mapping[str, Any]

@@ -30,48 +30,24 @@ shows (here every pod update of a selected pod costs one cheap in-memory sync).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 from control.apimachinery.labels import selector_from_set
-from control.apimachinery.meta import key_of, split_key
+from control.apimachinery.meta import split_key
 from control.client.errors import NotFound
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.client.store import Lister
 from control.client.workqueue import RateLimitingQueue
-from control.controllers.endpoints.subsets import LEADER_ANNOTATION, compute_subsets, desired_endpoints, selects
-from control.controllers.shared.base import APIClient, Controller
+from control.controllers.endpoints.subsets import compute_subsets, desired_endpoints
+from control.controllers.shared.base import APIClient
+from control.controllers.shared.endpoint_util import LEADER_ANNOTATION
+from control.controllers.shared.service_pods import ServicePodController
 from control.controllers.shared.trigger_time import TriggerTimeTracker, format_trigger_time
 
 log = logging.getLogger(__name__)
 
 DEFAULT_WORKERS = 5  # upstream --concurrent-endpoint-syncs
 MAX_RETRIES = 15  # upstream endpoints_controller.go maxRetries
-
-
-class ServicePodController(Controller):
-    """The pod handlers the Endpoints and EndpointSlice controllers share: a pod's change maps to the keys of
-    the Services that select it, before and after (a relabelled pod leaves one Service for another).
-    A subclass sets `services`, a lister of the Services informer, before registering the handlers."""
-
-    services: Lister
-
-    def services_of(self, pod: Mapping[str, Any]) -> set[str]:
-        namespace = (pod.get("metadata") or {}).get("namespace")
-        return {key_of(service) for service in self.services.list(namespace) if selects(service, pod)}
-
-    def on_pod_add(self, pod: Mapping[str, Any]) -> None:
-        """Also the delete handler: the pod's services must drop (or add) its address."""
-        for key in self.services_of(pod):
-            self.queue.add(key)
-
-    def on_pod_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get("resourceVersion"):
-            return  # a periodic resync: nothing changed
-        for key in self.services_of(old) | self.services_of(new):
-            self.queue.add(key)
 
 
 class EndpointsController(ServicePodController):
