@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from control.api.typed import TypedObject
 from control.apimachinery.meta import deep_copy, get_condition
 
 Obj = Mapping[str, Any]
@@ -33,7 +34,7 @@ NAMESPACE_FINALIZER = "kubernetes"  # v1.FinalizerKubernetes: the namespace cont
 
 def finalizers_of(obj: Obj) -> Sequence[str]:
     """metadata.finalizers (empty when absent)."""
-    return (obj.get("metadata") or {}).get("finalizers") or ()
+    return TypedObject(obj).metadata.finalizers
 
 
 def has_finalizer(obj: Obj, finalizer: str) -> bool:
