@@ -217,7 +217,7 @@ class PodSources:
             self._api_uids.discard(uid)
         self._workers.gone(uid)
 
-    def on_static(self, pods: list[dict]) -> None:
+    def on_static(self, pods: list[dict[str, Any]]) -> None:
         current = {_meta(p)["uid"]: p for p in pods}
         with self._lock:
             removed = set(self._static) - set(current)

@@ -6,9 +6,26 @@ config value is a usage error (exit 2), a failure to start exit 1.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import click
 
 from control.util.version import KUBERNETES_VERSION, SLIMKUBE_VERSION
+
+if TYPE_CHECKING:  # the commands import their components when run, so `slimkube version` starts fast
+    from control.apiserver.server import APIServer
+    from control.client.kubeconfig import ClientConfig
+    from control.controllers.manager import ControllerManagerConfiguration
+    from control.util.iptables import Iptables
+    from nodeagent.config import KubeletConfig
+    from proxy.config import ProxyConfig
+    from slimkube.allinone import KubeletLike, NodeGroupLike
+    from slimkube.controlplane import SchedulerOptions
+    from slimkube.leadership import LeaderElection
+    from slimkube.nodes import NodeSpec, NodesPlan
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
 
 DEFAULT_DATA_DIR = "/var/lib/slimkube"
 DEFAULT_SERVICE_CIDR = "10.96.0.0/12"  # the server's default; an agent's cluster DNS is its tenth address
@@ -76,7 +93,7 @@ _hpa_sync_option = click.option(  # `server` and `up`; checked by _controller_se
     help="How often the horizontal pod autoscaler controller looks at each HPA's metrics and target.")
 
 
-def _scheduler_options(command):  # `server` and `up`; checked by _scheduler_settings
+def _scheduler_options(command: _Command) -> _Command:  # `server` and `up`; checked by _scheduler_settings
     for option in reversed([
         click.option("--scheduler-config", type=click.Path(dir_okay=False), metavar="FILE",
                      help="KubeSchedulerConfiguration YAML (kubescheduler.config.k8s.io/v1): profiles, plugins, "
@@ -91,7 +108,7 @@ def _scheduler_options(command):  # `server` and `up`; checked by _scheduler_set
     return command
 
 
-def _scheduler_settings(config_file: str | None, bind_address: str, port: int):  # -> SchedulerOptions
+def _scheduler_settings(config_file: str | None, bind_address: str, port: int) -> SchedulerOptions:
     """The scheduler's flags and its checked config file; a bad file or address is a usage error (exit 2)."""
     import ipaddress
 
@@ -137,9 +154,8 @@ def _positive_duration(value: str, flag: str) -> float:
 
 def _controller_settings(node_monitor_grace_period: str, resource_quota_sync_period: str, *,
                          max_endpoints_per_slice: int = 100, loadbalancer_address_pool: str = "",
-                         hpa_sync_period: str = "15s"):
-    """The controller manager's flags (Go durations, as upstream's) as its configuration; bad ones exit 2.
-    Returns a ControllerManagerConfiguration."""
+                         hpa_sync_period: str = "15s") -> ControllerManagerConfiguration:
+    """The controller manager's flags (Go durations, as upstream's) as its configuration; bad ones exit 2."""
     from control.controllers.manager import ControllerManagerConfiguration
     from control.controllers.servicelb.controller import parse_pool
 
@@ -242,7 +258,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         raise click.UsageError(str(exc)) from None
 
 
-def _leader_election(enabled: bool, lease_duration: str, renew_deadline: str, retry_period: str):  # -> LeaderElection
+def _leader_election(enabled: bool, lease_duration: str, renew_deadline: str,
+                     retry_period: str) -> LeaderElection:
     """The --leader-elect* flags (Go durations, as upstream's), checked as the elector will check them."""
     from control.client.leaderelection import check_timings
     from control.util.componentconfig import ConfigError, parse_duration
@@ -271,9 +288,10 @@ def _say(line: str) -> None:
     click.echo(line, err=True)
 
 
-def _kubelet_config(config_file: str | None, **overrides: object):  # -> KubeletConfig
+def _kubelet_config(config_file: str | None, **overrides: object) -> KubeletConfig:
     """The kubelet's settings: the file, then the flags given; a bad value is a usage error (exit 2)."""
-    from nodeagent.config import ConfigError, load
+    from control.util.componentconfig import ConfigError
+    from nodeagent.config import load
 
     try:
         return load(config_file, overrides=overrides)
@@ -281,7 +299,7 @@ def _kubelet_config(config_file: str | None, **overrides: object):  # -> Kubelet
         raise click.UsageError(str(exc)) from None
 
 
-def _kubelet_options(command):  # the flags `agent` and `up` share, mapped to KubeletConfig fields
+def _kubelet_options(command: _Command) -> _Command:  # the flags `agent` and `up` share, as KubeletConfig fields
     for option in reversed([
         click.option("--config", "config_file", type=click.Path(dir_okay=False),
                       help="KubeletConfiguration YAML (kubelet.config.k8s.io/v1beta1 names); flags override it."),
@@ -300,7 +318,8 @@ def _kubelet_options(command):  # the flags `agent` and `up` share, mapped to Ku
     return command
 
 
-def _make_kubelet(config, client_config, *, serve_dns: bool = False, tag: str = "agent"):
+def _make_kubelet(config: KubeletConfig, client_config: ClientConfig, *, serve_dns: bool = False,
+                  tag: str = "agent") -> KubeletLike:
     """The kubelet, with this node's cluster DNS beside it unless --no-serve-dns (slimkube/nodedns.py)."""
     from control.client.rest import RESTClient
     from nodeagent.kubelet import Kubelet
@@ -319,7 +338,7 @@ def _check_credentials(kubeconfig: str | None, server: str | None, token: str | 
 
 
 def _client_config(kubeconfig: str | None, server: str | None, token: str | None, ca_file: str | None, *,
-                   data_dir: str, tag: str):  # -> ClientConfig
+                   data_dir: str, tag: str) -> ClientConfig:
     """The credential from a kubeconfig, or by joining with the node token (nodeagent/bootstrap.py: the CA
     from /cacerts is checked against the K10 token's hash and kept under DATA_DIR/agent)."""
     from control.client.kubeconfig import KubeconfigError, load_kubeconfig
@@ -456,13 +475,15 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
         _say(note)
     _logging(verbose)
 
-    def join_local(api):  # the kubelet joins exactly as an agent would, trusting the CA it just made
+    def join_local(api: APIServer) -> ClientConfig:
+        # the kubelet joins exactly as an agent would, trusting the CA it just made
         try:
             return join(api.url, api.node_token, data_dir=data_dir, ca_file=api.certs.ca_path if api.certs else None)
         except BootstrapError as exc:
             raise NodeError(str(exc)) from exc
 
-    def make_nodes(api):  # nodes 2..N join through the node bridge with the node token, as workers do
+    def make_nodes(api: APIServer) -> NodeGroupLike:
+        # nodes 2..N join through the node bridge with the node token, as workers do
         from slimkube.multinode import node_group
 
         assert plan.nodes is not None
@@ -486,7 +507,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
         raise click.UsageError(str(exc)) from None
 
 
-def _start_node_network(data_dir: str, plan) -> None:
+def _start_node_network(data_dir: str, plan: NodesPlan) -> None:
     from slimkube.allinone import NodeError
     from slimkube.multinode import start_network
     from slimkube.nodenet import NodeNetError
@@ -552,7 +573,7 @@ def node() -> None:
     """
 
 
-def _node_of(data_dir: str, name: str):  # -> NodeSpec of a running `up --nodes`
+def _node_of(data_dir: str, name: str) -> NodeSpec:  # a node of a running `up --nodes`
     from slimkube.multinode import find_node
     from slimkube.nodelock import LockHeld, NodeLock
 
@@ -598,9 +619,9 @@ def node_start(name: str, data_dir: str) -> None:
     _say(f"[node {name}] kubelet started (pid {pid})")
 
 
-def _proxy_config(config_file: str | None, **overrides: object):  # -> ProxyConfig
+def _proxy_config(config_file: str | None, **overrides: object) -> ProxyConfig:
     """The proxy's settings: the KubeProxyConfiguration file, then the flags given; bad values exit 2."""
-    from nodeagent.config import ConfigError
+    from control.util.componentconfig import ConfigError
     from proxy.config import load
 
     try:
@@ -609,7 +630,7 @@ def _proxy_config(config_file: str | None, **overrides: object):  # -> ProxyConf
         raise click.UsageError(str(exc)) from None
 
 
-def _cleanup_proxy_rules(iptables, tag: str) -> bool:
+def _cleanup_proxy_rules(iptables: Iptables, tag: str) -> bool:
     """Remove the proxy's chains and jumps; False (after saying why) if that failed."""
     from control.util.iptables import IptablesError
     from proxy.app import run_cleanup

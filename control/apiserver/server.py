@@ -214,9 +214,9 @@ class APIServer:
         self.port = config.port
         self.certs: certs.ServingCerts | None = None
         self.advertise_address: str | None = None
-        self._endpoints_task: asyncio.Task | None = None
+        self._endpoints_task: asyncio.Task[None] | None = None
         self._crds: CRDController | None = None
-        self._crd_task: asyncio.Task | None = None
+        self._crd_task: asyncio.Task[None] | None = None
         # `kubectl get cs`: the store's check is this server's own; the composition root adds the others
         self.components = componentstatus.ComponentStatuses()
         self.components.register("etcd-0", self._storage_health)

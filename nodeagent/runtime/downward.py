@@ -91,6 +91,7 @@ def field_value(pod: Mapping[str, Any], field_path: str, *, pod_ips: Sequence[st
 
 def _container_named(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     spec = pod.get("spec") or {}
+    container: Mapping[str, Any]
     for container in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
         if container.get("name") == name:
             return container

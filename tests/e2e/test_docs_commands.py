@@ -1,5 +1,5 @@
 """The README's and docs/' `sh e2e` blocks, run as written against the shared `up --nodes 3`
-(tests/e2e/shared_cluster.py) with the real kubectl 1.33 as `kubectl`.
+(tests/e2e/shared_cluster.py) with the real kubectl 1.33 as `kubectl` (the README's also with 1.20).
 
 Each block runs in bash with `set -euo pipefail`, in a namespace of its own (the kubeconfig's context
 names it, so the block's plain `kubectl` commands land there), with `KUBECONFIG` and `DIR` (the cluster's
@@ -32,13 +32,20 @@ def _kubeconfig_in(namespace: str, kubeconfig: str, path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("block", [b for b in all_blocks() if b.mode == "e2e"], ids=lambda block: block.id)
-def test_e2e_blocks_run(block: Block, workload_cluster: RunningCluster, cluster_namespace: str, tmp_path: Path):
+def _runs() -> list[tuple[Block, str]]:
+    """Every e2e block with kubectl 1.33; the README's also with 1.20, the oldest kubectl it promises."""
+    return [(block, version) for block in all_blocks() if block.mode == "e2e"
+            for version in (("1.33", "1.20") if block.path.name == "README.md" else ("1.33",))]
+
+
+@pytest.mark.parametrize("block,version", _runs(), ids=lambda value: value.id if isinstance(value, Block) else value)
+def test_e2e_blocks_run(block: Block, version: str, workload_cluster: RunningCluster, cluster_namespace: str,
+                        tmp_path: Path):
     binaries = tmp_path / "bin"
     binaries.mkdir()
-    kubectl = KUBECTLS["1.33"]
+    kubectl = KUBECTLS[version]
     if not os.access(kubectl, os.X_OK):
-        unavailable("kubectl 1.33", f"{kubectl} is missing")
+        unavailable(f"kubectl {version}", f"{kubectl} is missing")
     (binaries / "kubectl").symlink_to(kubectl)
     env = {**os.environ, "PATH": f"{binaries}:{os.environ['PATH']}", "HOME": str(tmp_path),
            "KUBECONFIG": str(_kubeconfig_in(cluster_namespace, workload_cluster.kubeconfig, tmp_path / "kubeconfig")),

@@ -4,7 +4,7 @@ RuntimeClass, CSIDriver, CertificateSigningRequest with `kubectl certificate app
 configurations, the APIServices of the local groups and `kubectl get cs` against a control plane whose
 scheduler and controller manager really run.
 
-kubectl 1.33 sends protobuf bodies for `create ingress`, so the vendored networking proto is exercised too.
+kubectl 1.33 sends protobuf bodies for `create ingress`, so the networking group's protobuf table is exercised too.
 """
 
 from __future__ import annotations

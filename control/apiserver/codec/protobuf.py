@@ -9,14 +9,14 @@ and the evictions of `kubectl drain`. (`expose`, `run`, `autoscale`, `create job
 `Accept: application/vnd.kubernetes.protobuf,application/json`, so answers stay JSON.
 
 The wire format is the envelope `k8s\\x00` + a `runtime.Unknown` message {typeMeta {apiVersion, kind},
-raw, contentEncoding, contentType}, where `raw` is the object's own message. Every kind of the vendored
-API groups decodes (control/apiserver/codec/protoschema.py builds the tables from upstream's generated.proto and
-the Go struct tags); a kind outside them is None (the caller answers 415). The result is the JSON the same
+raw, contentEncoding, contentType}, where `raw` is the object's own message. Every kind of the API
+groups in the type table decodes (control/apiserver/codec/protoschema.py: upstream's generated.proto facts and Go
+struct tags); a kind outside them is None (the caller answers 415). The result is the JSON the same
 client writes when it speaks JSON: zero `omitempty` scalars gogo-protobuf wrote are dropped, pointer
 fields (`replicas: 0`, `ready: false`) and non-pointer structs (`strategy: {}`) kept, embedded structs
 inlined, bytes as base64, Quantity as its string, IntOrString as a number or a string, Time and
 MicroTime as RFC 3339 (a zero time, JSON's `null`, is left out), RawExtension and FieldsV1 as the JSON
-they carry (no vendored kind has a metav1.Duration field). Unknown field numbers are skipped, as
+they carry (no kind in the table has a metav1.Duration field). Unknown field numbers are skipped, as
 upstream's decoder does.
 """
 
@@ -148,7 +148,7 @@ def _value(field: Field, wire: int, value: Any) -> Any:
         return special(value)
     if type_name in schemas().list_wrappers:
         return next(iter(decode_message(value, type_name).values()), [])
-    return decode_message(value, type_name)  # every message a field names has a table (protoschema.build)
+    return decode_message(value, type_name)  # every message a field names is in the table
 
 
 def _map_entry(value: Any, field: Field) -> tuple[str, Any]:

@@ -12,7 +12,7 @@ their base64. An embedded Go struct (JSON inlines it) is written as its own mess
 
 Besides the kinds with ObjectMeta, each `<Kind>List` (metadata ListMeta = 1, items = 2) and meta.k8s.io
 Status (typeMeta apiVersion `v1`, as upstream) have a protobuf form; anything else (a Table, a kind outside
-the vendored groups, a watch stream) has none, and a client that accepts only protobuf gets 406.
+the table's groups, a watch stream) has none, and a client that accepts only protobuf gets 406.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -142,7 +142,8 @@ class ResourceHandlers:
             return await self._delete_collection(request, target)
         if verb == "create" or verb not in resource.verbs:
             raise status.method_not_allowed()
-        return await getattr(self, f"_{verb}")(request, target)
+        handler: Callable[[web.Request, req.Target], Awaitable[web.StreamResponse]] = getattr(self, f"_{verb}")
+        return await handler(request, target)
 
     # -- collection ---------------------------------------------------------------------------------
 
@@ -487,7 +488,7 @@ class ResourceHandlers:
 
 def _as_protobuf(response: web.StreamResponse) -> web.StreamResponse:
     """A JSON answer re-encoded as protobuf for a client that accepts nothing else; 406 for an answer
-    without a protobuf form (a Table, a kind outside the vendored groups). Other media (logs) stay."""
+    without a protobuf form (a Table, a kind outside the protobuf table's groups). Other media (logs) stay."""
     if (not isinstance(response, web.Response) or response.content_type != "application/json"
             or not isinstance(response.body, bytes)):
         return response

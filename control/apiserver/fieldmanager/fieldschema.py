@@ -3,18 +3,19 @@ which are maps (free keys), which lists are atomic, sets, or maps keyed by some 
 which structs and maps are atomic (upstream: the schema sigs.k8s.io/structured-merge-diff reads, converted by
 k8s.io/kube-openapi/pkg/schemaconv from the OpenAPI document generated out of the Go types).
 
-The facts come from the same vendored upstream files the protobuf decoder reads (k8s_proto/, protoschema.py):
-`generated.proto` gives every message's fields, `repeated` and `map<string, V>`; the comment markers and struct
-tags of `types.go` give the list and map semantics, exactly as the OpenAPI generator reads them:
+The facts come from the table the protobuf codec reads (protoschema.py, generated from upstream's
+`generated.proto` and `types.go`): every message's fields, `repeated` and `map<string, V>`, and the markers and
+struct tags of the Go types, read as the OpenAPI generator reads them:
 - `+listType=atomic|set|map` with `+listMapKey=...` (several keys in order), on the field;
 - without a `+listType`, `patchStrategy:"merge"` makes a set, or with `patchMergeKey:"k"` a map keyed by k,
   and an untagged list is atomic (schemaconv's rule for x-kubernetes-patch-strategy);
 - `+structType=atomic` on a type, `+mapType=atomic` / `+structType=atomic` on a field.
 These are the same `patchStrategy`/`patchMergeKey` tags the strategic merge patch's table in patch.py was
-transcribed from; tests/unit/test_fieldschema.py checks that the two agree on every list that table names.
+transcribed from; tests/unit/apiserver/test_fieldschema.py checks that the two agree on every list that table
+names.
 
 IntOrString, Quantity, Time, MicroTime, Duration, FieldsV1 and RawExtension are scalars (upstream: their
-OpenAPI types are strings/untyped). A kind the vendored files do not describe, and a field a struct does not
+OpenAPI types are strings/untyped). A kind the table does not describe, and a field a struct does not
 declare, get the "deduced" type upstream gives schemaless objects: objects are maps of their keys, lists are
 atomic.
 """
@@ -23,11 +24,11 @@ from __future__ import annotations
 
 import copy
 import functools
-import re
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 from control.apiserver.codec import protoschema
+from control.apiserver.codec.protoschema import Markers
 
 SCALAR_MESSAGES = frozenset({
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString", "k8s.io.apimachinery.pkg.api.resource.Quantity",
@@ -62,52 +63,6 @@ DEDUCED = Type("deduced")
 _DEDUCED_LIST = Type("list", list_type="atomic")
 
 
-@dataclass(frozen=True, slots=True)
-class _Markers:
-    list_type: str = ""
-    keys: tuple[str, ...] = ()
-    atomic: bool = False
-    strategy: str = ""
-    merge_key: str = ""
-
-
-_STRUCT = re.compile(r"^type\s+(\w+)\s+struct\s*\{")
-_MARKER = re.compile(r"^//\s*\+(listType|listMapKey|mapType|structType)=(\w+)")
-
-
-def parse_markers(text: str) -> tuple[dict[str, dict[int, _Markers]], set[str]]:
-    """From one types.go: struct name → protobuf field number → that field's markers and patch tags; and the
-    names of the structs marked `+structType=atomic`."""
-    fields: dict[str, dict[int, _Markers]] = {}
-    atomic_structs: set[str] = set()
-    current: dict[int, _Markers] | None = None
-    block: list[tuple[str, str]] = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("//"):
-            if (marker := _MARKER.match(stripped)) is not None:
-                block.append((marker.group(1), marker.group(2)))
-            continue
-        if (struct := _STRUCT.match(stripped)) is not None:
-            current = fields[struct.group(1)] = {}
-            if ("structType", "atomic") in block:
-                atomic_structs.add(struct.group(1))
-        elif line.startswith("}"):
-            current = None
-        elif current is not None and (number := re.search(r'protobuf:"\w+,(\d+)', line)) is not None:
-            values = dict(block)
-            strategy = re.search(r'patchStrategy:"([^"]*)"', line)
-            merge_key = re.search(r'patchMergeKey:"([^"]*)"', line)
-            current[int(number.group(1))] = _Markers(
-                list_type=values.get("listType", ""),
-                keys=tuple(value for name, value in block if name == "listMapKey"),
-                atomic=values.get("mapType") == "atomic" or values.get("structType") == "atomic",
-                strategy=strategy.group(1) if strategy else "",
-                merge_key=merge_key.group(1) if merge_key else "")
-        block = []
-    return fields, atomic_structs
-
-
 @dataclass(frozen=True)
 class Schema:
     """Fields of every struct by JSON name (embedded structs inlined), the structs marked atomic, and the root
@@ -118,7 +73,7 @@ class Schema:
     kinds: dict[tuple[str, str], str]
     zero_fields: dict[str, tuple[tuple[str, str, object], ...]]  # message → (json, nested message, value)
 
-    def zero(self, api_version: str, kind: str) -> dict:
+    def zero(self, api_version: str, kind: str) -> dict[str, Any]:
         """The empty object of a kind as Go's JSON encoder writes it: non-pointer structs present, fields
         without `omitempty` present as their zero value (null for lists, maps and pointers). Upstream
         compares a create with this, so only what is new to it (labels, a pointer struct such as
@@ -126,7 +81,7 @@ class Schema:
         message = self.kinds.get((api_version, kind))
         return self._zero(message) if message else {}
 
-    def _zero(self, message: str) -> dict:
+    def _zero(self, message: str) -> dict[str, Any]:
         return {name: self._zero(nested) if nested else copy.deepcopy(value)
                 for name, nested, value in self.zero_fields.get(message, ())}
 
@@ -158,7 +113,7 @@ def deduced_child(value: object) -> Type:
     return _DEDUCED_LIST if isinstance(value, list) else DEDUCED
 
 
-def _field_type(field: protoschema.Field, markers: _Markers, atomic_structs: frozenset[str]) -> Type:
+def _field_type(field: protoschema.Field, markers: Markers, atomic_structs: frozenset[str]) -> Type:
     message = "" if field.type in protoschema.SCALARS or field.type in SCALAR_MESSAGES else field.type
     if field.label == "map":
         return Type("map", element=message, atomic=markers.atomic)
@@ -177,26 +132,18 @@ def _field_type(field: protoschema.Field, markers: _Markers, atomic_structs: fro
     return Type("struct", message=message, atomic=markers.atomic or message in atomic_structs)
 
 
-def build(root: Path = protoschema.ROOT) -> Schema:
-    """The schema of every message in the vendored files under `root`."""
-    schemas = protoschema.schemas() if root == protoschema.ROOT else protoschema.build(root)
-    markers: dict[str, dict[int, _Markers]] = {}
-    atomic: set[str] = set()
-    for types in sorted(root.rglob("types.go")):
-        package = types.parent.relative_to(root).as_posix().replace("/", ".")
-        parsed, atomic_structs = parse_markers(types.read_text())
-        markers.update({f"{package}.{name}": fields for name, fields in parsed.items()})
-        atomic |= {f"{package}.{name}" for name in atomic_structs}
+def build(schemas: protoschema.Schemas) -> Schema:
+    """The schema of every message in the tables."""
     structs: dict[str, dict[str, Type]] = {}
     for message, fields in schemas.messages.items():
-        own = markers.get(message, {})
-        structs[message] = {field.json: _field_type(field, own.get(number, _Markers()), frozenset(atomic))
+        own = schemas.markers.get(message, {})
+        structs[message] = {field.json: _field_type(field, own.get(number, Markers()), schemas.atomic_structs)
                             for number, field in fields.items()}
     for message in structs:  # inline embedded structs (`json:",inline"`, an empty JSON name)
         _inline(structs, message)
     zero_fields = {message: tuple(zero for f in fields.values() if f.json and (zero := _zero_field(f, structs)))
                    for message, fields in schemas.messages.items()}
-    return Schema(structs, frozenset(atomic), schemas.kinds, zero_fields)
+    return Schema(structs, schemas.atomic_structs, schemas.kinds, zero_fields)
 
 
 _SCALAR_ZEROS: dict[str, object] = {"string": "", "bool": False, "int32": 0, "int64": 0, "uint32": 0, "uint64": 0,
@@ -226,4 +173,4 @@ def _inline(structs: dict[str, dict[str, Type]], message: str) -> None:
 
 @functools.cache
 def schema() -> Schema:
-    return build()
+    return build(protoschema.schemas())

@@ -73,7 +73,7 @@ def encode(obj: Mapping[str, Any]) -> bytes:
 
 
 def decode(value: bytes, revision: int) -> dict[str, Any]:
-    obj = codec.loads(value)
+    obj: dict[str, Any] = codec.loads(value)
     obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
     return obj
 
@@ -338,7 +338,7 @@ class Registry:
                manager: str | None = None) -> dict[str, Any]:
         """POST, in the order strategies/base.py documents; a failed write gives back what the strategy's
         `begin_write` reserved. `manager` names the field manager of an Update (None: not tracked)."""
-        obj = deep_copy(body)
+        obj: dict[str, Any] = deep_copy(body)
         self._check_identity(resource, namespace, obj)
         fieldvalidation.prune_written(obj)
         metadata = obj["metadata"]

@@ -30,7 +30,14 @@ from typing import Any
 
 from control.api.typed import Deployment, Pod, ReplicaSet, TypedObject
 from control.apimachinery.labels import SelectorError, selector_from_label_selector
-from control.apimachinery.meta import controller_ref, deep_copy, key_of, new_controller_ref, split_key
+from control.apimachinery.meta import (
+    annotations_of,
+    controller_ref,
+    deep_copy,
+    key_of,
+    new_controller_ref,
+    split_key,
+)
 from control.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, Conflict, NotFound, has_status_cause
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
@@ -301,7 +308,8 @@ class DeploymentController(Controller):
     def _write_status(self, state: _State, status: dict[str, Any]) -> None:
         state.d = self.client.update(self._deployment_path(state, "status"), {**state.d, "status": status})
 
-    def _scale_replica_set(self, state: _State, rs: Obj, replicas: int, *, annotate: bool) -> tuple[bool, dict]:
+    def _scale_replica_set(self, state: _State, rs: Obj, replicas: int, *,
+                           annotate: bool) -> tuple[bool, dict[str, Any]]:
         """Write spec.replicas (and the desired/max-replicas annotations) of `rs`; True if the size changed,
         then with a ScalingReplicaSet event in upstream's words (scaleReplicaSet)."""
         current = util.spec_replicas(rs)
@@ -358,7 +366,7 @@ class DeploymentController(Controller):
                 updated = self.client.update(self._rs_path(state, util.name_of(copy)), copy)
                 state.remember(updated)
                 return updated
-            needs_update = self._set_deployment_revision(state, util.annotations_of(copy).get(
+            needs_update = self._set_deployment_revision(state, annotations_of(copy).get(
                 util.REVISION_ANNOTATION, ""))
             status = deep_copy(dict(Deployment(state.d).status.raw))
             if util.has_progress_deadline(d) and status_condition(status, dstatus.PROGRESSING) is None:

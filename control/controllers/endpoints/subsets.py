@@ -123,7 +123,7 @@ def compute_subsets(service: Obj, pods: Iterable[Obj]) -> list[dict[str, Any]]:
 _NO_PORTS = ()  # the sentinel port for subsets without ports (upstream uses Port: -1)
 
 
-def _freeze(obj: Obj) -> tuple:
+def _freeze(obj: Obj) -> tuple[Any, ...]:
     return tuple(sorted((k, _freeze(v) if isinstance(v, Mapping) else v) for k, v in obj.items()))
 
 
@@ -145,8 +145,8 @@ class _Group:
 def repack_subsets(subsets: Sequence[Obj]) -> list[dict[str, Any]]:
     """Upstream RepackSubsets: one subset per distinct set of (address, readiness) serving some ports."""
     addresses: dict[tuple[str, str], Obj] = {}
-    ports: dict[tuple, Obj | None] = {}
-    served: dict[tuple, dict[tuple[str, str], bool]] = {}
+    ports: dict[tuple[Any, ...], Obj | None] = {}
+    served: dict[tuple[Any, ...], dict[tuple[str, str], bool]] = {}
     for subset in subsets:
         subset_ports = subset.get("ports") or [None]
         for port in subset_ports:
@@ -178,7 +178,7 @@ def repack_subsets(subsets: Sequence[Obj]) -> list[dict[str, Any]]:
     return sorted(result, key=_subset_order)
 
 
-def _subset_order(subset: Obj) -> tuple:
+def _subset_order(subset: Obj) -> tuple[tuple[str, str], tuple[tuple[str, int, str], ...]]:
     first = (subset.get("addresses") or subset.get("notReadyAddresses") or [{}])[0]
     return _address_key(first), tuple(_port_order(p) for p in subset.get("ports") or ())
 

@@ -323,7 +323,7 @@ def backoff_remaining(record: BackoffRecord, now: datetime, *, base: float = DEF
     """getRemainingTime: seconds before a replacement may be created (0: now)."""
     if record.failures_after_last_success == 0 or record.last_failure is None:
         return 0.0
-    delay = min(cap, base * 2 ** (record.failures_after_last_success - 1))
+    delay = min(cap, base * 2.0 ** (record.failures_after_last_success - 1))
     return max(0.0, delay - (now - record.last_failure).total_seconds())
 
 

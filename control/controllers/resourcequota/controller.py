@@ -54,7 +54,7 @@ WATCHED: Mapping[tuple[str, str], str] = {
 class QuotaClient(APIClient, Protocol):
     """The controller's verbs: the base's, and `list` for the kinds no informer watches."""
 
-    def list(self, path: str, *, params: Mapping[str, str] | None = None) -> dict: ...
+    def list(self, path: str, *, params: Mapping[str, str] | None = None) -> dict[str, Any]: ...
 
 
 class ResourceQuotaController(Controller):

@@ -92,7 +92,7 @@ def release_patch(obj: Obj, owner_uid: str) -> dict[str, Any]:
 
 
 class PatchClient(Protocol):
-    def patch(self, path: str, patch: dict | list, *, patch_type: str = "merge") -> dict: ...
+    def patch(self, path: str, patch: dict[str, Any] | list[Any], *, patch_type: str = "merge") -> dict[str, Any]: ...
 
 
 class ControllerRefManager:
