@@ -193,7 +193,7 @@ def _rfc1123z(moment: datetime) -> str:
 
 def plan_sync(cronjob: Obj, jobs: Sequence[Obj], now: datetime, *, controller_ref: Mapping[str, Any]) -> Plan:
     """syncCronJob and cleanupFinishedJobs for one CronJob and the Jobs it controls (module notes)."""
-    status = deep_copy(dict(cronjob.get("status") or {}))
+    status = deep_copy(dict(CronJob(cronjob).status.raw))
     plan = Plan(status=status)
     by_uid = {Job(j).metadata.uid: j for j in jobs}
     # 1. The active list: drop Jobs that are gone or finished; note the last success.

@@ -33,7 +33,7 @@ from datetime import datetime
 from typing import Any
 
 from control.api.disruption import is_pod_ready
-from control.api.typed import PersistentVolumeClaim, Pod, PodTemplateSpec, StatefulSet
+from control.api.typed import ControllerRevision, PersistentVolumeClaim, Pod, PodTemplateSpec, StatefulSet
 from control.apimachinery.meta import deep_copy, new_controller_ref
 from control.controllers.shared.controller_utils import is_pod_available
 
@@ -152,7 +152,8 @@ def revision_data(sts: Obj) -> dict[str, Any]:
 
 def template_of_revision(revision: Obj) -> dict[str, Any]:
     """ApplyRevision, for the one field a revision carries: the pod template."""
-    template = deep_copy(dict(((revision.get("data") or {}).get("spec") or {}).get("template") or {}))
+    spec = ControllerRevision(revision).data.get("spec") or {}
+    template = deep_copy(dict(spec.get("template") or {}))
     template.pop("$patch", None)
     return template
 
