@@ -418,6 +418,7 @@ class APIServer:
         kubelet = KubeletClient(ca_file=self.certs.ca_path if self.certs else None,
                                 cert_file=self.certs.kubelet_client_cert_path if self.certs else None,
                                 key_file=self.certs.kubelet_client_key_path if self.certs else None)
+        served = self.registry.resources  # what this server serves, custom resources included
         resources = ResourceHandlers(self.registry, self._cache, kubelet=kubelet,
                                      bookmark_seconds=self.config.bookmark_seconds,
                                      watch_events=self.metrics.watch_events)
@@ -429,13 +430,15 @@ class APIServer:
 
         async def get_api(request: web.Request) -> web.Response:
             if (aggregated := aggregated_discovery.negotiate(request.headers.get("Accept"))) is not None:
-                return _aggregated(aggregated_discovery.discovery_list(core=True, version=aggregated), aggregated)
+                return _aggregated(aggregated_discovery.discovery_list(served, core=True,
+                                                                       version=aggregated), aggregated)
             return json_response(discovery.api_versions(request.host))
 
         async def get_apis(request: web.Request) -> web.Response:
             if (aggregated := aggregated_discovery.negotiate(request.headers.get("Accept"))) is not None:
-                return _aggregated(aggregated_discovery.discovery_list(core=False, version=aggregated), aggregated)
-            return json_response(discovery.api_group_list())
+                return _aggregated(aggregated_discovery.discovery_list(served, core=False,
+                                                                       version=aggregated), aggregated)
+            return json_response(discovery.api_group_list(served))
 
         async def get_core(request: web.Request) -> web.Response:
             return await self._resource_list("", "v1")
@@ -472,16 +475,16 @@ class APIServer:
         app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", resources.handle)
         return app
 
-    @staticmethod
-    async def _resource_list(group: str, version: str) -> web.Response:
-        body = discovery.api_resource_list(group, version)
+    async def _resource_list(self, group: str, version: str) -> web.Response:
+        assert self.registry is not None
+        body = discovery.api_resource_list(self.registry.resources, group, version)
         if body is None:
             raise web.HTTPNotFound()
         return json_response(body)
 
-    @staticmethod
-    async def _group(request: web.Request) -> web.Response:
-        body = discovery.api_group(request.match_info["group"])
+    async def _group(self, request: web.Request) -> web.Response:
+        assert self.registry is not None
+        body = discovery.api_group(self.registry.resources, request.match_info["group"])
         if body is None:
             raise web.HTTPNotFound()
         return json_response(body)

@@ -22,8 +22,8 @@ from typing import Any
 from control.api.validation.primitives import Check, validate_object_meta
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError, is_dns1035_label, is_dns1123_subdomain
-from control.apiserver.crd import cel, jsonpath
-from control.apiserver.crd import schema as structural
+from control.apiserver.apiextensions import cel, jsonpath
+from control.apiserver.apiextensions import schema as structural
 from control.apiserver.resources import ALL_VERBS, STATUS_VERBS, Resource, SubResource
 
 GROUP = "apiextensions.k8s.io"
