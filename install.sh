@@ -81,7 +81,7 @@ setup_host() {
     apt-get install -y -qq --no-install-recommends vagrant >/dev/null
   fi
 
-  # 2. iptables backend. Legacy restores a 32k-rule table ~15x faster than nft (shared/RECIPES.md), but the
+  # 2. iptables backend. Legacy restores a 32k-rule table ~15x faster than nft (bench/RESULTS.md), but the
   #    switch is only safe before dockerd first writes rules and while nft holds no rules at all: rules
   #    outlive their writers, and a DROP left in one backend drops what the other accepts. So decide from
   #    what the kernel holds now, and never switch under a running dockerd.

@@ -1,5 +1,5 @@
 """The controller manager at scale: `kubectl scale --replicas=1000` of a Deployment on 100 fake nodes with
-the scheduler running (issue 15), beside a bare client creating the same pods through the API.
+the scheduler running, beside a bare client creating the same pods through the API.
 
 Run: `.venv/bin/python bench/controllers.py [--replicas 1000] [--nodes 100] [--clients N]` (no root: one
 `slimkube server` child process on 127.0.0.1, SQLite, every controller and the scheduler in it).
@@ -19,7 +19,7 @@ Same run, same server:
    scale subresource); a watch on the namespace's pods notes when each pod is first seen (created) and
    first seen with a nodeName (bound); the EndpointSlices of the Service are polled until they hold N
    ready endpoints. pods/s created = N ÷ (last pod seen − scale).
-The ratio is the controller's creates/s ÷ the bare client's. Goal (issue 15): ≥ 0.5.
+The ratio is the controller's creates/s ÷ the bare client's. Goal: ≥ 0.5.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Queries/s and p99 latency of the cluster DNS for Service names with 1,000 Services, against dnspython
-answering the same names from a static in-memory zone, in the same run (issue 18: goal ≤ 1.5×).
+answering the same names from a static in-memory zone, in the same run (goal ≤ 1.5×).
 
 Run: `.venv/bin/python bench/dns.py [--services 1000] [--queries 20000] [--rounds 3]` (no root; 127.0.0.1).
 

@@ -1,5 +1,5 @@
 """How many watch events/s an informer absorbs, against a bare `RESTClient.watch` loop on the same stream
-(issue 4: "events/s an informer absorbs vs the raw watch stream").
+(events/s an informer absorbs against the raw watch stream).
 
 Run: `.venv/bin/python bench/informer.py [--events N]`.
 

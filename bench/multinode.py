@@ -1,5 +1,5 @@
-"""`slimkube up --nodes N` on one host (issue 13: "time from `up --nodes 5` to five Ready nodes, and each
-extra node's RSS (kubelet + proxy)"), against `up --nodes 1` measured in the same run.
+"""`slimkube up --nodes N` on one host (time from `up --nodes 5` to five Ready nodes, and each
+extra node's RSS: kubelet + proxy), against `up --nodes 1` measured in the same run.
 
 Run (root, a running dockerd): `.venv/bin/python bench/multinode.py [--nodes 5] [--settle-seconds 5]`.
 

@@ -1,5 +1,5 @@
-"""The PLEG's relist against a bare low-level Docker list of the same containers (issue 16: "relist cost
-with 100 containers beside a bare low-level Docker list of the same containers (goal ≤ 1.5×)").
+"""The PLEG's relist against a bare low-level Docker list of the same containers (relist cost
+with 100 containers beside a bare low-level Docker list of the same containers; goal ≤ 1.5×).
 
 Run (root, a running dockerd): `.venv/bin/python bench/pleg.py [--containers 100] [--rounds 50]
 [--changed 10]`.
@@ -61,9 +61,11 @@ def create_containers(api: docker.APIClient, node: str, run: str, count: int) ->
     """`count` running containers, each the app container of its own pod on `node`; their ids."""
     def one(i: int) -> str:
         pod = {"metadata": {"name": f"pleg-{i}", "namespace": "default", "uid": f"skbench-{run}-{i}"}}
-        labels = L.container_labels(pod, {"name": "app"}, node=node, sandbox_id="", attempt=0, spec_hash="0",
-                                    extra={BENCH_LABEL: run})
-        created = api.create_container(BUSYBOX.ref, command=APP_COMMAND, name=L.make_name("app", pod, 0),
+        sandbox = L.sandbox_metadata(pod, 0)
+        labels = L.docker_labels(L.container_labels(sandbox, "app", extra={BENCH_LABEL: run}),
+                                 L.container_annotations(pod, {"name": "app"}, attempt=0, spec_hash="0"),
+                                 L.runtime_labels(L.Kind.CONTAINER, node=node))
+        created = api.create_container(BUSYBOX.ref, command=APP_COMMAND, name=L.make_name("app", sandbox, 0),
                                        labels=labels, host_config=api.create_host_config(network_mode="none"))
         api.start(created["Id"])
         return str(created["Id"])

@@ -1,6 +1,6 @@
-"""Pod start-up latency through the kubelet against bare Docker (issue 5: "create 30 pods at once on one
+"""Pod start-up latency through the kubelet against bare Docker (create 30 pods at once on one
 node, measure creation→Running (seen by a watch) p50/p99, beside the time bare docker create+start of
-the same pause+app containers takes in the same run"; goal p99 ≤ 1.3 × bare and ≤ 5 s, upstream's SLO).
+the same pause+app containers takes in the same run; goal p99 ≤ 1.3 × bare and ≤ 5 s, upstream's SLO).
 
 Run (root, a running dockerd): `.venv/bin/python bench/pod_startup.py [--pods 30]`.
 
@@ -8,7 +8,7 @@ Same run, same host, same images:
 1. bare Docker: `--pods` threads at once each create+start a pause container (network none, IPC
    shareable, as the kubelet's sandbox) and then a busybox `sleep` joined to its network and IPC
    namespaces; per pod, the time from the common start to its app container started. Then the same
-   pods one at a time (the issue's "~280 ms per pod" figure).
+   pods one at a time (the per-pod figure, ~280 ms when first measured).
 2. slimkube: a `slimkube server` child process and a `slimkube agent` child process (the kubelet
    alone in its process, so psutil measures it and nothing else) joined with the K10 node token; a
    watch on the node's pods is opened, then `--pods` pods (pause + the same busybox) are created by 8

@@ -1,6 +1,6 @@
-"""The kubelet's probing CPU against a bare loop doing the same probes (issue 16: "the kubelet's CPU with
-100 pods each probed every second (exec, http and tcp mixed) beside the same probes run by a bare loop
-(goal ≤ 1.5×)").
+"""The kubelet's probing CPU against a bare loop doing the same probes (the kubelet's CPU with
+100 pods each probed every second (exec, http and tcp mixed) beside the same probes run by a bare loop;
+goal ≤ 1.5×).
 
 Run (root, a running dockerd): `.venv/bin/python bench/probes.py [--pods 100] [--seconds 30] [--timeout 1]`.
 

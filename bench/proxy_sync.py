@@ -1,7 +1,7 @@
-"""kube-proxy sync cost against a bare iptables-restore of the same rules (issue 6: "1,000 services × 10
+"""kube-proxy sync cost against a bare iptables-restore of the same rules (1,000 services × 10
 endpoints, full sync time beside a bare `iptables-restore` of the same text in the same run (goal ≤ 1.5×),
 and the time to apply one endpoint change (goal ≤ 100 ms on the legacy backend; report nft too), each in a
-throwaway network namespace so the host's tables are untouched").
+throwaway network namespace so the host's tables are untouched).
 
 Run (root): `.venv/bin/python bench/proxy_sync.py [--services 1000] [--endpoints 10] [--backend all]`.
 

@@ -1,6 +1,6 @@
 """How fast the scheduler places pods through the API server, against the same scheduling code run in this
-process without the API (issue 14: "N pods onto M fake Node objects … pods/s and per-pod scheduling latency
-p50/p99, beside the same algorithm run in-process on the same cache without the API").
+process without the API (N pods onto M fake Node objects: pods/s and per-pod scheduling latency
+p50/p99, beside the same algorithm run in-process on the same cache without the API).
 
 Run: `.venv/bin/python bench/scheduler.py [--nodes 100,1000,5000] [--pods N] [--clients N]`.
 
@@ -20,7 +20,7 @@ kubelets) and the same N pods (100m cpu, 128Mi each, default scheduler):
   binding call); pods/s is N ÷ (last binding − first pop). The pods are all queued first. Best of
   `--repeats` rounds (the fastest; other processes on a shared machine only ever slow a round down).
 
-The ratio (API cost ×) is in-process pods/s ÷ api pods/s. Goals (issue 14, from upstream's scheduler_perf):
+The ratio (API cost ×) is in-process pods/s ÷ api pods/s. Goals (from upstream's scheduler_perf):
 ≥ 100 pods/s end to end at 100 nodes, ≥ 500 pods/s in-process at 100 nodes, and at 5000 nodes no less than
 half the 100-node throughput.
 """

@@ -15,6 +15,7 @@ from typing import Any
 
 from clusterdns.records import SERVICE_NAME_LABEL, service_records
 from clusterdns.zone import Zone
+from control.api.typed.discovery import EndpointSlice
 
 Obj = Mapping[str, Any]
 
@@ -62,9 +63,9 @@ class ZoneFeeder:
 
     @staticmethod
     def _slice_key(endpoint_slice: Obj) -> tuple[str, str] | None:
-        meta = endpoint_slice.get("metadata") or {}
-        service = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
-        return (_key(meta.get("namespace") or "default", service), meta.get("name", "")) if service else None
+        meta = EndpointSlice(endpoint_slice).metadata
+        service = meta.labels.get(SERVICE_NAME_LABEL)
+        return (_key(meta.namespace or "default", service), meta.name) if service else None
 
     def on_slice(self, endpoint_slice: Obj) -> None:
         if (found := self._slice_key(endpoint_slice)) is None:

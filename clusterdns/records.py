@@ -28,6 +28,9 @@ from typing import Any
 
 import dns.reversename
 
+from control.api.typed.core import Service
+from control.api.typed.discovery import EndpointSlice
+
 TOLERATE_UNREADY = "service.alpha.kubernetes.io/tolerate-unready-endpoints"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
@@ -74,35 +77,36 @@ def _srv(records: list[Record]) -> list[Record]:
 
 def service_records(service: Mapping[str, Any], slices: Iterable[Mapping[str, Any]], domain: str) -> list[Record]:
     """Every record `service` contributes (module notes), sorted and without duplicates."""
-    meta, spec = service.get("metadata") or {}, service.get("spec") or {}
-    svc = service_fqdn(meta.get("namespace") or "default", meta.get("name", ""), domain)
-    if spec.get("type") == "ExternalName":
-        target = str(spec.get("externalName") or "").lower().rstrip(".")
+    view = Service(service)
+    meta, spec = view.metadata, view.spec
+    svc = service_fqdn(meta.namespace or "default", meta.name, domain)
+    if spec.type == "ExternalName":
+        target = str(spec.external_name).lower().rstrip(".")
         return [Record(svc, "CNAME", f"{target}.")] if target else []
-    cluster_ips = [ip for ip in (spec.get("clusterIPs") or [spec.get("clusterIP")]) if ip and ip != "None"]
+    cluster_ips = [ip for ip in (spec.cluster_ips or [spec.cluster_ip]) if ip and ip != "None"]
     records: list[Record] = []
     srv: list[Record] = []
     if cluster_ips:
         for address in filter(None, map(_ip, cluster_ips)):
             records.append(_address_record(svc, address))
             records.append(Record(reverse_name(address), "PTR", svc))
-        for port in spec.get("ports") or []:
-            if port.get("name") and port.get("port"):
-                proto = str(port.get("protocol") or "TCP").lower()
-                srv.append(Record(f"_{port['name']}._{proto}.{svc}".lower(), "SRV", f"{port['port']} {svc}"))
+        for port in spec.ports:
+            if port.name and port.port:
+                proto = (port.protocol or "TCP").lower()
+                srv.append(Record(f"_{port.name}._{proto}.{svc}".lower(), "SRV", f"{port.port} {svc}"))
         return sorted(set(records + _srv(srv)))
-    publish_all = bool(spec.get("publishNotReadyAddresses")) or \
-        str((meta.get("annotations") or {}).get(TOLERATE_UNREADY, "")).lower() == "true"
-    for endpoint_slice in slices:
-        if endpoint_slice.get("addressType", "IPv4") not in ("IPv4", "IPv6"):
+    publish_all = spec.publish_not_ready_addresses or \
+        str(meta.annotations.get(TOLERATE_UNREADY, "")).lower() == "true"
+    for endpoint_slice in map(EndpointSlice, slices):
+        if (endpoint_slice.address_type or "IPv4") not in ("IPv4", "IPv6"):
             continue
-        ports = [(str(p["name"]).lower(), str(p.get("protocol") or "TCP").lower(), int(p["port"]))
-                 for p in endpoint_slice.get("ports") or [] if p.get("name") and p.get("port")]
-        for endpoint in endpoint_slice.get("endpoints") or []:
-            if not publish_all and (endpoint.get("conditions") or {}).get("ready") is False:
+        ports = [(str(p.name).lower(), (p.protocol or "TCP").lower(), int(p.port))
+                 for p in endpoint_slice.ports if p.name and p.port]
+        for endpoint in endpoint_slice.endpoints:
+            if not publish_all and not endpoint.conditions.is_ready:
                 continue
-            for address in filter(None, map(_ip, endpoint.get("addresses") or [])):
-                host = f"{endpoint_hostname(endpoint, address)}.{svc}"
+            for address in filter(None, map(_ip, endpoint.addresses)):
+                host = f"{endpoint_hostname(endpoint.raw, address)}.{svc}"
                 records += [_address_record(svc, address), _address_record(host, address),
                             Record(reverse_name(address), "PTR", host)]
                 srv += [Record(f"_{name}._{proto}.{svc}", "SRV", f"{port} {host}") for name, proto, port in ports]

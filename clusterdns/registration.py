@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
+from control.api.typed.meta import TypedObject
 from control.client.errors import ApiError, NotFound
 from control.client.paths import resource_path
 
@@ -27,11 +28,11 @@ SLICES = "discovery.k8s.io/v1"
 
 
 class API(Protocol):
-    def get(self, path: str) -> dict: ...
+    def get(self, path: str) -> dict[str, Any]: ...
 
-    def create(self, path: str, body: dict) -> dict: ...
+    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]: ...
 
-    def update(self, path: str, body: dict) -> dict: ...
+    def update(self, path: str, body: dict[str, Any]) -> dict[str, Any]: ...
 
     def delete(self, path: str) -> Any: ...
 
@@ -40,7 +41,7 @@ def slice_name(node_name: str) -> str:
     return f"{SERVICE}-{node_name}"[:253].rstrip("-.")
 
 
-def node_slice(node: dict, address: str, *, port: int, metrics_port: int | None) -> dict:
+def node_slice(node: dict[str, Any], address: str, *, port: int, metrics_port: int | None) -> dict[str, Any]:
     """The slice of the DNS server of `node` (a Node object) listening on `address`."""
     meta = node.get("metadata") or {}
     name = meta.get("name", "")
@@ -77,9 +78,9 @@ class Registration:
             self.client.create(resource_path(SLICES, "endpointslices", namespace=NAMESPACE), desired)
             return
         if all(current.get(k) == desired.get(k) for k in ("addressType", "endpoints", "ports")) and \
-                (current.get("metadata") or {}).get("ownerReferences") == desired["metadata"]["ownerReferences"]:
+                TypedObject(current).metadata.raw.get("ownerReferences") == desired["metadata"]["ownerReferences"]:
             return
-        desired["metadata"]["resourceVersion"] = (current.get("metadata") or {}).get("resourceVersion", "")
+        desired["metadata"]["resourceVersion"] = TypedObject(current).metadata.resource_version
         self.client.update(self._path, desired)
 
     def unregister(self) -> None:

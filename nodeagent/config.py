@@ -1,6 +1,6 @@
 """The kubelet's configuration: a YAML file with upstream KubeletConfiguration field names
 (kubelet.config.k8s.io/v1beta1) where a field exists, slimkube's own names where it does not, and
-command-line flags on top (issue 5 item 11; upstream: flags override the config file).
+command-line flags on top (as upstream: flags override the config file).
 
 Durations are Go duration strings as upstream writes them ("10s", "1m30s", "500ms"); bare numbers are
 seconds. Unknown fields are an error. Reading, value checks and the flag overlay are shared with the

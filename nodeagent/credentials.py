@@ -33,6 +33,8 @@ from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit
 
+from control.api.typed.core import Secret
+
 SECRET_TYPE_DOCKERCONFIGJSON = "kubernetes.io/dockerconfigjson"
 SECRET_TYPE_DOCKERCFG = "kubernetes.io/dockercfg"
 DOCKERCONFIGJSON_KEY = ".dockerconfigjson"
@@ -159,7 +161,7 @@ class Keyring:
 
 
 def _secret_bytes(secret: Mapping[str, Any], key: str) -> bytes:
-    value = (secret.get("data") or {}).get(key) or ""
+    value = Secret(secret).data.get(key) or ""
     try:
         return base64.b64decode(value, validate=True)
     except binascii.Error as exc:
@@ -167,7 +169,7 @@ def _secret_bytes(secret: Mapping[str, Any], key: str) -> bytes:
 
 
 def secret_name(secret: Mapping[str, Any]) -> str:
-    return str((secret.get("metadata") or {}).get("name", ""))
+    return Secret(secret).metadata.name
 
 
 def keyring_from_secrets(secrets: Iterable[Mapping[str, Any]]) -> Keyring:

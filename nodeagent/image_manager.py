@@ -33,6 +33,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from control.api.defaults import image_pull_policy
+from control.api.typed.core import Pod
 from control.client.errors import ApiError
 from nodeagent.credentials import CredentialError, keyring_from_secrets
 from nodeagent.runtime.backoff import Backoff
@@ -114,14 +115,15 @@ def backoff_key(pod_uid: str, image: str) -> str:
     return f"{pod_uid}_{image}"
 
 
-def pull_secrets(pod: Mapping[str, Any], getter: SecretGetter, event: Callable[[str, str, str], None]) -> list[dict]:
+def pull_secrets(pod: Mapping[str, Any], getter: SecretGetter,
+                 event: Callable[[str, str, str], None]) -> list[dict[str, Any]]:
     """upstream getPullSecretsForPod: the pod's imagePullSecrets that can be read (empty names skipped);
     those that cannot are named in one FailedToRetrieveImagePullSecret event and the pull goes on."""
-    namespace = (pod.get("metadata") or {}).get("namespace") or "default"
-    found: list[dict] = []
+    namespace = Pod(pod).metadata.namespace or "default"
+    found: list[dict[str, Any]] = []
     failed: list[str] = []
-    for ref in (pod.get("spec") or {}).get("imagePullSecrets") or []:
-        name = (ref or {}).get("name") or ""
+    for ref in Pod(pod).spec.image_pull_secrets:
+        name = ref.name
         if not name:
             continue
         try:
@@ -160,7 +162,7 @@ class ImageManager:
         except ImageInspectError as exc:
             event("Warning", "InspectFailed", f"Failed to inspect image \"{image}\": {exc}")
             raise
-        key = backoff_key((pod.get("metadata") or {}).get("uid", ""), image)
+        key = backoff_key(Pod(pod).metadata.uid, image)
         with self._lock:
             in_backoff = self.backoff.in_backoff(key, self.clock())
         step = plan_image(str(container.get("imagePullPolicy") or ""), image, present=present is not None,

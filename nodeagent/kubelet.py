@@ -1,4 +1,4 @@
-"""The kubelet: starts the node agent's parts and runs them (seed 001 start-up, issue 5).
+"""The kubelet: starts the node agent's parts and runs them.
 
 Start-up order (upstream cmd/kubelet/app/server.go RunKubelet → kubelet.go Run, what applies here):
   1. event recorder (component "kubelet", host = node) and the birth cry "Starting kubelet." on the Node;
@@ -11,7 +11,7 @@ Start-up order (upstream cmd/kubelet/app/server.go RunKubelet → kubelet.go Run
      static pod file/URL sources with their mirror pods;
   6. the node status/lease loop, the HTTP server, and a housekeeping loop (orphan pods, back-off GC,
      mirror pods, bridge, rules and hostPort rules every resync). Pod workers run
-     `nodeagent.pod_sync.PodSync` per pod;
+     `nodeagent.pod_lifecycle.PodLifecycle` per pod;
   7. garbage collection (nodeagent/gc/): dead containers and sandboxes every containerGCPeriod (1m),
      unused images every imageGCPeriod (5m).
 `stop()` ends every thread and leaves containers, network and IPAM state in place: a later `start()` on

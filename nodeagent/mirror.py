@@ -1,7 +1,7 @@
 """Mirror pods: the API server's read-only copy of each static pod this kubelet runs.
 
 Upstream: pkg/kubelet/pod/mirror_client.go (CreateMirrorPod, DeleteMirrorPod) and the mirror handling of
-kubelet.go syncPod / HandlePodCleanups (deleteOrphanedMirrorPods); seed 001 "pod sources".
+kubelet.go syncPod / HandlePodCleanups (deleteOrphanedMirrorPods).
 
 - A mirror is the static pod (same namespace and name, "<name>-<node>") without its uid, status or
   resourceVersion, with annotation kubernetes.io/config.mirror = the static pod's config hash and an
@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from control.api.typed.core import Pod
 from control.client.errors import ApiError, Conflict, NotFound
 from nodeagent.sources import CONFIG_MIRROR, config_hash
 
@@ -40,7 +41,7 @@ def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def is_mirror(pod: Mapping[str, Any]) -> bool:
-    return CONFIG_MIRROR in ((pod.get("metadata") or {}).get("annotations") or {})
+    return CONFIG_MIRROR in Pod(pod).metadata.annotations
 
 
 def mirror_body(static_pod: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, Any]:
@@ -96,7 +97,7 @@ class MirrorPods:
         self.client = client
         self.node_name = node_name
 
-    def sync(self, static_pods: list[dict]) -> None:
+    def sync(self, static_pods: list[dict[str, Any]]) -> None:
         """One pass: list this node's pods, then delete and create mirrors as `plan` says. API errors on
         one mirror are logged and leave the rest to go on; the next sync tries again."""
         existing = self.client.list("/api/v1/pods", params={"fieldSelector": f"spec.nodeName={self.node_name}"})

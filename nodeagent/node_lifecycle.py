@@ -2,8 +2,8 @@
 
 Upstream: pkg/kubelet/kubelet_node_status.go (registerWithAPIServer, tryRegisterWithAPIServer,
 reconcileExtendedResource/updateDefaultLabels, syncNodeStatus/tryUpdateNodeStatus) and
-pkg/kubelet/nodelease + component-helpers' lease controller; seed 001 ("register node", "node status
-loop", "lease heartbeat").
+pkg/kubelet/nodelease + component-helpers' lease controller: register the node, the node status
+loop, the lease heartbeat.
 
 - Registration POSTs the Node built by `node_status.initial_node` with its first status. A 409 means the
   Node exists (a restart, or an admin made it): it is adopted, not replaced — the kubelet's well-known
@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from control.api.typed.core import Node
 from control.apimachinery.meta import format_timestamp
 from control.client.errors import ApiError, Conflict, NotFound
 from nodeagent import eviction
@@ -63,12 +64,12 @@ def adoption_patch(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> di
     """The merge patch that brings an existing Node in line with the one we would create: our labels
     set (other labels kept), podCIDR added only when the Node has none. {} when nothing differs."""
     patch: dict[str, Any] = {}
-    have = (existing.get("metadata") or {}).get("labels") or {}
-    labels = {k: v for k, v in ((wanted.get("metadata") or {}).get("labels") or {}).items() if have.get(k) != v}
+    have = Node(existing).metadata.labels
+    labels = {k: v for k, v in Node(wanted).metadata.labels.items() if have.get(k) != v}
     if labels:
         patch["metadata"] = {"labels": labels}
-    cidr = (wanted.get("spec") or {}).get("podCIDR")
-    if cidr and not (existing.get("spec") or {}).get("podCIDR"):
+    cidr = Node(wanted).spec.pod_cidr
+    if cidr and not Node(existing).spec.pod_cidr:
         patch["spec"] = {"podCIDR": cidr, "podCIDRs": [cidr]}
     return patch
 
@@ -133,7 +134,7 @@ class NodeReporter:
     @property
     def pod_cidr(self) -> str:
         """The Node's spec.podCIDR (what the network must use), or the config's before registration."""
-        return ((self.node or {}).get("spec") or {}).get("podCIDR") or self.config.pod_cidr
+        return Node(self.node).spec.pod_cidr or self.config.pod_cidr
 
     def register(self) -> dict[str, Any]:
         """Create the Node, or adopt the existing one; then report its status once. Returns the Node."""
@@ -219,8 +220,8 @@ class NodeReporter:
 
 
 def _ready(node: Mapping[str, Any] | None) -> bool:
-    conditions = ((node or {}).get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    ready = Node(node).status.condition("Ready")
+    return ready is not None and ready.status == "True"
 
 
 def _jittered(period: float) -> float:

@@ -2,8 +2,8 @@
 
 Upstream: pkg/kubelet/kubelet_node_status.go (initialNode, registerWithAPIServer) and
 pkg/kubelet/nodestatus/setters.go (NodeAddress, MachineInfo, VersionInfo, DaemonEndpoints, Images,
-ReadyCondition, MemoryPressureCondition, DiskPressureCondition, PIDPressureCondition); seed 000 "kubelet:
-node status". Facts are gathered by `gather_facts` (psutil, platform, Docker, /etc/machine-id) into a
+ReadyCondition, MemoryPressureCondition, DiskPressureCondition, PIDPressureCondition).
+Facts are gathered by `gather_facts` (psutil, platform, Docker, /etc/machine-id) into a
 frozen `NodeFacts`; everything else is pure, so tests build facts by hand and check the status.
 
 Conditions follow the setters' rule: `lastHeartbeatTime` moves on every report, `lastTransitionTime` only
@@ -182,7 +182,8 @@ def default_ip() -> str:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         try:
             probe.connect(("192.0.2.1", 9))  # TEST-NET-1: never routed anywhere real, nothing is sent
-            return probe.getsockname()[0]
+            address: str = probe.getsockname()[0]
+            return address
         except OSError:
             return "127.0.0.1"
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import docker
 
+from control.api.typed.core import Node
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory, SharedInformer
 from control.client.paths import resource_path
@@ -64,7 +65,7 @@ from nodeagent.network.podnet import NetlinkPodNetwork, PodInterface
 from nodeagent.node_lifecycle import NodeReporter, runtime_facts
 from nodeagent.node_status import default_ip
 from nodeagent.pleg import GenericPLEG, PodLifecycleEvent
-from nodeagent.pod_sync import PodSync
+from nodeagent.pod_lifecycle import PodLifecycle
 from nodeagent.pod_workers import PodWorkers
 from nodeagent.prober.manager import ProbeManager
 from nodeagent.prober.prober import Prober
@@ -75,17 +76,17 @@ from nodeagent.runtime.interface import Runtime
 from nodeagent.runtime.pod_files import DNSSettings
 from nodeagent.runtime.service_env import ServicesNotSynced, enable_service_links, service_env_map
 from nodeagent.runtime.types import SandboxState, SandboxStatus
+from nodeagent.runtime_sync import RuntimeSyncer
 from nodeagent.server import KubeletServer
 from nodeagent.sources import FileSource, URLSource
 from nodeagent.stats.kubelet_metrics import KubeletMetrics
 from nodeagent.stats.provider import StatsProvider
 from nodeagent.status_manager import StatusManager
 from nodeagent.streaming import portforward
-from nodeagent.sync import PodSyncer
 from nodeagent.volumes.local_path import LocalPathProvisioner
 
 log = logging.getLogger(__name__)
-SERVING_CERT_PATH = "/v1-slimkube/serving-kubelet-certificate"  # control/apiserver/kubeletcerts.py
+SERVING_CERT_PATH = "/v1-slimkube/serving-kubelet-certificate"  # control/apiserver/authentication/kubeletcerts.py
 TOKEN_REVIEWS_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 
 
@@ -216,7 +217,7 @@ class PodSources:
             self._api_uids.discard(uid)
         self._workers.gone(uid)
 
-    def on_static(self, pods: list[dict]) -> None:
+    def on_static(self, pods: list[dict[str, Any]]) -> None:
         current = {_meta(p)["uid"]: p for p in pods}
         with self._lock:
             removed = set(self._static) - set(current)
@@ -262,7 +263,7 @@ class KubeletParts:
     reporter: NodeReporter
     network: TrackedNetwork
     hostports: HostportManager
-    syncer: PodSyncer
+    syncer: RuntimeSyncer
     status: StatusManager
     probes: ProbeManager
     pleg: GenericPLEG
@@ -297,12 +298,12 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
         node = reporter.register()
     except Exception as exc:
         raise KubeletError(f"registering node {config.node_name} failed: {exc}") from exc
-    pod_cidr = config.pod_cidr or ((node.get("spec") or {}).get("podCIDR") or "")
+    pod_cidr = config.pod_cidr or Node(node).spec.pod_cidr
     if not pod_cidr:
         raise KubeletError(f"node {config.node_name} has no podCIDR: set podCIDR in the kubelet config or "
                            "spec.podCIDR on the Node")
     node_ip = config.node_ip or default_ip()
-    allocatable = dict(((node.get("status") or {}).get("allocatable")) or {})
+    allocatable = dict(Node(node).status.allocatable)
     node_facts = NodeFacts(host_ips=(node_ip,), allocatable=allocatable)
 
     os.makedirs(config.state_dir, exist_ok=True)
@@ -319,7 +320,7 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     network = TrackedNetwork(manager, pod_ips)
 
     backoff = Backoff(initial=config.crash_loop_backoff_initial, maximum=config.crash_loop_backoff_max)
-    syncer = PodSyncer(runtime, network, _Objects(client), pods_dir=config.pods_dir, recorder=recorder,
+    syncer = RuntimeSyncer(runtime, network, _Objects(client), pods_dir=config.pods_dir, recorder=recorder,
                        hooks=HookRunner(runtime), backoff=backoff, node_facts=lambda: node_facts,
                        extra_labels=extra_labels, hostports=hostports,
                        service_env=lambda pod: sources.service_env(pod),
@@ -338,8 +339,8 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     # A probe result that changes wakes its pod's worker (upstream syncLoop on the results' updates).
     probes = ProbeManager(Prober(runtime, recorder=recorder), status_of=status.get,
                           on_update=lambda uid: workers.wake(uid))
-    pod_sync = PodSync(pleg.cache, syncer, status, relist_period=config.pleg_relist_period, probes=probes)
-    workers = PodWorkers(pod_sync.sync, resync_period=config.sync_frequency, request_relist=pleg.request_relist)
+    lifecycle = PodLifecycle(pleg.cache, syncer, status, relist_period=config.pleg_relist_period, probes=probes)
+    workers = PodWorkers(lifecycle.sync, resync_period=config.sync_frequency, request_relist=pleg.request_relist)
     sources = PodSources(config, client, workers)
 
     def find_container(namespace: str, name: str, container: str) -> str | None:

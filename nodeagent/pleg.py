@@ -20,12 +20,12 @@ Upstream: pkg/kubelet/pleg/generic.go (GenericPLEG) and pkg/kubelet/container/ca
 
 Where slimkube differs, for cost: upstream re-reads a whole pod's status when any of its containers
 changes; here the list entry's (id, State) pair is the change detector and only containers whose pair is
-new are inspected, the statuses of the others being kept from earlier relists (shared/RECIPES.md: the
+new are inspected, the statuses of the others being kept from earlier relists (the
 low-level list is ~10x cheaper than the high-level one, one inspect ~1 ms). Each pod's PodStatus is
 rebuilt every relist from those kept statuses (no Docker call), so a pod IP assigned after its sandbox
 started still reaches the cache.
 
-Three more departures, for pod start-up latency (bench/pod_startup.py, issue 5): dockerd answers an
+Three more departures, for pod start-up latency (bench/pod_startup.py): dockerd answers an
 inspect of a container only once that container's start has finished, so with many pods starting one
 serial relist could take seconds and hold back every pod's status. So the changed containers are inspected
 concurrently (up to `inspect_concurrency` at a time; the events are the same as a serial pass); a relist
@@ -131,7 +131,7 @@ class RelistSource(Protocol):
 
     pod_ip: Callable[[SandboxStatus], str] | None
 
-    def list_containers(self) -> list[dict]: ...
+    def list_containers(self) -> list[dict[str, Any]]: ...
 
     def inspect_status(self, container_id: str, identity: Identity) -> AnyStatus: ...
 

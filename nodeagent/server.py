@@ -3,8 +3,8 @@
 /portForward/{namespace}/{pod} (WebSocket, nodeagent/streaming/).
 
 Upstream: pkg/kubelet/server/server.go (InstallDefaultHandlers, getContainerLogs), pkg/kubelet/server/
-stats/summary.go and the Summary API types (k8s.io/kubelet/pkg/apis/stats/v1alpha1); DESIGN.md "Kubelet"
-last bullet. The API server's `pods/<name>/log` proxy (control/apiserver/handlers.py `_log`) calls
+stats/summary.go and the Summary API types (k8s.io/kubelet/pkg/apis/stats/v1alpha1).
+The API server's `pods/<name>/log` proxy (control/apiserver/endpoints/handlers.py `_log`) calls
 `http://<node InternalIP>:<daemonEndpoints.kubeletEndpoint.Port>/containerLogs/<ns>/<pod>/<container>`
 with follow, previous, timestamps, tailLines, limitBytes, sinceSeconds and sinceTime, as here.
 
@@ -35,12 +35,13 @@ import logging
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from aiohttp import web
 
 from control.api import podlogoptions
+from control.api.typed.core import Pod
 from control.util.loopthread import LoopThread, serve_app
 from control.util.openstreams import OpenStreams
 from nodeagent import authn, logs
@@ -73,7 +74,7 @@ def _quietly(close: Callable[[], object]) -> None:
 
 UNAUTHORIZED = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "Unauthorized",
                 "reason": "Unauthorized", "code": 401}
-Handler = Callable[[web.Request], Any]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def server_ssl_context(tls: ServingTLS) -> ssl.SSLContext:
@@ -93,7 +94,7 @@ class KubeletServer:
     is the TokenReview cache's `authenticate` (blocking: it may ask the API server)."""
 
     def __init__(self, address: str, port: int, *, tls: ServingTLS,
-                 authenticate_token: Callable[[str], authn.User | None], pods: Callable[[], list[dict]],
+                 authenticate_token: Callable[[str], authn.User | None], pods: Callable[[], list[dict[str, Any]]],
                  runtime: Runtime, health: Callable[[], list[str]],
                  find_container: Callable[[str, str, str], str | None],
                  pod_status: Callable[[str], Mapping[str, Any] | None] = lambda uid: None, node_name: str = "",
@@ -222,7 +223,7 @@ class KubeletServer:
         if not any(c.get("name") == container for key in ("initContainers", "containers", "ephemeralContainers")
                    for c in spec.get(key) or [] if isinstance(c, Mapping)):
             raise web.HTTPNotFound(text=f'container "{container}" not found in pod "{name}"\n')
-        uid = (pod.get("metadata") or {}).get("uid", "")
+        uid = Pod(pod).metadata.uid
         status = await asyncio.to_thread(self._pod_status, uid) or pod.get("status") or {}
         try:
             container_id = logs.log_container_id(name, container, status, previous=options.previous)

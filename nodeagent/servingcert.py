@@ -5,8 +5,8 @@ At start the kubelet keeps a key in `DIR/kubelet/pki/kubelet.key` (made once, mo
 in `kubelet.crt`. The certificate is kept while it chains to the cluster CA the agent trusts and names
 everything it must (the node name, the host name, the InternalIP, the listen address when it is a specific
 one); otherwise the kubelet sends a CSR for its key with those names to the API server over its
-authenticated join channel (control/apiserver/kubeletcerts.py) and stores what comes back. The private key
-never leaves the node.
+authenticated join channel (control/apiserver/authentication/kubeletcerts.py) and stores what comes back.
+The private key never leaves the node.
 
 Without a cluster CA (an `http://` API server, the operator's explicit choice of no TLS) there is nobody to
 sign, so the kubelet makes a self-signed certificate, as upstream's kubelet does when given none; clients
@@ -23,11 +23,12 @@ import socket
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from control.util import openssl
 
 PKI_DIR = "pki"
-Sign = Callable[[dict], str]  # the request body → the PEM certificate
+Sign = Callable[[dict[str, Any]], str]  # the request body → the PEM certificate
 
 
 @dataclass(frozen=True)

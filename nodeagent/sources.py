@@ -1,7 +1,7 @@
 """Static pod sources: manifests in a directory (file source) and at a URL (http source).
 
 Upstream: pkg/kubelet/config/file.go, http.go and common.go (applyDefaults, generatePodName,
-getSelfLink); seed 001 "pod sources". What each static pod gets, as upstream's applyDefaults does:
+getSelfLink). What each static pod gets, as upstream's applyDefaults does:
 
 - the API server's defaults (control/api/defaults.py), because upstream decodes manifests through
   the v1 defaulting too — so a container's spec hash here equals the one of the mirror pod the API
@@ -40,6 +40,7 @@ import requests
 import yaml
 
 from control.api.defaults import apply_defaults
+from control.api.typed.core import Pod
 from control.api.validation import validate
 from control.apimachinery.meta import format_timestamp
 
@@ -59,11 +60,11 @@ class ManifestError(ValueError):
 
 def is_static(pod: Mapping[str, Any]) -> bool:
     """Whether `pod` came from a file or URL (upstream kubetypes.IsStaticPod)."""
-    return ((pod.get("metadata") or {}).get("annotations") or {}).get(CONFIG_SOURCE) in ("file", "http")
+    return Pod(pod).metadata.annotations.get(CONFIG_SOURCE) in ("file", "http")
 
 
 def config_hash(pod: Mapping[str, Any]) -> str:
-    return ((pod.get("metadata") or {}).get("annotations") or {}).get(CONFIG_HASH, "")
+    return Pod(pod).metadata.annotations.get(CONFIG_HASH, "")
 
 
 def _canonical(obj: Any) -> bytes:
@@ -119,17 +120,18 @@ class _PollingSource:
 
     kind = ""
 
-    def __init__(self, source: str, period: float, on_update: Callable[[list[dict]], None], node_name: str) -> None:
+    def __init__(self, source: str, period: float, on_update: Callable[[list[dict[str, Any]]], None],
+                 node_name: str) -> None:
         self.source = source
         self.period = period
         self.on_update = on_update
         self.node_name = node_name
         self._seen: dict[str, str] = {}  # uid → config.seen of its first sighting
-        self._last: list[dict] | None = None
+        self._last: list[dict[str, Any]] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def read(self) -> list[dict] | None:
+    def read(self) -> list[dict[str, Any]] | None:
         """The source's pods now; None when the source could not be read (keep the last list)."""
         raise NotImplementedError
 
@@ -178,7 +180,7 @@ class FileSource(_PollingSource):
 
     kind = "file"
 
-    def read(self) -> list[dict] | None:
+    def read(self) -> list[dict[str, Any]] | None:
         if os.path.isdir(self.source):
             names = sorted(n for n in os.listdir(self.source) if not n.startswith("."))
             paths = [os.path.join(self.source, n) for n in names]
@@ -203,7 +205,7 @@ class URLSource(_PollingSource):
 
     kind = "http"
 
-    def read(self) -> list[dict] | None:
+    def read(self) -> list[dict[str, Any]] | None:
         try:
             response = requests.get(self.source, timeout=HTTP_TIMEOUT)
             if response.status_code != 200:

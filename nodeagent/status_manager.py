@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from control.api.typed.core import Pod
 from control.client.errors import ApiError, Conflict, NotFound
 from control.client.paths import resource_path
 from nodeagent.runtime.types import ContainerState, PodStatus, SandboxState
@@ -34,10 +35,10 @@ from nodeagent.status.generate import generate_pod_status, status_changed
 log = logging.getLogger(__name__)
 
 class StatusClient(Protocol):
-    def patch(self, path: str, patch: dict | list, *, patch_type: str = "merge") -> dict: ...
+    def patch(self, path: str, patch: dict[str, Any] | list[Any], *, patch_type: str = "merge") -> dict[str, Any]: ...
 
     def delete(self, path: str, *, grace_period_seconds: int | None = None, propagation_policy: str | None = None,
-               preconditions: dict | None = None) -> dict: ...
+               preconditions: dict[str, Any] | None = None) -> dict[str, Any]: ...
 
 
 def _now() -> datetime:
@@ -84,7 +85,7 @@ class StatusManager:
                        started: Mapping[str, bool] | None = None) -> dict[str, Any]:
         """Generate the pod's status and write it if it changed; returns the status. `ready`/`started` are
         the prober's verdicts by container name (nodeagent.prober.manager.probe_flags)."""
-        uid = (pod.get("metadata") or {}).get("uid", "")
+        uid = Pod(pod).metadata.uid
         previous = self.get(uid)
         if previous is None:
             previous = dict(pod.get("status") or {})

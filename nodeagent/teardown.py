@@ -1,4 +1,4 @@
-"""`slimkube down`: remove what a node's kubelet made on this host (issue 5 item 12; the model is k3s's
+"""`slimkube down`: remove what a node's kubelet made on this host (the model is k3s's
 k3s-killall.sh, which kills the pods' containers and removes the CNI interfaces and its iptables rules
 but leaves the data directory and datastore alone).
 

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from control.api.typed.core import Node
 from control.util.componentconfig import ConfigError, convert, read_document, with_overrides
 from proxy.model import NodeConfig
 
@@ -202,8 +203,7 @@ def validate(config: ProxyConfig) -> ProxyConfig:
 
 
 def _addresses(node: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(entry["address"] for entry in ((node.get("status") or {}).get("addresses") or [])
-                 if entry.get("type") == "InternalIP" and entry.get("address"))
+    return tuple(entry.address for entry in Node(node).status.addresses if entry.type == "InternalIP" and entry.address)
 
 
 def node_config(config: ProxyConfig, *, node: Mapping[str, Any] | None,

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from control.api.typed.core import Service
+from control.api.typed.discovery import EndpointSlice
 from control.apimachinery.netutils import parse_ip_sloppy
 
 DEFAULT_AFFINITY_TIMEOUT = 10800  # seconds; the API server's default for ClientIP affinity
@@ -132,29 +134,28 @@ def service_ports(service: Mapping[str, Any]) -> list[ServicePortInfo]:
     Upstream skips services whose ClusterIP is "" or "None" (headless) and type ExternalName
     (serviceport.go newBaseServiceInfo callers in servicechangetracker.go).
     """
-    meta, spec = service.get("metadata") or {}, service.get("spec") or {}
-    cluster_ip = spec.get("clusterIP") or ""
-    if spec.get("type") == "ExternalName" or cluster_ip in ("", "None"):
+    view = Service(service)
+    meta, spec = view.metadata, view.spec
+    if spec.type == "ExternalName" or spec.cluster_ip in ("", "None"):
         return []
-    if (cluster_ip := _ipv4(cluster_ip)) is None:
+    if (cluster_ip := _ipv4(spec.cluster_ip)) is None:
         return []
     affinity = 0
-    if spec.get("sessionAffinity") == "ClientIP":
-        config = ((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {})
+    if spec.session_affinity == "ClientIP":
+        config = (spec.session_affinity_config or {}).get("clientIP") or {}
         affinity = int(config.get("timeoutSeconds") or DEFAULT_AFFINITY_TIMEOUT)
-    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-    lb_ips = _ipv4s(entry.get("ip") for entry in ingress if isinstance(entry, Mapping))
-    external_ips = _ipv4s(spec.get("externalIPs") or ())
+    lb_ips = _ipv4s(entry.ip for entry in view.status.load_balancer.ingress if isinstance(entry.raw, Mapping))
+    external_ips = _ipv4s(spec.external_ips)
     result = []
-    for port in spec.get("ports") or []:
-        protocol = port.get("protocol") or "TCP"
-        name = ServicePortName(meta.get("namespace", ""), meta.get("name", ""), port.get("name") or "", protocol)
+    for port in spec.ports:
+        protocol = port.protocol or "TCP"
+        name = ServicePortName(meta.namespace, meta.name, port.name, protocol)
         result.append(ServicePortInfo(
-            name=name, cluster_ip=cluster_ip, port=int(port["port"]), protocol=protocol,
-            node_port=int(port.get("nodePort") or 0), session_affinity_seconds=affinity,
+            name=name, cluster_ip=cluster_ip, port=port.port, protocol=protocol,
+            node_port=port.node_port, session_affinity_seconds=affinity,
             external_ips=external_ips, load_balancer_ips=lb_ips,
-            external_policy_local=spec.get("externalTrafficPolicy") == "Local",
-            internal_policy_local=spec.get("internalTrafficPolicy") == "Local"))
+            external_policy_local=spec.external_traffic_policy == "Local",
+            internal_policy_local=spec.internal_traffic_policy == "Local"))
     return result
 
 
@@ -163,9 +164,9 @@ SERVICE_NAME_LABEL = "kubernetes.io/service-name"  # discovery.LabelServiceName
 
 def slice_service(endpoint_slice: Mapping[str, Any]) -> tuple[str, str] | None:
     """(namespace, service name) of a slice, None without the service-name label (upstream skips those)."""
-    meta = endpoint_slice.get("metadata") or {}
-    name = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
-    return (meta.get("namespace", ""), name) if name else None
+    meta = EndpointSlice(endpoint_slice).metadata
+    name = meta.labels.get(SERVICE_NAME_LABEL)
+    return (meta.namespace, name) if name else None
 
 
 def endpoint_slice_by_port(endpoint_slice: Mapping[str, Any], *,
@@ -175,24 +176,26 @@ def endpoint_slice_by_port(endpoint_slice: Mapping[str, Any], *,
     Ports are keyed by (name, protocol); a port without a number is skipped, as upstream does.
     """
     service = slice_service(endpoint_slice)
-    if service is None or endpoint_slice.get("addressType", "IPv4") != "IPv4":
+    view = EndpointSlice(endpoint_slice)
+    if service is None or (view.address_type or "IPv4") != "IPv4":
         return {}
     result: dict[ServicePortName, list[EndpointInfo]] = {}
-    for port in endpoint_slice.get("ports") or []:
-        if port.get("port") is None:
+    for port in view.ports:
+        if port.port is None:
             continue
-        key = ServicePortName(service[0], service[1], port.get("name") or "", port.get("protocol") or "TCP")
+        key = ServicePortName(service[0], service[1], port.name or "", port.protocol or "TCP")
         backends = result.setdefault(key, [])
-        for endpoint in endpoint_slice.get("endpoints") or []:
-            address = _ipv4((endpoint.get("addresses") or [None])[0])
+        for endpoint in view.endpoints:
+            addresses = endpoint.addresses
+            address = _ipv4(addresses[0]) if addresses else None
             if address is None:
                 continue
-            conditions = endpoint.get("conditions") or {}
-            host = endpoint.get("nodeName") or ""
+            conditions = endpoint.conditions
+            host = endpoint.node_name or ""
             backends.append(EndpointInfo(
-                ip=address, port=int(port["port"]), ready=conditions.get("ready") is not False,
+                ip=address, port=int(port.port), ready=conditions.is_ready,
                 node_name=host, is_local=bool(node_name) and host == node_name,
-                serving=conditions.get("serving") is not False, terminating=conditions.get("terminating") is True))
+                serving=conditions.is_serving, terminating=conditions.is_terminating))
     for backends in result.values():
         backends.sort()
     return result

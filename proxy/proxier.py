@@ -1,7 +1,7 @@
 """The iptables Proxier: informer events in, one atomic `iptables-restore` per sync out.
 
 Follows upstream pkg/proxy/iptables/proxier.go (v1.28-1.30 `syncProxyRules` around the rendering, which is
-proxy/render.py here) and seed 000's step list:
+proxy/render.py here), step by step:
 
 1. Nothing is written before both informers have synced (`set_initialized`, upstream isInitialized): a
    sync on half the services would delete the other half's chains.

@@ -1,7 +1,7 @@
 """syncProxyRules as a pure function: services, endpoints and node facts → one iptables-restore text.
 
 Follows kubernetes pkg/proxy/iptables/proxier.go (v1.29-1.30 `syncProxyRules`, `writeServiceToEndpointRules`,
-`iptablesJumpChains`; looked up in the public source, not copied) and seed 000's step-by-step account:
+`iptablesJumpChains`; looked up in the public source, not copied), step by step:
 
 - filter: KUBE-SERVICES / KUBE-EXTERNAL-SERVICES REJECT a service port with no ready endpoint (cluster IP,
   resp. externalIPs, load-balancer IPs and NodePorts) so clients are refused at once instead of timing out;

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from control.api.typed.discovery import EndpointSlice
 from proxy.model import (
     EndpointInfo,
     ServicePortInfo,
@@ -158,7 +159,7 @@ class EndpointSliceChangeTracker:
         for obj, present in ((old, False), (new, True)):
             if obj is None or (service := slice_service(obj)) is None:
                 continue
-            name = (obj.get("metadata") or {}).get("name", "")
+            name = EndpointSlice(obj).metadata.name
             changes[service] = (name, endpoint_slice_by_port(obj, node_name=self._node_name) if present else None)
         waiting = False
         with self._lock:

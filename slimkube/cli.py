@@ -1,4 +1,4 @@
-"""The `slimkube` command (shared/DESIGN.md, "Command-line contract").
+"""The `slimkube` command (its flags: docs/operations.md).
 
 One console script with a subcommand per daemon, as k3s does (`k3s server`, `k3s agent`); a bad flag or
 config value is a usage error (exit 2), a failure to start exit 1.
@@ -6,9 +6,26 @@ config value is a usage error (exit 2), a failure to start exit 1.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import click
 
 from control.util.version import KUBERNETES_VERSION, SLIMKUBE_VERSION
+
+if TYPE_CHECKING:  # the commands import their components when run, so `slimkube version` starts fast
+    from control.apiserver.server import APIServer
+    from control.client.kubeconfig import ClientConfig
+    from control.controllers.manager import ControllerManagerConfiguration
+    from control.util.iptables import Iptables
+    from nodeagent.config import KubeletConfig
+    from proxy.config import ProxyConfig
+    from slimkube.allinone import KubeletLike, NodeGroupLike
+    from slimkube.controlplane import SchedulerOptions
+    from slimkube.leadership import LeaderElection
+    from slimkube.nodes import NodeSpec, NodesPlan
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
 
 DEFAULT_DATA_DIR = "/var/lib/slimkube"
 DEFAULT_SERVICE_CIDR = "10.96.0.0/12"  # the server's default; an agent's cluster DNS is its tenth address
@@ -76,7 +93,7 @@ _hpa_sync_option = click.option(  # `server` and `up`; checked by _controller_se
     help="How often the horizontal pod autoscaler controller looks at each HPA's metrics and target.")
 
 
-def _scheduler_options(command):  # `server` and `up`; checked by _scheduler_settings
+def _scheduler_options(command: _Command) -> _Command:  # `server` and `up`; checked by _scheduler_settings
     for option in reversed([
         click.option("--scheduler-config", type=click.Path(dir_okay=False), metavar="FILE",
                      help="KubeSchedulerConfiguration YAML (kubescheduler.config.k8s.io/v1): profiles, plugins, "
@@ -91,7 +108,7 @@ def _scheduler_options(command):  # `server` and `up`; checked by _scheduler_set
     return command
 
 
-def _scheduler_settings(config_file: str | None, bind_address: str, port: int):  # -> SchedulerOptions
+def _scheduler_settings(config_file: str | None, bind_address: str, port: int) -> SchedulerOptions:
     """The scheduler's flags and its checked config file; a bad file or address is a usage error (exit 2)."""
     import ipaddress
 
@@ -137,9 +154,8 @@ def _positive_duration(value: str, flag: str) -> float:
 
 def _controller_settings(node_monitor_grace_period: str, resource_quota_sync_period: str, *,
                          max_endpoints_per_slice: int = 100, loadbalancer_address_pool: str = "",
-                         hpa_sync_period: str = "15s"):
-    """The controller manager's flags (Go durations, as upstream's) as its configuration; bad ones exit 2.
-    Returns a ControllerManagerConfiguration."""
+                         hpa_sync_period: str = "15s") -> ControllerManagerConfiguration:
+    """The controller manager's flags (Go durations, as upstream's) as its configuration; bad ones exit 2."""
     from control.controllers.manager import ControllerManagerConfiguration
     from control.controllers.servicelb.controller import parse_pool
 
@@ -195,7 +211,7 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
            horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
            scheduler_bind_address: str, scheduler_port: int, verbose: bool) -> None:
-    """Run the control plane: the API server and the controller manager (the endpoints controller).
+    """Run the control plane: the API server, the scheduler and the controller manager.
     Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
     import ipaddress
     import logging
@@ -242,7 +258,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         raise click.UsageError(str(exc)) from None
 
 
-def _leader_election(enabled: bool, lease_duration: str, renew_deadline: str, retry_period: str):  # -> LeaderElection
+def _leader_election(enabled: bool, lease_duration: str, renew_deadline: str,
+                     retry_period: str) -> LeaderElection:
     """The --leader-elect* flags (Go durations, as upstream's), checked as the elector will check them."""
     from control.client.leaderelection import check_timings
     from control.util.componentconfig import ConfigError, parse_duration
@@ -271,9 +288,10 @@ def _say(line: str) -> None:
     click.echo(line, err=True)
 
 
-def _kubelet_config(config_file: str | None, **overrides: object):  # -> KubeletConfig
+def _kubelet_config(config_file: str | None, **overrides: object) -> KubeletConfig:
     """The kubelet's settings: the file, then the flags given; a bad value is a usage error (exit 2)."""
-    from nodeagent.config import ConfigError, load
+    from control.util.componentconfig import ConfigError
+    from nodeagent.config import load
 
     try:
         return load(config_file, overrides=overrides)
@@ -281,7 +299,7 @@ def _kubelet_config(config_file: str | None, **overrides: object):  # -> Kubelet
         raise click.UsageError(str(exc)) from None
 
 
-def _kubelet_options(command):  # the flags `agent` and `up` share, mapped to KubeletConfig fields
+def _kubelet_options(command: _Command) -> _Command:  # the flags `agent` and `up` share, as KubeletConfig fields
     for option in reversed([
         click.option("--config", "config_file", type=click.Path(dir_okay=False),
                       help="KubeletConfiguration YAML (kubelet.config.k8s.io/v1beta1 names); flags override it."),
@@ -300,7 +318,8 @@ def _kubelet_options(command):  # the flags `agent` and `up` share, mapped to Ku
     return command
 
 
-def _make_kubelet(config, client_config, *, serve_dns: bool = False, tag: str = "agent"):
+def _make_kubelet(config: KubeletConfig, client_config: ClientConfig, *, serve_dns: bool = False,
+                  tag: str = "agent") -> KubeletLike:
     """The kubelet, with this node's cluster DNS beside it unless --no-serve-dns (slimkube/nodedns.py)."""
     from control.client.rest import RESTClient
     from nodeagent.kubelet import Kubelet
@@ -308,20 +327,6 @@ def _make_kubelet(config, client_config, *, serve_dns: bool = False, tag: str = 
 
     kubelet = Kubelet(config, RESTClient(client_config, user_agent=f"slimkube-kubelet/{config.node_name}"))
     return with_dns(kubelet, config, client_config, say=_say, tag=tag) if serve_dns else kubelet
-
-
-def _dns_overrides(cluster_dns: str | None, cluster_domain: str | None) -> dict[str, object]:
-    return {"cluster_dns": tuple(a.strip() for a in cluster_dns.split(",") if a.strip()) if cluster_dns else None,
-            "cluster_domain": cluster_domain}
-
-
-def _with_default_cluster_dns(config, service_cidr: str):  # -> KubeletConfig
-    """No clusterDNS from the file or flags: the service CIDR's tenth address, where bootstrap puts kube-dns."""
-    import dataclasses
-
-    from control.apiserver.bootstrap import cluster_dns_ip
-
-    return config if config.cluster_dns else dataclasses.replace(config, cluster_dns=(cluster_dns_ip(service_cidr),))
 
 
 def _check_credentials(kubeconfig: str | None, server: str | None, token: str | None, ca_file: str | None) -> None:
@@ -333,7 +338,7 @@ def _check_credentials(kubeconfig: str | None, server: str | None, token: str | 
 
 
 def _client_config(kubeconfig: str | None, server: str | None, token: str | None, ca_file: str | None, *,
-                   data_dir: str, tag: str):  # -> ClientConfig
+                   data_dir: str, tag: str) -> ClientConfig:
     """The credential from a kubeconfig, or by joining with the node token (nodeagent/bootstrap.py: the CA
     from /cacerts is checked against the K10 token's hash and kept under DATA_DIR/agent)."""
     from control.client.kubeconfig import KubeconfigError, load_kubeconfig
@@ -377,12 +382,13 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
     from slimkube.allinone import NodeError, run_kubelet
     from slimkube.nodelock import LockHeld, NodeLock
     from slimkube.stopsignal import StopOnSignal
+    from slimkube.upplan import cluster_dns_flag, with_default_cluster_dns
 
     _check_credentials(kubeconfig, server, token, ca_file)
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, pod_cidr=pod_cidr,
                              node_ip=node_ip, port=kubelet_port, cluster_cidr=cluster_cidr,
-                             **_dns_overrides(cluster_dns, cluster_domain))
-    config = _with_default_cluster_dns(config, DEFAULT_SERVICE_CIDR)
+                             cluster_dns=cluster_dns_flag(cluster_dns), cluster_domain=cluster_domain)
+    config = with_default_cluster_dns(config, DEFAULT_SERVICE_CIDR)
     _logging(verbose)
     client_config = _client_config(kubeconfig, server, token, ca_file, data_dir=config.data_dir, tag="agent")
     try:
@@ -393,16 +399,6 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
                         on_registered=sdnotify.ready, on_stopping=sdnotify.stopping)
     except (LockHeld, NodeError) as exc:
         raise click.ClickException(str(exc)) from None
-
-
-def _default_kubelet_config_file(data_dir: str, config_file: str | None) -> str | None:
-    """`up` and `down` read DIR/kubelet.yaml when no --config is given, so both see the same settings."""
-    import os
-
-    if config_file:
-        return config_file
-    candidate = os.path.join(data_dir, "kubelet.yaml")
-    return candidate if os.path.exists(candidate) else None
 
 
 @main.command()
@@ -449,78 +445,61 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     one's state and logs; DATA_DIR/nodes/kubelet.yaml and kube-proxy.yaml, if present, configure them);
     `up` prints "[up] ready" once every node is Ready.
     """
-    import dataclasses
-    import ipaddress
-
-    from control.apiserver.server import ServerConfig
+    from control.util.componentconfig import ConfigError
     from nodeagent.bootstrap import BootstrapError, join
-    from nodeagent.config import default_pod_cidr
-    from nodeagent.node_status import default_ip
     from proxy.app import ProxyServer
     from slimkube.allinone import NodeError, run_up
     from slimkube.nodelock import LockHeld, NodeLock
-    from slimkube.nodes import kubelet_listen_address
     from slimkube.stopsignal import StopOnSignal
+    from slimkube.upplan import UpFlags, UpPlanError, gather_facts, plan_up
 
-    for flag, value in (("--service-cidr", service_cidr), ("--cluster-cidr", cluster_cidr)):
-        try:
-            if value is not None:
-                ipaddress.ip_network(value, strict=True)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint=flag) from None
-    disabled = _parse_disable(disable)
     settings = _controller_settings(node_monitor_grace_period, resource_quota_sync_period,
                                     max_endpoints_per_slice=max_endpoints_per_slice,
                                     loadbalancer_address_pool=loadbalancer_address_pool,
                                     hpa_sync_period=horizontal_pod_autoscaler_sync_period)
     scheduler = _scheduler_settings(scheduler_config, scheduler_bind_address, scheduler_port)
-    config_file = _default_kubelet_config_file(data_dir, config_file)
-    config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, node_ip=node_ip,
-                             port=kubelet_port, cluster_cidr=cluster_cidr, pod_cidr=pod_cidr,
-                             **_dns_overrides(cluster_dns, cluster_domain))
-    config = _with_default_cluster_dns(config, service_cidr)
-    if not config.pod_cidr:  # one node: it takes the first /24 (no node IPAM controller to hand one out)
-        config = dataclasses.replace(config, pod_cidr=default_pod_cidr(config.cluster_cidr))
-    plan = _nodes_plan(node_count, nodes_cidr, config, data_dir=data_dir, bind_address=bind_address)
-    if plan is not None and not config.node_ip:  # every node's address on the one node network
-        config = dataclasses.replace(config, node_ip=plan.host_ip)
-    internal_ip = config.node_ip or default_ip()  # what the kubelet will report (nodeagent/parts.py)
-    if (listen := kubelet_listen_address(config.address, internal_ip)) != config.address:
-        _say(f"[up] kubelet address {config.address} is not the node's InternalIP {internal_ip}, which the API "
-             f"server dials: listening on {listen}")
-        config = dataclasses.replace(config, address=listen)
-    server_config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
-                                 service_cidr=service_cidr, cluster_cidr=config.cluster_cidr,
-                                 advertise_address=plan.host_ip if plan is not None else None)
-    proxy_config = _proxy_config(_default_proxy_config_file(data_dir), hostname_override=config.node_name,
-                                 cluster_cidr=config.cluster_cidr)
+    flags = UpFlags(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
+                    service_cidr=service_cidr, cluster_cidr=cluster_cidr, kubelet_port=kubelet_port,
+                    node_count=node_count, nodes_cidr=nodes_cidr, disable=disable, config_file=config_file,
+                    node_name=node_name, pod_cidr=pod_cidr, node_ip=node_ip, cluster_dns=cluster_dns,
+                    cluster_domain=cluster_domain, serve_dns=serve_dns)
+    try:
+        plan = plan_up(flags, gather_facts(flags))
+    except UpPlanError as exc:
+        if exc.flag is not None:
+            raise click.BadParameter(str(exc), param_hint=exc.flag) from None
+        raise click.UsageError(str(exc)) from None
+    except ConfigError as exc:  # a config file that cannot be read or parsed
+        raise click.UsageError(str(exc)) from None
+    for note in plan.notes:
+        _say(note)
     _logging(verbose)
 
-    def join_local(api):  # the kubelet joins exactly as an agent would, trusting the CA it just made
+    def join_local(api: APIServer) -> ClientConfig:
+        # the kubelet joins exactly as an agent would, trusting the CA it just made
         try:
             return join(api.url, api.node_token, data_dir=data_dir, ca_file=api.certs.ca_path if api.certs else None)
         except BootstrapError as exc:
             raise NodeError(str(exc)) from exc
 
-    def make_nodes(api):  # nodes 2..N join through the node bridge with the node token, as workers do
-        from slimkube.multinode import Join, node_group
+    def make_nodes(api: APIServer) -> NodeGroupLike:
+        # nodes 2..N join through the node bridge with the node token, as workers do
+        from slimkube.multinode import node_group
 
-        assert plan is not None
-        join = Join(server=f"https://{plan.host_ip}:{api.port}", token=api.node_token,
-                    cluster_cidr=config.cluster_cidr, cluster_dns=",".join(config.cluster_dns),
-                    cluster_domain=config.cluster_domain, serve_dns=serve_dns)
-        return node_group(data_dir, plan, join, say=_say)
+        assert plan.nodes is not None
+        return node_group(data_dir, plan.nodes, plan.node_join(api_port=api.port, token=api.node_token), say=_say)
 
     try:
         with NodeLock(data_dir) as lock, StopOnSignal() as signals:
             lock.acquire(what="running `up` again")
-            _say(f"[up] data dir {data_dir}; node {config.node_name}, pod CIDR {config.pod_cidr}")
-            if plan is not None:
-                _start_node_network(data_dir, plan)
-            run_up(server_config, lambda client_config: _make_kubelet(config, client_config, serve_dns=serve_dns,
-                                                                      tag="up"), join=join_local,
-                   signals=signals, say=_say, make_proxy=lambda client: ProxyServer(proxy_config, client),
-                   make_nodes=make_nodes if plan is not None else None, disable=disabled,
+            _say(f"[up] data dir {data_dir}; node {plan.kubelet.node_name}, pod CIDR {plan.kubelet.pod_cidr}")
+            if plan.nodes is not None:
+                _start_node_network(data_dir, plan.nodes)
+            run_up(plan.server, lambda client_config: _make_kubelet(plan.kubelet, client_config,
+                                                                    serve_dns=plan.serve_dns, tag="up"),
+                   join=join_local, signals=signals, say=_say,
+                   make_proxy=lambda client: ProxyServer(plan.proxy, client),
+                   make_nodes=make_nodes if plan.nodes is not None else None, disable=plan.disabled,
                    settings=settings, scheduler=scheduler)
     except (LockHeld, NodeError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -528,24 +507,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
         raise click.UsageError(str(exc)) from None
 
 
-def _nodes_plan(count: int, nodes_cidr: str, config, *, data_dir: str, bind_address: str):  # -> NodesPlan | None
-    """The address plan of nodes 2..N (slimkube/nodes.py), None for one node; bad values exit 2."""
-    from slimkube.nodes import PlanError, plan
-
-    if count == 1:
-        return None
-    try:
-        result = plan(count, first_name=config.node_name, first_pod_cidr=config.pod_cidr,
-                      cluster_cidr=config.cluster_cidr, data_dir=data_dir, nodes_cidr=nodes_cidr)
-    except PlanError as exc:
-        raise click.UsageError(str(exc)) from None
-    if bind_address not in ("0.0.0.0", result.host_ip):
-        raise click.UsageError(f"--nodes needs the API server reachable from the node namespaces: --bind-address "
-                               f"0.0.0.0 or {result.host_ip}, not {bind_address}")
-    return result
-
-
-def _start_node_network(data_dir: str, plan) -> None:
+def _start_node_network(data_dir: str, plan: NodesPlan) -> None:
     from slimkube.allinone import NodeError
     from slimkube.multinode import start_network
     from slimkube.nodenet import NodeNetError
@@ -575,8 +537,9 @@ def down(data_dir: str, config_file: str | None, node_name: str | None) -> None:
     from nodeagent.teardown import RealHostNetwork, teardown
     from slimkube.multinode import down_nodes
     from slimkube.nodelock import LockHeld, NodeLock
+    from slimkube.upplan import kubelet_config_file
 
-    config = _kubelet_config(_default_kubelet_config_file(data_dir, config_file), data_dir=data_dir,
+    config = _kubelet_config(kubelet_config_file(data_dir, config_file), data_dir=data_dir,
                              node_name=node_name)
     node_errors: list[str] = []
     try:
@@ -610,7 +573,7 @@ def node() -> None:
     """
 
 
-def _node_of(data_dir: str, name: str):  # -> NodeSpec of a running `up --nodes`
+def _node_of(data_dir: str, name: str) -> NodeSpec:  # a node of a running `up --nodes`
     from slimkube.multinode import find_node
     from slimkube.nodelock import LockHeld, NodeLock
 
@@ -656,9 +619,9 @@ def node_start(name: str, data_dir: str) -> None:
     _say(f"[node {name}] kubelet started (pid {pid})")
 
 
-def _proxy_config(config_file: str | None, **overrides: object):  # -> ProxyConfig
+def _proxy_config(config_file: str | None, **overrides: object) -> ProxyConfig:
     """The proxy's settings: the KubeProxyConfiguration file, then the flags given; bad values exit 2."""
-    from nodeagent.config import ConfigError
+    from control.util.componentconfig import ConfigError
     from proxy.config import load
 
     try:
@@ -667,15 +630,7 @@ def _proxy_config(config_file: str | None, **overrides: object):  # -> ProxyConf
         raise click.UsageError(str(exc)) from None
 
 
-def _default_proxy_config_file(data_dir: str) -> str | None:
-    """`up` reads DIR/kube-proxy.yaml when present, as it reads DIR/kubelet.yaml."""
-    import os
-
-    candidate = os.path.join(data_dir, "kube-proxy.yaml")
-    return candidate if os.path.exists(candidate) else None
-
-
-def _cleanup_proxy_rules(iptables, tag: str) -> bool:
+def _cleanup_proxy_rules(iptables: Iptables, tag: str) -> bool:
     """Remove the proxy's chains and jumps; False (after saying why) if that failed."""
     from control.util.iptables import IptablesError
     from proxy.app import run_cleanup

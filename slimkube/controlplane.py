@@ -32,7 +32,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from control.apiserver import componentstatus
+from control.apiserver.registry import componentstatus
 from control.apiserver.server import APIServer, ServerConfig
 from control.client.rest import RESTClient
 from control.controllers.manager import (

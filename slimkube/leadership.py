@@ -43,7 +43,7 @@ class Part(Protocol):
 
 def part_health(part: object) -> str | None:
     """What a part's `health()` says (None: healthy, else why not); a part without one is healthy while it
-    exists. Read by `kubectl get cs` (control/apiserver/componentstatus.py)."""
+    exists. Read by `kubectl get cs` (control/apiserver/registry/componentstatus.py)."""
     health = getattr(part, "health", None)
     return health() if callable(health) else None
 

@@ -1,4 +1,4 @@
-"""The address plan of `slimkube up --nodes N` (issue 13 item 1): pure decisions, no I/O.
+"""The address plan of `slimkube up --nodes N`: pure decisions, no I/O.
 
 Node 1 is `up`'s own kubelet in the host's network namespace, as with one node. Nodes 2..N each live in a
 network namespace named after the node, joined to the host by a veth pair whose host end sits on one node
@@ -24,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from control.apimachinery.validation import is_dns1123_subdomain
 
@@ -69,13 +70,13 @@ class NodesPlan:
         """(destination, gateway) routes the host needs: each node's pod CIDR via its address."""
         return tuple((node.pod_cidr, node.node_ip) for node in self.nodes)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"bridge": self.bridge, "nodesCIDR": self.nodes_cidr, "hostIP": self.host_ip,
                 "nodes": [{"index": n.index, "name": n.name, "nodeIP": n.node_ip, "podCIDR": n.pod_cidr,
                            "hostVeth": n.host_veth, "dataDir": n.data_dir} for n in self.nodes]}
 
     @classmethod
-    def from_json(cls, document: dict) -> NodesPlan:
+    def from_json(cls, document: dict[str, Any]) -> NodesPlan:
         network = ipaddress.IPv4Network(document["nodesCIDR"])
         return cls(bridge=document["bridge"], nodes_cidr=str(network), host_ip=document["hostIP"],
                    prefixlen=network.prefixlen,
@@ -163,5 +164,5 @@ def in_netns(netns: str, argv: list[str]) -> list[str]:
 def kubelet_listen_address(address: str, internal_ip: str) -> str:
     """Where `up`'s kubelet listens: as configured when that is a wildcard or its InternalIP, else its InternalIP.
     The API server dials a kubelet at the InternalIP it reports (logs, exec), so a kubelet.yaml `address` of
-    127.0.0.1 on a node whose InternalIP is another address would leave it unreachable (issue 16 item 2)."""
+    127.0.0.1 on a node whose InternalIP is another address would leave it unreachable."""
     return address if address in ("0.0.0.0", "::", internal_ip) else internal_ip

@@ -5,8 +5,8 @@ node affinity (control/api/volumes.py).
 
 Upstream: k8s.io/component-helpers/scheduling/corev1/nodeaffinity (`GetRequiredNodeAffinity(pod).Match`,
 `NodeSelectorTerm` matching: terms are ORed, a term's matchExpressions and matchFields ANDed, an empty or
-invalid term matches nothing; matchFields knows only metadata.name with In/NotIn). Seed 000:
-MatchNodeSelector (In, NotIn, Exists, DoesNotExist, Gt, Lt).
+invalid term matches nothing; matchFields knows only metadata.name with In/NotIn), the old MatchNodeSelector
+predicate's operators (In, NotIn, Exists, DoesNotExist, Gt, Lt).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ admission plugin: `admitPod` on pod create, `validatePriorityClass` on class cre
 `getDefaultPriorityClass`) and k8s.io/component-helpers/scheduling/corev1 `PodPriority`.
 
 The admission decisions are pure functions over the pod (or class) and the stored classes; they return
-the Forbidden message upstream gives, or None, so control/apiserver/admission.py only reads and raises.
+the Forbidden message upstream gives, or None, so control/apiserver/admission/plugins.py only reads and raises.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ PREEMPTION_POLICIES = (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER)
 
 Obj = Mapping[str, Any]
 
-# Created by the API server at start-up (control/apiserver/bootstrap.py) and never deletable.
+# Created by the API server at start-up (control/apiserver/controlplane/bootstrap.py) and never deletable.
 SYSTEM_PRIORITY_CLASSES: tuple[dict[str, Any], ...] = (
     {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
      "metadata": {"name": SYSTEM_NODE_CRITICAL}, "value": SYSTEM_CRITICAL_PRIORITY + 1000,

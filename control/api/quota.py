@@ -1,5 +1,6 @@
-"""ResourceQuota admission, the pure part (upstream: pkg/quota/v1/evaluator/core/pods.go and services.go
-for what an object counts, plugin/pkg/admission/resourcequota/controller.go for the check and its message).
+"""ResourceQuota admission, the pure part (upstream: pkg/quota/v1/evaluator/core/pods.go, services.go and
+persistent_volume_claims.go for what an object counts, plugin/pkg/admission/resourcequota/controller.go
+for the check and its message).
 
 The API server lists the namespace's quotas and objects, and asks here: does a quota constrain the new
 object at all (`counts`: only those creates are serialised), what does it add (`usage`), what do the
@@ -18,6 +19,13 @@ Counting as upstream:
 - Bare `cpu`/`memory` in `spec.hard` mean requests.
 - When a quota constrains a compute resource, every container must say it (`must specify ...`), or the
   quota could never be enforced.
+- A PersistentVolumeClaim counts `persistentvolumeclaims` and `requests.storage` (its
+  `spec.resources.requests.storage`, or `status.allocatedResources.storage` when larger, rounded up to a
+  whole byte), and both again per StorageClass as `<class>.storageclass.storage.k8s.io/persistentvolumeclaims`
+  and `<class>.storageclass.storage.k8s.io/requests.storage`; the class is the beta annotation
+  `volume.beta.kubernetes.io/storage-class` if present, else `spec.storageClassName` (none: no per-class
+  charge). Admission counts a claim after the default StorageClass was filled in, so admission and the
+  controller see the same class.
 """
 
 from __future__ import annotations
@@ -33,6 +41,9 @@ _COMPUTE = ("requests.cpu", "requests.memory", "limits.cpu", "limits.memory", "c
 _LEGACY_COUNTS = {"configmaps", "secrets", "persistentvolumeclaims", "replicationcontrollers", "resourcequotas",
                   "services"}
 _ZERO = Quantity("0")
+_PVCS, _REQUESTS_STORAGE = "persistentvolumeclaims", "requests.storage"
+STORAGE_CLASS_SUFFIX = ".storageclass.storage.k8s.io/"  # upstream storageClassSuffix
+ANN_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"  # v1.BetaStorageClassAnnotation
 
 
 def _field(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -66,10 +77,50 @@ def _terminal(pod: Mapping[str, Any]) -> bool:
             or bool(_field(pod, "metadata").get("deletionTimestamp")))
 
 
+def claim_class(claim: Mapping[str, Any]) -> str:
+    """GetPersistentVolumeClaimClass: the beta annotation if present, else spec.storageClassName ("": none)."""
+    annotations = _field(claim, "metadata").get("annotations")
+    if isinstance(annotations, Mapping) and ANN_BETA_STORAGE_CLASS in annotations:
+        return str(annotations[ANN_BETA_STORAGE_CLASS] or "")
+    return str(_field(claim, "spec").get("storageClassName") or "")
+
+
+def _whole(amount: Quantity) -> Quantity:
+    """Rounded up to a whole unit (upstream RoundUp(0): storage is counted in whole bytes)."""
+    return amount if amount.as_fraction().denominator == 1 else Quantity.from_int(amount.value(), amount.format)
+
+
+def claim_storage(claim: Mapping[str, Any]) -> Quantity | None:
+    """The storage a claim counts (pvcEvaluator getStorageUsage): its request, or what was allocated when
+    that is more (an expansion in progress); None when it requests none."""
+    requested = _field(_field(_field(claim, "spec"), "resources"), "requests").get("storage")
+    allocated = _field(_field(claim, "status"), "allocatedResources").get("storage")
+    result = _quantity(requested) if requested is not None else None
+    larger = _quantity(allocated) if allocated is not None else None
+    if larger is not None and (result is None or larger > result):
+        result = larger
+    return None if result is None else _whole(result)
+
+
+def _claim_usage(claim: Mapping[str, Any], one: Quantity) -> dict[str, Quantity]:
+    result = {_PVCS: one, f"count/{_PVCS}": one}
+    storage_class = claim_class(claim)
+    if storage_class:
+        result[storage_class + STORAGE_CLASS_SUFFIX + _PVCS] = one
+    storage = claim_storage(claim)
+    if storage is not None:
+        result[_REQUESTS_STORAGE] = storage
+        if storage_class:
+            result[storage_class + STORAGE_CLASS_SUFFIX + _REQUESTS_STORAGE] = storage
+    return result
+
+
 def usage(plural: str, obj: Mapping[str, Any], *, group: str = "") -> dict[str, Quantity]:
     """What one object counts against a quota."""
     counted = f"count/{plural}.{group}" if group else f"count/{plural}"
     one = Quantity("1")
+    if plural == _PVCS and not group:
+        return _claim_usage(obj, one)
     if plural == "pods":
         if _terminal(obj):
             return {}
@@ -104,6 +155,9 @@ def counted_by(resource_name: str) -> tuple[str, str] | None:
         return ("", "pods")
     if resource_name in ("services.nodeports", "services.loadbalancers") or resource_name in _LEGACY_COUNTS:
         return ("", resource_name.partition(".")[0])
+    if resource_name == _REQUESTS_STORAGE or resource_name.endswith(
+            (STORAGE_CLASS_SUFFIX + _PVCS, STORAGE_CLASS_SUFFIX + _REQUESTS_STORAGE)):
+        return ("", _PVCS)
     if resource_name.startswith("count/"):
         plural, _, group = resource_name[len("count/"):].partition(".")
         return (group, plural) if plural else None

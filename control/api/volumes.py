@@ -41,7 +41,7 @@ ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 NOT_PROVISIONED = "kubernetes.io/no-provisioner"  # upstream's provisioner of classes for static local PVs
 
 # The built-in local-path provisioner (nodeagent/volumes/local_path.py) and the default class the API server
-# creates for it at start-up (control/apiserver/bootstrap.py), in k3s's local-path-provisioner shape.
+# creates for it at start-up (control/apiserver/controlplane/bootstrap.py), in k3s's local-path-provisioner shape.
 LOCAL_PATH_PROVISIONER = "slimkube.io/local-path"
 LOCAL_PATH_CLASS_NAME = "local-path"
 

@@ -1,10 +1,20 @@
-"""The Kubernetes REST API server (aiohttp) and its pure helpers: a component over control.storage and the
-shared base (control.api, control.apimachinery).
+"""The Kubernetes REST API server (aiohttp): a component over control.storage and the shared base
+(control.api, control.apimachinery), in rooms along k8s.io/apiserver's packages, each importing only the
+ones below it (an import contract in pyproject.toml):
 
-Request path: server.py (auth, routing) → handlers.py (HTTP verbs, tables, watch) → registry.py (the
-generic store: create/update/patch/delete with compare-and-swap, knowing no kind) → the resource's
-strategy in strategies/ (per-kind defaults, validation, prepare-for-create/update, status, allocations,
-deletion rules), admission.py (namespace lifecycle, quota) → control.storage. resources.py is the table of
-served resources everything reads; bootstrap.py and binding.py are the start-up writes and the pod
-binding REST storage beside the generic store.
+- server.py — the composition: storage → watch cache → registry → routes, the start-up writes, the loops.
+- crd/ — CustomResourceDefinitions: their schema, CEL rules, the custom-resource strategy and the
+  controller that serves a CRD once it is established.
+- controlplane/ — what the server keeps in place: bootstrap objects, APIServices, the `kubernetes` endpoints.
+- endpoints/ — HTTP: handlers, request parsing, discovery, tables and printers, watch serving, health,
+  metrics. openapi/ — the OpenAPI v2/v3 documents and their protobuf form.
+- registry/ — the generic store (store.py: create/update/patch/delete with compare-and-swap, knowing no
+  kind), the per-kind strategies (registry/strategies/) and the REST storages beside it (binding,
+  eviction, component statuses, metrics.k8s.io, service allocators).
+- admission/ — the admission plugins (namespace lifecycle, defaults, quota).
+- fieldmanager/ — merge/strategic/JSON patch, field sets and managedFields for server-side apply.
+- streaming/ — exec/attach/port-forward relayed to the kubelet (WebSocket, SPDY).
+- codec/ — JSON, protobuf, strict field decoding. storage/ — watch cache, label and field selection.
+  authentication/ — tokens, the cluster CA, kubelet serving certificates.
+- resources.py (the table of served resources) and status.py (API errors as Status objects) — read by all.
 """

@@ -70,8 +70,8 @@ class Resource:
     verbs: tuple[str, ...] = ALL_VERBS
     subresources: Mapping[str, SubResource] = field(default_factory=lambda: MappingProxyType({}))
     custom: bool = False  # served for a CustomResourceDefinition (the run-time layer below), not built in
-    # A version served as a converted view of the stored one (control/apiserver/views.py): the version the
-    # objects are stored in, "" for the storage version itself.
+    # A version served as a converted view of the stored one (control/apiserver/endpoints/versionviews.py):
+    # the version the objects are stored in, "" for the storage version itself.
     storage_version: str = ""
 
     @property
@@ -176,12 +176,12 @@ RESOURCES: tuple[Resource, ...] = (
              subresources=_subresources(status=_status("CustomResourceDefinition"))),
 )
 
-# Served by control/apiserver/componentstatus.py from live health checks, never stored (upstream
+# Served by control/apiserver/registry/componentstatus.py from live health checks, never stored (upstream
 # pkg/registry/core/componentstatus): in discovery and tables, not in RESOURCES.
 COMPONENT_STATUSES = _core("componentstatuses", "componentstatus", "ComponentStatus", False,
                            short_names=("cs",), verbs=("get", "list"))
 
-# Served by control/apiserver/metricsapi.py from the kubelets and never stored, so they are in discovery
+# Served by control/apiserver/registry/metricsapi.py from the kubelets and never stored, so they are in discovery
 # (kubectl top looks for the group there) but not in RESOURCES, which routing, storage and controllers read.
 METRICS_RESOURCES: tuple[Resource, ...] = (
     Resource("metrics.k8s.io", "v1beta1", "nodes", "", "NodeMetrics", False, verbs=("get", "list")),

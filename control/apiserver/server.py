@@ -16,12 +16,12 @@ Authentication: bearer tokens. The admin token (in `DIR/admin.kubeconfig`) and t
 `K10<sha256 of the CA>::node:<password>` (control/util/jointoken.py); the password, or that whole string, is
 the bearer token, and `GET /cacerts` (no token, as k3s) serves the CA bundle the hash is taken over, so
 an agent given only the URL and the token verifies the server before sending the token. Both are
-allowed everything for now; authorization per identity and TLS
-come with the security issue, so bind to 127.0.0.1 or a private network until then. `/healthz`,
+allowed everything for now: there is no authorization per identity yet, so bind to 127.0.0.1 or a
+private network until there is. `/healthz`,
 `/livez`, `/readyz`, `/version` answer without a token, as upstream's public-info-viewer role allows.
 Who a token is (authn.py) is what `POST /apis/authentication.k8s.io/v1/tokenreviews` tells kubelets.
 
-Kubelets (issue 16 item 2): at start, beside the CA, the API server's kubelet client certificate
+Kubelets: at start, beside the CA, the API server's kubelet client certificate
 (`DIR/tls/apiserver-kubelet-client.{crt,key}`, certs.py) that every call to a kubelet presents
 (kubeletclient.py), and `POST /v1-slimkube/serving-kubelet-certificate` signs kubelets' serving certificates
 (kubeletcerts.py).
@@ -50,34 +50,28 @@ import yaml
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from control.apiserver import (
-    aggregated_discovery,
-    authn,
-    certs,
-    componentstatus,
-    discovery,
-    fieldvalidation,
-    health,
-    kubeletcerts,
-    master_endpoints,
-    openapi,
-    status,
-    tables,
-)
 from control.apiserver import resources as resources_table
-from control.apiserver.allocators import kubernetes_service_ip
-from control.apiserver.bootstrap import bootstrap
+from control.apiserver import status
+from control.apiserver.authentication import certs, kubeletcerts
+from control.apiserver.authentication import tokens as authn
+from control.apiserver.codec import fieldvalidation
+from control.apiserver.codec.jsonwire import encode_json
+from control.apiserver.controlplane import master_endpoints
+from control.apiserver.controlplane.bootstrap import bootstrap
 from control.apiserver.crd.controller import PREFIX as CRD_PREFIX
 from control.apiserver.crd.controller import CRDController
-from control.apiserver.handlers import ResourceHandlers, json_response
-from control.apiserver.jsonwire import encode_json
-from control.apiserver.kubeletclient import KubeletClient
-from control.apiserver.metrics import APIServerMetrics, MeteredStorage, is_mutating
-from control.apiserver.metricsapi import MetricsAPI
-from control.apiserver.registry import Registry
-from control.apiserver.request import decode_object
+from control.apiserver.endpoints import aggregated_discovery, discovery, health, tables
+from control.apiserver.endpoints.handlers import ResourceHandlers, json_response
+from control.apiserver.endpoints.metrics import APIServerMetrics, MeteredStorage, is_mutating
+from control.apiserver.endpoints.request import decode_object
+from control.apiserver.openapi import spec as openapi
+from control.apiserver.registry import componentstatus
+from control.apiserver.registry.allocators import kubernetes_service_ip
+from control.apiserver.registry.metricsapi import MetricsAPI
+from control.apiserver.registry.store import Registry
 from control.apiserver.status import APIError
-from control.apiserver.watchcache import Subscription, WatchCache
+from control.apiserver.storage.watchcache import Subscription, WatchCache
+from control.apiserver.streaming.kubeletclient import KubeletClient
 from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
@@ -226,9 +220,9 @@ class APIServer:
         self.port = config.port
         self.certs: certs.ServingCerts | None = None
         self.advertise_address: str | None = None
-        self._endpoints_task: asyncio.Task | None = None
+        self._endpoints_task: asyncio.Task[None] | None = None
         self._crds: CRDController | None = None
-        self._crd_task: asyncio.Task | None = None
+        self._crd_task: asyncio.Task[None] | None = None
         # `kubectl get cs`: the store's check is this server's own; the composition root adds the others
         self.components = componentstatus.ComponentStatuses()
         self.components.register("etcd-0", self._storage_health)

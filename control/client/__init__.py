@@ -1,4 +1,4 @@
-"""The client machinery every component uses (seed 004; upstream k8s.io/client-go): a REST client on
+"""The client machinery every component uses (upstream k8s.io/client-go): a REST client on
 `requests`, reflectors, thread-safe stores, shared informers, rate-limited workqueues, event recording and
 leader election. Components talk to the API server only through this package.
 

@@ -4,7 +4,7 @@ Upstream: client-go tools/cache/shared_informer.go (`sharedIndexInformer`: one r
 indexer; `AddEventHandler` after start replays the indexer's current contents to the new handler as adds;
 `processorListener` buffers notifications without bound so a slow handler never blocks the watch;
 `HasSynced` after the first list has been processed) and informers/factory.go (`SharedInformerFactory`:
-one informer per type, `Start(stopCh)` starts those not yet started, `WaitForCacheSync`). Seed 004: the
+one informer per type, `Start(stopCh)` starts those not yet started, `WaitForCacheSync`). As in the
 controllers' pod and service "controllers" (informers) fill podStore/serviceStore from the API server and
 push keys into the work queue; everything else reads the local cache.
 
@@ -72,7 +72,7 @@ class _Broadcast:
     """The reflector's handler: queues each change for the handlers registered at that moment (a handler
     registered later has already been given the store's contents, which include the change)."""
 
-    def __init__(self, events: queue.SimpleQueue) -> None:
+    def __init__(self, events: queue.SimpleQueue[Any]) -> None:
         self.events = events
         self.handlers: tuple[EventHandler, ...] = ()
 
@@ -104,7 +104,7 @@ class SharedInformer:
             params["fieldSelector"] = field_selector
         self.store = Store(indexers={NAMESPACE_INDEX: index_by_namespace, **(indexers or {})})
         self._lock = threading.RLock()  # held by the reflector while it changes the store and queues
-        self._events: queue.SimpleQueue = queue.SimpleQueue()
+        self._events: queue.SimpleQueue[Any] = queue.SimpleQueue()  # changes, sync markers and the stop
         self._broadcast = _Broadcast(self._events)
         self._synced = threading.Event()
         self._started = False

@@ -5,8 +5,8 @@ resourceVersion with `allowWatchBookmarks`, a random 5-10 min watch timeout afte
 re-opened from the last resourceVersion without a relist, a relist when the watch says "too old" (410),
 list errors retried with exponential backoff), delta_fifo.go (`Replace`: what the store knows but the new
 list lacks is deleted with its last known state, `DeletedFinalStateUnknown`) and controller.go
-(`processDeltas`: the store is updated before the handler hears of the change). Seed 004's "Controller
-{config, reflector}": the reflector "monitors the resource and reflects every change into the store".
+(`processDeltas`: the store is updated before the handler hears of the change). In client-go's "Controller
+{config, reflector}" the reflector "monitors the resource and reflects every change into the store".
 
 Differences from upstream, on purpose:
 - No DeltaFIFO: the store is updated and the handler told in one step, under one lock (`lock`), on the
@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from control.api.typed.meta import List, TypedObject
 from control.apimachinery.meta import key_of
 from control.client.errors import Gone
 from control.client.store import Store
@@ -99,7 +100,7 @@ class Backoff:
 DEFAULT_BACKOFF = Backoff()  # frozen: one shared default is safe
 
 def resource_version_of(obj: Mapping[str, Any]) -> str:
-    return (obj.get("metadata") or {}).get("resourceVersion") or ""
+    return TypedObject(obj).metadata.resource_version
 
 
 def _changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -198,7 +199,7 @@ class Reflector:
             params["limit"] = str(self._page_size)
         result = self._client.list(self._path, params=params)
         listed = {key_of(obj): obj for obj in result.get("items") or ()}
-        resource_version = (result.get("metadata") or {}).get("resourceVersion") or ""
+        resource_version = List(result).metadata.resource_version
         with self._lock:
             for change in relist_changes(self._store.items(), listed):
                 self._apply(change)

@@ -1,5 +1,5 @@
 """The REST client every component uses (upstream: k8s.io/client-go/rest — client.go, request.go,
-watch/streamwatcher.go; seed 004's client machinery).
+watch/streamwatcher.go).
 
 Design notes
 - One `requests.Session` per client: its urllib3 pool keeps connections alive and is shared safely by
@@ -36,6 +36,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTimeoutError
 
+from control.api.typed.meta import List, TypedObject
 from control.client.errors import Gone, error_from_status
 from control.client.kubeconfig import ClientConfig, load_kubeconfig
 from control.client.retry import Failure, RetryPolicy, parse_retry_after, retry_delay
@@ -182,17 +183,17 @@ class RESTClient:
 
     # -- verbs ---------------------------------------------------------------------------------------
 
-    def get(self, path: str, *, params: Mapping[str, str] | None = None) -> dict:
+    def get(self, path: str, *, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         return self._json("GET", path, params=params)
 
-    def list(self, path: str, *, params: Mapping[str, str] | None = None) -> dict:
+    def list(self, path: str, *, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         """A List; with `limit` in `params`, every page joined (all at the first page's revision)."""
         query = dict(params or {})
         result = self._json("GET", path, params=query)
         if "limit" not in query:
             return result
         items = list(result.get("items") or [])
-        token = (result.get("metadata") or {}).get("continue")
+        token = List(result).metadata.continue_
         while token:
             try:
                 page = self._json("GET", path, params={**query, "continue": token})
@@ -200,19 +201,20 @@ class RESTClient:
                 log.info("continue token for %s expired; listing it whole", path)
                 return self._json("GET", path, params={k: v for k, v in query.items() if k != "limit"})
             items += page.get("items") or []
-            token = (page.get("metadata") or {}).get("continue")
+            token = List(page).metadata.continue_
         metadata = dict(result.get("metadata") or {})
         metadata.pop("continue", None)
         metadata.pop("remainingItemCount", None)
         return {**result, "metadata": metadata, "items": items}
 
-    def create(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict:
+    def create(self, path: str, body: dict[str, Any], *, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         return self._json("POST", path, params=params, body=body)
 
-    def update(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict:
+    def update(self, path: str, body: dict[str, Any], *, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         return self._json("PUT", path, params=params, body=body)
 
-    def patch(self, path: str, patch: dict | builtins.list, *, patch_type: str = "merge") -> dict:
+    def patch(self, path: str, patch: dict[str, Any] | builtins.list[Any], *,
+              patch_type: str = "merge") -> dict[str, Any]:
         try:
             content_type = PATCH_CONTENT_TYPES[patch_type]
         except KeyError:
@@ -220,7 +222,7 @@ class RESTClient:
         return self._json("PATCH", path, body=patch, content_type=content_type)
 
     def delete(self, path: str, *, grace_period_seconds: int | None = None, propagation_policy: str | None = None,
-               preconditions: dict | None = None) -> dict:
+               preconditions: dict[str, Any] | None = None) -> dict[str, Any]:
         options: dict[str, Any] = {}
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
@@ -271,7 +273,7 @@ class RESTClient:
                         event = _decode_event(line)
                         resumable = resumable or event.type == "BOOKMARK"
                         if resumable:
-                            rv = (event.object.get("metadata") or {}).get("resourceVersion") or rv
+                            rv = TypedObject(event.object).metadata.resource_version or rv
                         events += 1
                         failures = 0
                         yield event
@@ -332,7 +334,7 @@ class RESTClient:
         return delay, None
 
     def _json(self, method: str, path: str, *, params: Mapping[str, str] | None = None, body: Any = None,
-              content_type: str = "application/json") -> dict:
+              content_type: str = "application/json") -> dict[str, Any]:
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         headers = {"Content-Type": content_type} if data is not None else None
         failures = 0

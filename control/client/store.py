@@ -2,7 +2,7 @@
 
 Upstream: client-go tools/cache/thread_safe_store.go (`threadSafeMap`: items, indexers, indices under one
 lock), index.go (`Indexers`, `Indices`, `MetaNamespaceIndexFunc`), store.go (`MetaNamespaceKeyFunc`), and
-the listers generated from listers/*. Seed 004 describes the same shape: "threadSafeMap{lock, items,
+the listers generated from listers/*. The same shape: "threadSafeMap{lock, items,
 indexers, indices}", a generic key/value store (add, update, delete, list keys, list objects, get by key)
 used by controllers as their cache so they read locally instead of asking the API server.
 
@@ -28,6 +28,8 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from control.api.typed.core import Pod
+from control.api.typed.meta import TypedObject
 from control.apimachinery import labels
 from control.apimachinery.meta import key_of, namespace_of
 
@@ -46,13 +48,12 @@ def index_by_namespace(obj: Mapping[str, Any]) -> list[str]:
 
 def index_by_node_name(obj: Mapping[str, Any]) -> list[str]:
     """`spec.nodeName`; unscheduled pods are indexed under "" (so by_index(…, "") finds them)."""
-    return [(obj.get("spec") or {}).get("nodeName") or ""]
+    return [Pod(obj).spec.node_name]
 
 
 def index_by_owner_uid(obj: Mapping[str, Any]) -> list[str]:
     """The uid of every owner reference: what the garbage collector and workload controllers look up."""
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
-    return [ref["uid"] for ref in refs if ref.get("uid")]
+    return [ref.uid for ref in TypedObject(obj).metadata.owner_references if ref.uid]
 
 
 STANDARD_INDEXERS: Mapping[str, IndexFunc] = {
@@ -211,7 +212,7 @@ class Lister:
                 candidates = [obj for obj in self._store.list() if namespace_of(obj) == namespace]
         if selector is None or selector.empty:
             return candidates
-        return [obj for obj in candidates if selector.matches((obj.get("metadata") or {}).get("labels") or {})]
+        return [obj for obj in candidates if selector.matches(TypedObject(obj).metadata.labels)]
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The object, or None if the cache does not hold it ("" or None namespace: cluster-scoped)."""

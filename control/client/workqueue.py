@@ -1,7 +1,7 @@
-"""The controller work queue (seed 004, the EndpointController's `queue *workqueue.Type`; upstream: client-go
+"""The controller work queue (the EndpointController's `queue *workqueue.Type`; upstream: client-go
 util/workqueue/queue.go, delaying_queue.go, rate_limiting_queue.go).
 
-Guarantees (seed 004's list, upstream's doc.go "fair / stingy / re-enqueue while processing / shutdown"):
+Guarantees (upstream's doc.go "fair / stingy / re-enqueue while processing / shutdown"):
 - FIFO: items are handed out in the order they were first added.
 - An item added many times before a worker takes it is processed once.
 - An item being processed (between `get` and `done`) is never handed to a second worker; if it is added
@@ -56,7 +56,7 @@ class QueueShutDown(Exception):
 
 
 class WorkQueue(Generic[T]):
-    """A FIFO of distinct items with the seed-004 guarantees (module notes). Thread-safe."""
+    """A FIFO of distinct items with the guarantees of the module notes. Thread-safe."""
 
     def __init__(self, *, name: str = "") -> None:
         self.name = name

@@ -41,7 +41,6 @@ from control.controllers.deployment.controller import DeploymentController
 from control.controllers.disruption.controller import DisruptionController
 from control.controllers.endpoints.controller import EndpointsController
 from control.controllers.endpointslice.controller import EndpointSliceController
-from control.controllers.endpointslice.reconciler import MAX_ENDPOINTS_PER_SLICE
 from control.controllers.endpointslicemirroring.controller import EndpointSliceMirroringController
 from control.controllers.garbagecollector.controller import GarbageCollector
 from control.controllers.horizontal.controller import SYNC_PERIOD as HPA_SYNC_PERIOD
@@ -64,6 +63,7 @@ from control.controllers.rootcacertpublisher.controller import RootCACertPublish
 from control.controllers.serviceaccounts.controller import ServiceAccountsController
 from control.controllers.servicelb.controller import ServiceLBController
 from control.controllers.shared.discovery import ServerDiscovery
+from control.controllers.shared.endpointslice_reconciler import MAX_ENDPOINTS_PER_SLICE
 from control.controllers.statefulset.controller import StatefulSetController
 from control.controllers.tainteviction.controller import TaintEvictionController
 from control.controllers.ttlafterfinished.controller import TTLAfterFinishedController

@@ -1,5 +1,5 @@
-"""The scheduler (kube-scheduler): binds pending pods to nodes through the API, as seed 000's scheduler
-section and seed 003's filter/score framework describe. A component: it imports only the shared base.
+"""The scheduler (kube-scheduler): binds pending pods to nodes through the API, with upstream's
+filter/score plugin framework (pkg/scheduler). A component: it imports only the shared base.
 
 Parts: `resources.py` (a pod's requests), `nodeinfo.py` (what a node holds), `cache.py` (informer-fed, with
 assume/forget), `queue.py` (active/backoff/unschedulable), `framework.py` (plugin protocols, cycle state,

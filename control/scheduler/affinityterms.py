@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from control.api.typed.core import Pod as PodView
 from control.apimachinery.labels import NOTHING, Selector, SelectorError, selector_from_label_selector
 
 Pod = Mapping[str, Any]
@@ -34,9 +35,9 @@ class AffinityTerm:
     def matches(self, pod: Pod, namespace_labels: Mapping[str, str] | None) -> bool:
         """Upstream AffinityTerm.Matches: `pod` is in one of the term's namespaces (listed, or selected by
         `namespace_labels`, the labels of the pod's namespace) and its labels match the selector."""
-        metadata = pod.get("metadata") or {}
-        if metadata.get("namespace") in self.namespaces or self.namespace_selector.matches(namespace_labels or {}):
-            return self.selector.matches(metadata.get("labels") or {})
+        metadata = PodView(pod).metadata
+        if metadata.namespace in self.namespaces or self.namespace_selector.matches(namespace_labels or {}):
+            return self.selector.matches(metadata.labels)
         return False
 
     def with_namespaces(self, names: set[str]) -> AffinityTerm:
@@ -71,7 +72,7 @@ def _term(pod: Pod, raw: Mapping[str, Any]) -> AffinityTerm:
     namespaces = raw.get("namespaces") or []
     raw_namespace_selector = raw.get("namespaceSelector")
     if not namespaces and raw_namespace_selector is None:
-        namespaces = [(pod.get("metadata") or {}).get("namespace") or ""]
+        namespaces = [PodView(pod).metadata.namespace]
     return AffinityTerm(frozenset(namespaces), selector_from_label_selector(raw.get("labelSelector")),
                         str(raw.get("topologyKey") or ""), selector_from_label_selector(raw_namespace_selector))
 
@@ -95,7 +96,7 @@ def _weighted(pod: Pod, raw: list[Any], errors: list[str]) -> tuple[WeightedAffi
 
 def pod_affinity_terms(pod: Pod) -> PodAffinityTerms:
     """The parsed terms of `spec.affinity.podAffinity` and `.podAntiAffinity` (module notes)."""
-    affinity = (pod.get("spec") or {}).get("affinity") or {}
+    affinity = PodView(pod).spec.affinity or {}
     if not isinstance(affinity, Mapping):
         return NO_TERMS
     pod_affinity = affinity.get("podAffinity")

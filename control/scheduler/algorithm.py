@@ -7,7 +7,7 @@ node, plugins in order, stopping at the first that rejects, and stopping the sea
 → `prioritizeNodes` (PreScore once; Score per feasible node per plugin; NormalizeScore; times the
 plugin's weight; summed) → `selectHost` (the highest total, ties broken at random by reservoir sampling:
 the k-th node with the best score so far replaces the pick with probability 1/k). One feasible node is
-taken without scoring. Seed 000 is the same with predicates and priorities.
+taken without scoring. The old predicates and priorities are these filters and scores.
 
 Nominated pods (framework.go `RunFilterPluginsWithNominatedPods` / `addGENominatedPods`): a pod a
 preemption nominated to a node counts there, for every pod of lower or equal priority, until it binds:
@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from control.api.priority import pod_priority
+from control.api.typed.core import Pod as PodView
 from control.apimachinery.meta import key_of
 from control.scheduler.cache import Snapshot
 from control.scheduler.framework import (
@@ -176,7 +177,7 @@ def find_feasible(pod: Pod, framework: Framework, state: CycleState, *,
         elif not status.is_success:
             rejected = Status(status.code, status.reasons, pre_filter.name)
             return [], {node.name: rejected for node in nodes}, 0
-    nominated_node = snapshot.get((pod.get("status") or {}).get("nominatedNodeName") or "")
+    nominated_node = snapshot.get(PodView(pod).status.nominated_node_name)
     if nominated_node is not None and framework.run_filters_with_nominated_pods(state, pod, nominated_node).is_success:
         return [nominated_node], {}, 1
     wanted = num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, len(nodes))

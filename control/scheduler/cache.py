@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from control.api.typed.base import ViewList
+from control.api.typed.core import ContainerImage, Node
 from control.apimachinery.meta import key_of, name_of
 from control.scheduler.nodeinfo import ImageState, NodeInfo, PodInfo, next_generation, node_images
 
@@ -58,7 +60,7 @@ class Snapshot:
 
 def _fill_image_states(infos: list[NodeInfo]) -> None:
     counts: dict[str, int] = {}
-    sizes = [node_images(info.node or {}) for info in infos]
+    sizes = [node_images(info.node) for info in infos]
     for images in sizes:
         for name in images:
             counts[name] = counts.get(name, 0) + 1
@@ -213,6 +215,6 @@ class SchedulerCache:
                         {info.name: index for index, info in enumerate(node_list)})
 
 
-def _images(node: Mapping[str, Any]) -> Any:
-    return (node.get("status") or {}).get("images")
+def _images(node: Mapping[str, Any]) -> ViewList[ContainerImage]:
+    return Node(node).status.images
 

@@ -4,8 +4,8 @@ Upstream: pkg/scheduler/framework/interface.go (`PreFilterPlugin` + `PreFilterEx
 `FilterPlugin`, `PostFilterPlugin` + `PostFilterResult`, `PreScorePlugin`, `ScorePlugin` +
 `ScoreExtensions.NormalizeScore`, `Status` with its codes, MaxNodeScore 100, the part of `Handle` a
 PostFilter uses), types.go (`FitError.Error()`'s message) and cycle_state.go (`CycleState`: what a
-PreFilter/PreScore computes once per pod for its Filter/Score to read per node). Seed 003 shows the same
-shape; seed 000's predicates are Filters and its priorities Scores.
+PreFilter/PreScore computes once per pod for its Filter/Score to read per node). The old
+predicates are Filters and the old priorities Scores.
 
 `Listers` is the narrow part of upstream's `Handle.SharedInformerFactory()` the plugins read: the
 workload objects that select a pod (Services, ReplicationControllers, ReplicaSets, StatefulSets, for
@@ -32,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from control.api.typed.core import Namespace
+from control.api.typed.meta import TypedObject
 from control.apimachinery.labels import Selector, parse_selector
 from control.scheduler.cache import Snapshot
 from control.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -135,12 +137,12 @@ class StaticLister:
              label_selector: str | Selector | None = None) -> Sequence[Mapping[str, Any]]:
         selector = parse_selector(label_selector) if isinstance(label_selector, str) else label_selector
         return [obj for obj in self._objects
-                if (namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace)
-                and (selector is None or selector.matches((obj.get("metadata") or {}).get("labels") or {}))]
+                if (namespace is None or TypedObject(obj).metadata.namespace == namespace)
+                and (selector is None or selector.matches(TypedObject(obj).metadata.labels))]
 
     def get(self, namespace: str | None, name: str) -> Mapping[str, Any] | None:
-        return next((obj for obj in self._objects if (obj.get("metadata") or {}).get("name") == name
-                     and ((obj.get("metadata") or {}).get("namespace") or None) == (namespace or None)), None)
+        return next((obj for obj in self._objects if TypedObject(obj).metadata.name == name
+                     and (TypedObject(obj).metadata.namespace or None) == (namespace or None)), None)
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,7 @@ class Listers:
     def namespace_labels(self, name: str) -> dict[str, str]:
         """Upstream GetNamespaceLabelsSnapshot: the namespace's labels, none if it is not in the cache."""
         namespace = self.namespaces.get(None, name) or {}
-        return dict((namespace.get("metadata") or {}).get("labels") or {})
+        return dict(Namespace(namespace).metadata.labels)
 
 
 class CycleState:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from control.api.typed.core import Node, Pod
 from control.apimachinery.meta import key_of
 from control.scheduler.affinityterms import PodAffinityTerms, pod_affinity_terms
 from control.scheduler.resources import Resource, host_ports, pod_requests, resource_from_list
@@ -59,10 +60,10 @@ class PodInfo:
         """(namespace, labels) as one hashable value, for counting pods by label selector: pods of one
         controller share it, so a count matches the selector once per distinct label set. None while the
         pod is terminating, which such counts leave out."""
-        metadata = self.pod.get("metadata") or {}
-        if metadata.get("deletionTimestamp"):
+        metadata = Pod(self.pod).metadata
+        if metadata.deletion_timestamp:
             return None
-        return metadata.get("namespace") or "", frozenset((metadata.get("labels") or {}).items())
+        return metadata.namespace, frozenset(metadata.labels.items())
 
 
 @dataclass
@@ -92,7 +93,7 @@ class NodeInfo:
 
     @property
     def labels(self) -> Mapping[str, str]:
-        return (self.node or {}).get("metadata", {}).get("labels") or {}
+        return Node(self.node).metadata.labels
 
     def pods_with_affinity(self) -> list[PodInfo]:
         """Upstream NodeInfo.PodsWithAffinity: pods with pod affinity or anti-affinity."""
@@ -112,8 +113,8 @@ class NodeInfo:
 
     def set_node(self, node: Mapping[str, Any]) -> None:
         self.node = node
-        self.name = (node.get("metadata") or {}).get("name", "")
-        self.allocatable = resource_from_list((node.get("status") or {}).get("allocatable"))
+        self.name = Node(node).metadata.name
+        self.allocatable = resource_from_list(Node(node).status.allocatable)
         self.generation = next_generation()
 
     def add_pod(self, info: PodInfo) -> None:
@@ -146,12 +147,12 @@ class NodeInfo:
                         self.num_with_affinity, self.num_with_required_anti_affinity, self.name)
 
 
-def node_images(node: Mapping[str, Any]) -> dict[str, int]:
+def node_images(node: Mapping[str, Any] | None) -> dict[str, int]:
     """Image name → size in bytes from `status.images` (every name of each image)."""
     sizes = {}
-    for image in (node.get("status") or {}).get("images") or []:
-        for name in image.get("names") or []:
-            sizes[name] = int(image.get("sizeBytes") or 0)
+    for image in Node(node).status.images:
+        for name in image.names:
+            sizes[name] = int(image.size_bytes)
     return sizes
 
 

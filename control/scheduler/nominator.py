@@ -16,12 +16,13 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed.core import Pod
 from control.apimachinery.meta import key_of
 from control.scheduler.nodeinfo import PodInfo
 
 
 def nominated_node_name(pod: Mapping[str, Any]) -> str:
-    return (pod.get("status") or {}).get("nominatedNodeName") or ""
+    return Pod(pod).status.nominated_node_name
 
 
 class Nominator:
@@ -64,7 +65,7 @@ class Nominator:
         self._delete(key)
         if node_name is None:
             node_name = nominated_node_name(pod)
-        if not node_name or (pod.get("spec") or {}).get("nodeName"):
+        if not node_name or Pod(pod).spec.node_name:
             return
         self._by_node.setdefault(node_name, {})[key] = PodInfo.of(pod)
         self._node_of[key] = node_name

@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from control.api.typed.core import Pod
 from control.apimachinery.meta import key_of
 from control.util.clock import Clock, RealClock
 
@@ -73,7 +74,7 @@ class QueuedPodInfo:
 
     @property
     def priority(self) -> int:
-        return int((self.pod.get("spec") or {}).get("priority") or 0)
+        return int(Pod(self.pod).spec.priority or 0)
 
 
 def backoff_seconds(attempts: int, *, initial: float = INITIAL_BACKOFF_SECONDS,
@@ -81,12 +82,12 @@ def backoff_seconds(attempts: int, *, initial: float = INITIAL_BACKOFF_SECONDS,
     """initial · 2^(attempts-1), at most `maximum` (upstream calculateBackoffDuration)."""
     if attempts <= 0:
         return 0.0
-    return min(maximum, initial * 2 ** (attempts - 1))
+    return min(maximum, initial * 2.0 ** (attempts - 1))
 
 
 def _scheduling_relevant(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     """What of a pod an update must change to be worth another try: not status, not resourceVersion."""
-    metadata = {k: v for k, v in (pod.get("metadata") or {}).items()
+    metadata = {k: v for k, v in Pod(pod).metadata.raw.items()
                 if k not in ("resourceVersion", "generation", "managedFields")}
     return {"metadata": metadata, "spec": pod.get("spec")}
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from control.api.podresources import containers, pod_total
+from control.api.typed.core import Container
 from control.apimachinery.quantity import cpu_to_millicores, to_bytes
 
 CPU = "cpu"
@@ -93,7 +94,7 @@ def is_scalar_resource(name: str) -> bool:
 
 
 def _container_requests(container: Mapping[str, Any], *, non_zero: bool) -> Resource:
-    requests = (container.get("resources") or {}).get("requests") or {}
+    requests = Container(container).resources.requests
     result = resource_from_list(requests)
     if non_zero:
         if CPU not in requests:

@@ -49,6 +49,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+from control.api.typed.core import Node, Pod
 from control.api.volumes import ANN_SELECTED_NODE
 from control.apimachinery.meta import get_condition, name_of, namespace_of, set_condition
 from control.client.errors import ApiError, NotFound
@@ -85,35 +86,35 @@ VOLUME_PLUGINS = frozenset({VOLUME_BINDING})
 class SchedulerClient(Protocol):
     """The verbs the scheduler writes with (RESTClient and tests/support/fake_apiserver.py have them)."""
 
-    def create(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict: ...
+    def create(self, path: str, body: dict[str, Any], *, params: Mapping[str, str] | None = None) -> dict[str, Any]: ...
 
-    def patch(self, path: str, patch: dict | list, *, patch_type: str = "merge") -> dict: ...
+    def patch(self, path: str, patch: dict[str, Any] | list[Any], *, patch_type: str = "merge") -> dict[str, Any]: ...
 
     def delete(self, path: str, *, grace_period_seconds: int | None = None, propagation_policy: str | None = None,
-               preconditions: dict | None = None) -> dict: ...
+               preconditions: dict[str, Any] | None = None) -> dict[str, Any]: ...
 
 
 def scheduler_name(pod: Mapping[str, Any]) -> str:
-    return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
+    return Pod(pod).spec.scheduler_name or DEFAULT_SCHEDULER_NAME
 
 
 def _assigned(pod: Mapping[str, Any]) -> bool:
-    return bool((pod.get("spec") or {}).get("nodeName"))
+    return bool(Pod(pod).spec.node_name)
 
 
 def _terminal(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+    return Pod(pod).status.phase in TERMINAL_PHASES
 
 
 def _pod_labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    return (pod.get("metadata") or {}).get("labels") or {}
+    return Pod(pod).metadata.labels
 
 
-def _node_scheduling_properties(node: Mapping[str, Any]) -> tuple:
+def _node_scheduling_properties(node: Mapping[str, Any]) -> tuple[Any, ...]:
     """What of a Node a filter or score reads (upstream nodeSchedulingPropertiesChange)."""
     spec, status = node.get("spec") or {}, node.get("status") or {}
     return (spec.get("unschedulable"), spec.get("taints"), status.get("allocatable"),
-            (node.get("metadata") or {}).get("labels"), status.get("conditions") and
+            Node(node).metadata.labels, status.get("conditions") and
             [(c.get("type"), c.get("status")) for c in status["conditions"]])
 
 
@@ -257,7 +258,7 @@ class Scheduler:
         """One scheduling cycle for a popped pod (upstream ScheduleOne)."""
         pod = info.pod
         cycle = self.queue.scheduling_cycle
-        if (pod.get("metadata") or {}).get("deletionTimestamp") or self.cache.is_assumed(pod):
+        if Pod(pod).metadata.deletion_timestamp or self.cache.is_assumed(pod):
             self.queue.done(info.key)
             return
         profile = self.profiles[scheduler_name(pod)]
@@ -302,7 +303,7 @@ class Scheduler:
         pod = info.pod
         namespace, name = namespace_of(pod), name_of(pod)
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace,
-                                                                     "uid": (pod.get("metadata") or {}).get("uid")},
+                                                                     "uid": Pod(pod).metadata.uid},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         try:
             for claim in claims_to_annotate(pod, self.listers, node):  # VolumeBinding's PreBind
@@ -326,16 +327,15 @@ class Scheduler:
     def _preempt(self, preemptor: Mapping[str, Any], node: str, result: PostFilterResult) -> None:
         """Carry out DefaultPreemption's decision (upstream prepareCandidate): evict the victims, drop the
         nominations of lower-priority pods nominated to `node`. An ApiError fails the cycle (retried)."""
-        uid = (preemptor.get("metadata") or {}).get("uid", "")
+        uid = Pod(preemptor).metadata.uid
         condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": PREEMPTION_BY_SCHEDULER,
                      "message": f"{scheduler_name(preemptor)}: preempting to accommodate a higher priority pod"}
         for victim in result.victims:
-            if (victim.get("metadata") or {}).get("deletionTimestamp"):
+            if Pod(victim).metadata.deletion_timestamp:
                 continue  # its graceful deletion has started already
             path = resource_path("v1", "pods", namespace=namespace_of(victim), name=name_of(victim))
             try:
-                conditions = [dict(c) for c in (victim.get("status") or {}).get("conditions") or []
-                              if c.get("type") == DISRUPTION_TARGET]
+                conditions = [dict(c.raw) for c in Pod(victim).status.conditions if c.type == DISRUPTION_TARGET]
                 if set_condition(conditions, condition, now=self.clock.now()):
                     self.client.patch(f"{path}/status", {"status": {"conditions": conditions}},
                                       patch_type="strategic")
@@ -376,7 +376,7 @@ class Scheduler:
             conditions = [dict(existing)] if existing else []
             if set_condition(conditions, condition, now=self.clock.now()):
                 status["conditions"] = conditions
-        current = (pod.get("status") or {}).get("nominatedNodeName") or ""
+        current = Pod(pod).status.nominated_node_name
         if nominated_node is not None and nominated_node != current:
             status["nominatedNodeName"] = nominated_node or None
         if not status:

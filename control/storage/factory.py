@@ -1,4 +1,4 @@
-"""`--datastore URL` → a `Storage` (shared/DESIGN.md, "Command-line contract"; k3s pkg/cluster picks
+"""`--datastore URL` → a `Storage` (the `slimkube server` flag, docs/operations.md; k3s pkg/cluster picks
 kine's driver from `--datastore-endpoint` the same way).
 
 Accepted forms:

@@ -1,4 +1,4 @@
-"""Which iptables backend the host uses, and a small client for it (RECIPES.md "iptables").
+"""Which iptables backend the host uses, and a small client for it.
 
 iptables 1.8 has two backends, legacy and nft, each with its own `-save`/`-restore`; rules written with
 one are invisible to the other's `-save`, and a DROP in one drops what the other accepts. So the backend

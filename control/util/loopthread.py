@@ -1,7 +1,7 @@
 """An asyncio event loop on its own thread, and aiohttp apps served on it.
 
 The daemons' other parts are plain threads doing blocking Docker, netlink and iptables calls
-(shared/DESIGN.md "Choices"); their HTTP servers (the API server inside `slimkube up`, the kubelet's API, the
+(docs/choices.md); their HTTP servers (the API server inside `slimkube up`, the kubelet's API, the
 proxy's healthz and metrics) are aiohttp, so each runs its loop on a daemon thread and the caller's thread
 stays free (for signals, in `up`). One place starts, feeds and ends such a loop, and binds a site reporting
 the port it really got (port 0 picks a free one).

@@ -1,6 +1,7 @@
-"""The `openssl` command line tool, shared by the API server's certificates (control/apiserver/certs.py) and
-the kubelet's serving certificate (nodeagent/servingcert.py): no Python crypto dependency is needed for
-making keys, CSRs and certificates, and openssl is on every machine that runs Docker."""
+"""The `openssl` command line tool, shared by the API server's certificates
+(control/apiserver/authentication/certs.py) and the kubelet's serving certificate (nodeagent/servingcert.py): no
+Python crypto dependency is needed for making keys, CSRs and certificates, and openssl is on every machine that
+runs Docker."""
 
 from __future__ import annotations
 

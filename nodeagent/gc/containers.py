@@ -1,6 +1,6 @@
 """Which dead containers and sandboxes go: upstream pkg/kubelet/kuberuntime/kuberuntime_gc.go
-(evictContainers, evictSandboxes) and pkg/kubelet/container/container_gc.go (the policy), as seeds 000/001
-describe them. Pure: `select_evictable(records, policy, now, known_pods=...)` returns a plan; the manager
+(evictContainers, evictSandboxes) and pkg/kubelet/container/container_gc.go (the policy).
+Pure: `select_evictable(records, policy, now, known_pods=...)` returns a plan; the manager
 (nodeagent/gc/manager.py) carries it out through the runtime.
 
 Rules, in upstream's order:
@@ -14,7 +14,7 @@ Rules, in upstream's order:
      instance `kubectl logs --previous` reads and the restart count lives on);
   6. `max_containers` >= 0 and more evictable containers than that: each unit is cut to
      max(1, max_containers // units), then, if still too many, the oldest of all (by creation time, as
-     the seed says; upstream now sorts this round by attempt first, which compares restart counts of
+     upstream did before; upstream now sorts this round by attempt first, which compares restart counts of
      unrelated containers) go until it fits;
   7. sandboxes: a sandbox is active while it runs or any container not removed by this plan still
      references it; inactive sandboxes of deleted pods go, and a live pod keeps its newest sandbox.

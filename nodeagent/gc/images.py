@@ -1,12 +1,12 @@
 """Which images go when the image filesystem fills up: upstream pkg/kubelet/images/image_gc_manager.go
-(detectImages, GarbageCollect, freeSpace), as seeds 000/001 describe it. Pure: the manager
+(detectImages, GarbageCollect, freeSpace). Pure: the manager
 (nodeagent/gc/manager.py) lists images and containers, reads the disk, and removes what these say.
 
 - `detect_images`: the records carried from one round to the next. A new image gets `first_detected` =
   now; an image some container uses (in any state: Docker keeps an exited container's image) gets
   `last_used` = now; sizes are refreshed; images that disappeared are dropped.
 - `amount_to_free`: usage percent = 100 - available*100/capacity (integer, as upstream); at or above
-  `high_threshold_percent` the amount to free is capacity*(100-low)/100 - available (the seed's
+  `high_threshold_percent` the amount to free is capacity*(100-low)/100 - available (that is,
   usage - low*capacity/100); capacity 0 is an error (the InvalidDiskCapacity event).
 - `select_images_to_free`: least recently used first, ties by first detection; never an image in use,
   never a pinned one (the pause image: upstream's most reported image GC bug was nodes deleting their

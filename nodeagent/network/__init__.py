@@ -1,4 +1,4 @@
-"""Pod networking for the kubelet (issue 5 item 4; upstream's kubenet + CNI bridge/host-local):
+"""Pod networking for the kubelet (upstream's kubenet + CNI bridge/host-local):
 
 - `ipam`: the node's podCIDR addresses, persistent, no double allocation across processes or restarts;
 - `bridge`: the node bridge (`cbr0`) and the sysctls it needs;

@@ -1,4 +1,4 @@
-"""The node's pod bridge (`cbr0` by default) over netlink with pyroute2 (RECIPES.md "Pod networking").
+"""The node's pod bridge (`cbr0` by default) over netlink with pyroute2.
 
 Upstream's kubenet has the CNI bridge plugin create `cbr0` with the node's first pod address as gateway
 (pkg/kubelet/dockershim/network/kubenet/kubenet_linux.go). We do the same directly: create the bridge if
@@ -47,6 +47,7 @@ def ensure_bridge(name: str, gateway_cidr: str, *, mtu: int | None = None) -> in
                 if exc.code != errno.EEXIST:
                     raise
             found = ipr.link_lookup(ifname=name)
+        index: int
         (index,) = found
         (link,) = ipr.get_links(index)
         if link.get_nested("IFLA_LINKINFO", "IFLA_INFO_KIND") != "bridge":

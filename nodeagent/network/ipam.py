@@ -1,4 +1,4 @@
-"""A persistent, node-local IP address manager for the node's podCIDR (issue 5 item 4).
+"""A persistent, node-local IP address manager for the node's podCIDR.
 
 Upstream's kubenet delegates this to the CNI `host-local` IPAM plugin (containernetworking/plugins
 plugins/ipam/host-local): one record per reserved address on disk, allocation keyed by container id,
@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 STATE_VERSION = 1
 
@@ -116,7 +117,7 @@ def retain_only(state: IPAMState, live_owners: Iterable[str]) -> tuple[IPAMState
     return replace(state, allocations=kept), freed
 
 
-def to_document(state: IPAMState) -> dict:
+def to_document(state: IPAMState) -> dict[str, Any]:
     return {
         "version": STATE_VERSION,
         "cidr": state.cidr,

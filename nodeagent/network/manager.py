@@ -1,9 +1,9 @@
-"""The kubelet's pod networking in one place: IPAM + bridge/veth + host rules (issue 5 item 4).
+"""The kubelet's pod networking in one place: IPAM + bridge/veth + host rules.
 
 Upstream's kubenet (pkg/kubelet/dockershim/network/kubenet/kubenet_linux.go) is the model: on start the
 bridge and the host rules are ensured; `SetUpPod` gets an address from IPAM and wires the sandbox, giving
-the address back if wiring fails; `TearDownPod` unwires and releases. The restart-safety part is ours
-(issue 5 item 10): at start-up, after the kubelet has adopted the sandboxes Docker still runs, `start`
+the address back if wiring fails; `TearDownPod` unwires and releases.
+The restart-safety part is ours: at start-up, after the kubelet has adopted the sandboxes Docker still runs, `start`
 frees the addresses of every sandbox that is gone, so neither a leak nor a double allocation survives a
 kill -9.
 

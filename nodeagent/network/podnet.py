@@ -1,7 +1,7 @@
-"""Wire one pod sandbox's network namespace to the node bridge with a veth pair (issue 5 item 4).
+"""Wire one pod sandbox's network namespace to the node bridge with a veth pair.
 
 What the CNI bridge plugin does for kubenet (containernetworking/plugins plugins/main/bridge), over
-netlink with pyroute2 (RECIPES.md "Pod networking with pyroute2"), for a pause container started with
+netlink with pyroute2, for a pause container started with
 `network_mode=none`:
 
 1. a veth pair whose host end is named from the sandbox id and whose peer is created directly inside the
@@ -123,7 +123,8 @@ def _configure_inside(path: str, *, ip: str, prefix_len: int, gateway: str) -> s
             inside.link("set", index=eth0, state="up")
             inside.route("add", dst="0.0.0.0/0", gateway=gateway, oif=eth0)
             (link,) = inside.get_links(eth0)
-            return link.get_attr("IFLA_ADDRESS")
+            mac: str = link.get_attr("IFLA_ADDRESS")
+            return mac
 
     return call_in_netns(path, configure)
 

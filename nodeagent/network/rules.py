@@ -1,9 +1,9 @@
-"""The host iptables rules pod networking needs (issue 5 item 4), rendered by pure functions.
+"""The host iptables rules pod networking needs, rendered by pure functions.
 
 Two chains of our own, each reached by one jump from a built-in chain:
 
 - filter `KUBE-POD-FORWARD`, jumped to first thing in FORWARD: Docker sets FORWARD's policy to DROP, and
-  with br_netfilter even frames bridged between two pods on `cbr0` traverse FORWARD (RECIPES.md), so pod
+  with br_netfilter even frames bridged between two pods on `cbr0` traverse FORWARD, so pod
   traffic is accepted in and out of the bridge and to/from the cluster CIDR (pods of other nodes routed
   through this host). Upstream kube-proxy's KUBE-FORWARD chain (pkg/proxy/iptables/proxier.go) plays
   this part for kubenet and, like it, our jump is prepended to FORWARD.

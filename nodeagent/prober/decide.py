@@ -1,5 +1,5 @@
 """What a probe worker does next and what a result means: upstream pkg/kubelet/prober/worker.go doProbe,
-and prober_manager.go UpdatePodStatus, as pure functions over typed views (seed 002 "probes").
+and prober_manager.go UpdatePodStatus, as pure functions over typed views.
 
 The worker thread (worker.py) does the I/O: it reads the pod's last status from the status manager, asks
 `before_probe` whether to probe, runs the probe, and hands the result to `after_probe`; each returns a
@@ -26,6 +26,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from control.api.typed.core import Pod
 from control.apimachinery.meta import parse_timestamp
 from nodeagent.prober.types import INITIAL_RESULT, ProbeSpec, ProbeType, Result
 
@@ -56,7 +57,7 @@ def _strip(container_id: str) -> str:
 
 def view_of(pod: Mapping[str, Any], status: Mapping[str, Any], name: str) -> PodView:
     """The PodView of container `name` from the pod's spec and its last API status."""
-    restart_policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
+    restart_policy = str(Pod(pod).spec.restart_policy or "Always")
     container = None
     for item in status.get("containerStatuses") or []:
         if not isinstance(item, Mapping) or item.get("name") != name:

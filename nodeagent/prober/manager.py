@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from control.api.typed.core import Pod
 from nodeagent.prober.decide import probe_flags
 from nodeagent.prober.results import ResultsManager
 from nodeagent.prober.types import ProbeType, Result, container_probes
@@ -84,7 +85,7 @@ class ProbeManager:
     # ---- the kubelet's calls ----
 
     def add_pod(self, pod: Mapping[str, Any]) -> None:
-        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        uid = Pod(pod).metadata.uid
         new: list[Worker] = []
         with self._lock:
             for container in (pod.get("spec") or {}).get("containers") or []:

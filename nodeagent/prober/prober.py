@@ -22,6 +22,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from control.api.typed.core import Pod
 from nodeagent.prober.probes import (
     Exec,
     Fetch,
@@ -81,7 +82,7 @@ class Prober:
         """One probe (with retries on errors) → its Result, or None when it could not run."""
         name = container.get("name", "")
         if isinstance(spec.handler, GRPCAction):
-            key = ((pod.get("metadata") or {}).get("uid", ""), name, kind)
+            key = (Pod(pod).metadata.uid, name, kind)
             with self._lock:
                 told = key in self._told_unsupported
                 self._told_unsupported.add(key)

@@ -8,7 +8,7 @@ its I/O through one narrow callable so the decisions are tested with fakes:
   probe's httpHeaders, with `User-Agent: kube-probe/<major>.<minor>` and `Accept: */*` unless the probe
   sets them, an empty Accept removed). 2xx is success; 3xx that is not followed is a Warning (success,
   with a ProbeWarning event); anything else is a failure "HTTP probe failed with statuscode: N" (the body
-  never goes into the message, upstream issue 99425). Redirects are followed only to the same host name,
+  never goes into the message, kubernetes/kubernetes#99425). Redirects are followed only to the same host name,
   at most 10 (upstream RedirectChecker with followNonLocalRedirects=false); one to another host stops
   there and its 3xx answer gives the Warning. At most 10 KiB of the body is read. A request that fails
   (refused, timed out) is a Failure with the error text, not an error. No proxy, no keep-alive, TLS not

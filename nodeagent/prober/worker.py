@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
+from control.api.typed.core import Pod
 from nodeagent.prober.decide import Next, Step, WorkerState, after_probe, before_probe, view_of
 from nodeagent.prober.results import ResultsManager
 from nodeagent.prober.types import ProbeSpec, ProbeType, Result
@@ -57,7 +58,7 @@ class Worker:
         self.spec = spec
         self.pod = pod
         self.container = container
-        self.uid = str((pod.get("metadata") or {}).get("uid", ""))
+        self.uid = Pod(pod).metadata.uid
         self.name = str(container.get("name", ""))
         self.state = WorkerState()
         self._stop = threading.Event()

@@ -3,7 +3,7 @@
 Follows pkg/kubelet/kuberuntime/kuberuntime_manager.go (computePodActions, podSandboxChanged,
 shouldRestartOnFailure, containerChanged), kuberuntime_container.go (findNextInitContainerToRun,
 isInitContainerFailed) and pkg/kubelet/container/helpers.go (ShouldContainerBeRestarted), without the
-sidecar, ephemeral-container and in-place-resize branches slimkube does not have. Seed 002 step 1.
+sidecar, ephemeral-container and in-place-resize branches slimkube does not have.
 
 Pure: the pod (API dict), the runtime's PodStatus and the probe results come in as data; a frozen
 PodActions comes out, and the syncer carries it out in upstream SyncPod's order:
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
+from control.api.typed.core import Pod
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState, SandboxStatus
 
@@ -83,7 +84,7 @@ class PodActions:
 def restart_policy(pod: Mapping[str, Any]) -> RestartPolicy:
     """spec.restartPolicy, Always when absent (the API default) or unrecognised."""
     try:
-        return RestartPolicy((pod.get("spec") or {}).get("restartPolicy") or "Always")
+        return RestartPolicy(Pod(pod).spec.restart_policy or "Always")
     except ValueError:
         return RestartPolicy.ALWAYS
 
@@ -98,7 +99,7 @@ def _containers(pod: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
 
 
 def _host_network(pod: Mapping[str, Any]) -> bool:
-    return bool((pod.get("spec") or {}).get("hostNetwork"))
+    return Pod(pod).spec.host_network
 
 
 def sandbox_changed(pod: Mapping[str, Any], status: PodStatus) -> tuple[bool, int, str]:
@@ -206,9 +207,9 @@ def _stray_containers(pod: Mapping[str, Any], status: PodStatus) -> dict[str, Co
 
 
 def _being_deleted_or_terminal(pod: Mapping[str, Any]) -> bool:
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+    if Pod(pod).metadata.deletion_timestamp:
         return True
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+    return Pod(pod).status.phase in ("Succeeded", "Failed")
 
 
 def compute_pod_actions(pod: Mapping[str, Any], status: PodStatus, *,

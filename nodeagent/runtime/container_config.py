@@ -3,8 +3,11 @@ pkg/kubelet/kuberuntime/kuberuntime_container.go generateContainerConfig, kuberu
 (generateLinuxContainerConfig, calculateLinuxResources), helpers_linux.go (milliCPUToShares,
 milliCPUToQuota), security_context.go determineEffectiveSecurityContext.
 
-The result is the kubelet's own `interface.ContainerConfig` (upstream's CRI ContainerConfig); the runtime
-(docker.py) translates it to Docker's API and adds name, labels and the sandbox's namespaces, as
+The result is the kubelet's own `cri.ContainerConfig` (upstream's CRI ContainerConfig): metadata (the
+container's name and attempt), the kubelet's labels and annotations (labels.py: identity, spec hash,
+restart count, grace period, termination message, preStop handler) and the log path
+`<container>/<attempt>.log` as kuberuntime's BuildContainerLogsDirectory; the runtime (docker.py)
+translates it to Docker's API, names it and adds its own labels and the sandbox's namespaces, as the
 dockershim translated the CRI config (docker_container.go, security_context.go).
 
 Decisions, as upstream:
@@ -38,9 +41,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from control.apimachinery.quantity import cpu_to_millicores, to_bytes
+from nodeagent.runtime import labels as L
+from nodeagent.runtime.cri import ContainerConfig, ContainerMetadata, Mount, PidNamespace, Resources, SecurityOptions
 from nodeagent.runtime.expansion import expand, mapping_for
-from nodeagent.runtime.interface import ContainerConfig, Mount, PidNamespace, Resources, SecurityOptions
 from nodeagent.runtime.pod_files import etc_hosts_path, resolv_conf_path, termination_log_path
+from nodeagent.runtime.spechash import container_hash
 
 MIN_SHARES = 2
 SHARES_PER_CPU = 1024
@@ -128,10 +133,11 @@ def _managed_mounts(container: Mapping[str, Any], pod_dir: str, attempt: int, po
 def build_container_config(pod: Mapping[str, Any], container: Mapping[str, Any], *,
                            env: Sequence[tuple[str, str]] | Mapping[str, str], mounts: Sequence[Mount],
                            tmpfs: Mapping[str, str] | None = None, image: str, pod_dir: str | None,
-                           attempt: int = 0, pod_ips: Sequence[str] = ()) -> ContainerConfig:
+                           attempt: int = 0, pod_ips: Sequence[str] = (),
+                           extra_labels: Mapping[str, str] | None = None) -> ContainerConfig:
     """Decide the configuration of one container (see the module notes). `mounts` and `tmpfs` are the
     volume mounts (volumes/mounts.py), `env` the resolved environment (env.py), `attempt` the restart
-    count the container is created with."""
+    count the container is created with, `extra_labels` labels the kubelet puts on everything it makes."""
     variables = _env_pairs(env)
     lookup = mapping_for(dict(variables))
     all_mounts = list(mounts)
@@ -139,8 +145,13 @@ def build_container_config(pod: Mapping[str, Any], container: Mapping[str, Any],
         taken = {mount.container_path for mount in all_mounts} | set(tmpfs or {})
         all_mounts += _managed_mounts(container, pod_dir, attempt, pod_ips, taken)
     stdin = bool(container.get("stdin"))
+    name = str(container.get("name") or "")
     return ContainerConfig(
         image=image,
+        metadata=ContainerMetadata(name=name, attempt=attempt),
+        labels=L.container_labels(L.sandbox_metadata(pod, 0), name, extra=extra_labels),
+        annotations=L.container_annotations(pod, container, attempt=attempt, spec_hash=container_hash(container)),
+        log_path=f"{name}/{attempt}.log",
         command=tuple(expand(str(part), lookup) for part in container.get("command") or []),
         args=tuple(expand(str(part), lookup) for part in container.get("args") or []),
         env=variables,

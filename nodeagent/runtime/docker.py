@@ -1,5 +1,5 @@
 """`Runtime` on one Docker engine through the SDK's low-level `APIClient` (version="auto": the engine
-here speaks API 1.41, the SDK negotiates; shared/RECIPES.md "Docker SDK facts").
+here speaks API 1.41, the SDK negotiates).
 
 Upstream: the dockershim (pkg/kubelet/dockershim: docker_sandbox.go, docker_container.go, docker_image.go,
 exec.go) under kuberuntime. What it does the same way:
@@ -45,9 +45,18 @@ import docker.errors
 
 from nodeagent.images import PAUSE_IMAGE, ensure_pause_image
 from nodeagent.runtime import labels as L
+from nodeagent.runtime.cri import (
+    ContainerConfig,
+    Device,
+    Mount,
+    PidNamespace,
+    PodSandboxConfig,
+    Propagation,
+    Resources,
+    SecurityOptions,
+)
 from nodeagent.runtime.docker_status import AnyStatus, assemble, container_status, list_state, sandbox_status
 from nodeagent.runtime.interface import (
-    ContainerConfig,
     ContainerNotFound,
     ContainerStats,
     ContainerStream,
@@ -58,19 +67,13 @@ from nodeagent.runtime.interface import (
     ImagePullError,
     ImageRecord,
     InvalidImageNameError,
-    Mount,
-    PidNamespace,
-    Propagation,
     PulledImage,
     RegistryAuth,
-    Resources,
     RuntimeFailure,
     RuntimeOperationError,
     RuntimeUnavailable,
-    SecurityOptions,
     StartContainerError,
 )
-from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerRecord, PodStatus, SandboxStatus
 
 MAX_TERMINATION_MESSAGE = 4096  # upstream's per-container limit on the message file
@@ -83,30 +86,30 @@ EXIT_CODE_WAIT = 5.0  # seconds an ended exec's output may precede Docker's reco
 class DockerAPI(Protocol):
     """The calls of docker's `APIClient` used here (the PLEG's tests fake the first four)."""
 
-    def containers(self, all: bool = False, filters: dict | None = None) -> list[dict]: ...
-    def inspect_container(self, container: str) -> dict: ...
-    def get_archive(self, container: str, path: str) -> tuple[Iterator[bytes], dict]: ...
+    def containers(self, all: bool = False, filters: dict[str, Any] | None = None) -> list[dict[str, Any]]: ...
+    def inspect_container(self, container: str) -> dict[str, Any]: ...
+    def get_archive(self, container: str, path: str) -> tuple[Iterator[bytes], dict[str, Any]]: ...
     def logs(self, container: str, **kwargs: Any) -> Any: ...
-    def create_host_config(self, **kwargs: Any) -> dict: ...
-    def create_container(self, image: str, **kwargs: Any) -> dict: ...
+    def create_host_config(self, **kwargs: Any) -> dict[str, Any]: ...
+    def create_container(self, image: str, **kwargs: Any) -> dict[str, Any]: ...
     def start(self, container: str) -> None: ...
     def stop(self, container: str, timeout: int | None = None) -> None: ...
     def remove_container(self, container: str, v: bool = False, force: bool = False) -> None: ...
-    def exec_create(self, container: str, cmd: list[str], **kwargs: Any) -> dict: ...
+    def exec_create(self, container: str, cmd: list[str], **kwargs: Any) -> dict[str, Any]: ...
     def exec_start(self, exec_id: str, **kwargs: Any) -> Any: ...
-    def exec_inspect(self, exec_id: str) -> dict: ...
+    def exec_inspect(self, exec_id: str) -> dict[str, Any]: ...
     def exec_resize(self, exec_id: str, height: int | None = None, width: int | None = None) -> None: ...
-    def attach_socket(self, container: str, params: dict | None = None, ws: bool = False) -> Any: ...
+    def attach_socket(self, container: str, params: dict[str, Any] | None = None, ws: bool = False) -> Any: ...
     def resize(self, container: str, height: int, width: int) -> None: ...
-    def inspect_image(self, image: str) -> dict: ...
+    def inspect_image(self, image: str) -> dict[str, Any]: ...
     def pull(self, repository: str, tag: str | None = None, **kwargs: Any) -> Any: ...
-    def images(self, **kwargs: Any) -> list[dict]: ...
+    def images(self, **kwargs: Any) -> list[dict[str, Any]]: ...
     def remove_image(self, image: str, force: bool = False, noprune: bool = False) -> None: ...
-    def info(self) -> dict: ...
+    def info(self) -> dict[str, Any]: ...
     def stats(self, container: str, **kwargs: Any) -> Any: ...
     def import_image_from_data(self, data: bytes, repository: str | None = None, tag: str | None = None,
                                changes: list[str] | None = None) -> object: ...
-    def version(self) -> dict: ...
+    def version(self) -> dict[str, Any]: ...
 
 
 def _hijacked(raw: Any, *, multiplexed: bool, resize: Callable[[int, int], None],
@@ -138,13 +141,6 @@ def split_reference(image: str) -> tuple[str, str]:
     if colon > slash:
         return image[:colon], image[colon + 1 :]
     return image, "latest"
-
-
-def pod_hostname(pod: Mapping[str, Any]) -> str:
-    """spec.hostname or the pod name, cut to 63 characters without a trailing `-`/`.` (upstream's
-    truncatePodHostnameIfNeeded)."""
-    name = (pod.get("spec") or {}).get("hostname") or (pod.get("metadata") or {}).get("name", "")
-    return name[:63].rstrip("-.") if len(name) > 63 else name
 
 
 def _first_file(chunks: Iterator[bytes], limit: int) -> bytes:
@@ -186,6 +182,11 @@ def bind_string(mount: Mount) -> str:
     if _PROPAGATION_OPTION[mount.propagation]:
         options.append(_PROPAGATION_OPTION[mount.propagation])
     return f"{mount.host_path}:{mount.container_path}:{','.join(options)}"
+
+
+def device_string(device: Device) -> str:
+    """Docker's device `host:container:permissions` (dockershim's makeDevices)."""
+    return f"{device.host_path}:{device.container_path}:{device.permissions}"
 
 
 def docker_env(variables: tuple[tuple[str, str], ...]) -> list[str]:
@@ -245,6 +246,8 @@ def docker_create_args(config: ContainerConfig, *, sandbox_id: str | None = None
     create.update(security_create)
     host.update(resource_kwargs(config.resources))
     host["binds"] = [bind_string(mount) for mount in config.mounts]
+    if config.devices:
+        host["devices"] = [device_string(device) for device in config.devices]
     if config.tmpfs:
         host["tmpfs"] = dict(config.tmpfs)
     if config.pid is PidNamespace.NODE:
@@ -255,6 +258,17 @@ def docker_create_args(config: ContainerConfig, *, sandbox_id: str | None = None
         if config.pid is PidNamespace.POD:
             host["pid_mode"] = joined
     return create, host
+
+
+def sandbox_docker_labels(config: PodSandboxConfig, *, node: str) -> dict[str, str]:
+    """The pause container's Docker labels: the kubelet's labels and annotations, and the runtime's own."""
+    return L.docker_labels(config.labels, config.annotations, L.runtime_labels(L.Kind.SANDBOX, node=node))
+
+
+def container_docker_labels(config: ContainerConfig, *, node: str, sandbox_id: str) -> dict[str, str]:
+    """An app or init container's Docker labels, as `sandbox_docker_labels`, with its sandbox's id."""
+    return L.docker_labels(config.labels, config.annotations,
+                           L.runtime_labels(L.Kind.CONTAINER, node=node, sandbox_id=sandbox_id))
 
 
 class DockerRuntime:
@@ -278,7 +292,7 @@ class DockerRuntime:
 
     # ---- listing (the PLEG and list_pods) ----
 
-    def list_containers(self) -> list[dict]:
+    def list_containers(self) -> list[dict[str, Any]]:
         """The low-level list of this node's containers: no inspection, ~7 ms for 50 containers."""
         with _translated("listing containers"):
             return self.api.containers(all=True, filters={"label": f"{L.NODE}={self.node_name}"})
@@ -325,25 +339,21 @@ class DockerRuntime:
 
     # ---- sandboxes ----
 
-    def run_sandbox(
-        self, pod: Mapping[str, Any], *, attempt: int, extra_labels: Mapping[str, str] | None = None
-    ) -> str:
+    def run_sandbox(self, config: PodSandboxConfig) -> str:
         if not self._pause_ready:
             with _translated("preparing the pause image", CreateContainerError):
                 ensure_pause_image(self.api)
             self._pause_ready = True
-        spec = pod.get("spec") or {}
-        host_network = bool(spec.get("hostNetwork"))
+        host_network = config.linux.host_network
         with _translated("sandbox host config", CreateContainerError):
             host_config = self.api.create_host_config(
                 network_mode="host" if host_network else "none",
-                ipc_mode="host" if spec.get("hostIPC") else "shareable",
+                ipc_mode="host" if config.linux.host_ipc else "shareable",
             )
-        labels = L.sandbox_labels(pod, node=self.node_name, attempt=attempt, extra=extra_labels)
-        kwargs: dict[str, Any] = {"labels": labels}
-        if not host_network:  # Docker refuses a hostname together with the host's network
-            kwargs["hostname"] = pod_hostname(pod)
-        sandbox_id = self._create(PAUSE_IMAGE, L.sandbox_name(pod, attempt), host_config, kwargs)
+        kwargs: dict[str, Any] = {"labels": sandbox_docker_labels(config, node=self.node_name)}
+        if config.hostname and not host_network:  # Docker refuses a hostname together with the host's network
+            kwargs["hostname"] = config.hostname
+        sandbox_id = self._create(PAUSE_IMAGE, L.sandbox_name(config.metadata), host_config, kwargs)
         self.start_container(sandbox_id)
         return sandbox_id
 
@@ -359,38 +369,30 @@ class DockerRuntime:
 
     # ---- containers ----
 
-    def create_container(
-        self,
-        pod: Mapping[str, Any],
-        container: Mapping[str, Any],
-        *,
-        sandbox_id: str,
-        attempt: int,
-        config: ContainerConfig,
-        extra_labels: Mapping[str, str] | None = None,
-    ) -> str:
+    def create_container(self, sandbox_id: str, config: ContainerConfig, sandbox_config: PodSandboxConfig) -> str:
         kwargs, host_kwargs = docker_create_args(config, sandbox_id=sandbox_id)
-        kwargs["labels"] = L.container_labels(pod, container, node=self.node_name, sandbox_id=sandbox_id,
-                                              attempt=attempt, spec_hash=container_hash(container),
-                                              extra=extra_labels)
-        image = kwargs.pop("image") or container.get("image", "")
+        kwargs["labels"] = container_docker_labels(config, node=self.node_name, sandbox_id=sandbox_id)
+        image = kwargs.pop("image")
         if self.log_config is not None:
             host_kwargs["log_config"] = dict(self.log_config)
         try:
             host_config = self.api.create_host_config(**host_kwargs)
         except (docker.errors.DockerException, TypeError, ValueError) as exc:
             raise CreateContainerError(str(exc)) from exc
-        return self._create(image, L.make_name(container["name"], pod, attempt), host_config, kwargs)
+        name = L.make_name(config.metadata.name, sandbox_config.metadata, config.metadata.attempt)
+        return self._create(image, name, host_config, kwargs)
 
-    def _create(self, image: str, name: str, host_config: dict, kwargs: dict[str, Any]) -> str:
+    def _create(self, image: str, name: str, host_config: dict[str, Any], kwargs: dict[str, Any]) -> str:
         try:
             try:
-                return self.api.create_container(image, name=name, host_config=host_config, **kwargs)["Id"]
+                created: str = self.api.create_container(image, name=name, host_config=host_config, **kwargs)["Id"]
+                return created
             except docker.errors.APIError as exc:
                 if exc.status_code != 409:
                     raise
             name = f"{name}{L.DELIMITER}{secrets.token_hex(4)}"
-            return self.api.create_container(image, name=name, host_config=host_config, **kwargs)["Id"]
+            renamed: str = self.api.create_container(image, name=name, host_config=host_config, **kwargs)["Id"]
+            return renamed
         except docker.errors.APIError as exc:
             raise CreateContainerError(_explain(exc)) from exc
         except (docker.errors.DockerException, OSError) as exc:
@@ -507,14 +509,17 @@ class DockerRuntime:
         since: float | None = None,
     ) -> bytes | Iterator[bytes]:
         with _translated(f"logs of {container_id[:12]}"):
-            return self.api.logs(container_id, stdout=True, stderr=True, stream=follow, follow=follow,
-                                 timestamps=timestamps, tail="all" if tail is None else tail, since=since)
+            logs: bytes | Iterator[bytes] = self.api.logs(
+                container_id, stdout=True, stderr=True, stream=follow, follow=follow, timestamps=timestamps,
+                tail="all" if tail is None else tail, since=since)
+            return logs
 
     # ---- images ----
 
     def _image_id(self, image: str) -> str | None:
         try:
-            return self.api.inspect_image(image)["Id"]
+            image_id: str = self.api.inspect_image(image)["Id"]
+            return image_id
         except docker.errors.ImageNotFound:
             return None
         except docker.errors.APIError as exc:

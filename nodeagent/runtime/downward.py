@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from control.api.typed.core import Container
 from control.apimachinery.quantity import Quantity
 
 _SUBSCRIPT = re.compile(r"^(metadata\.(?:labels|annotations))\[(.+)\]$")
@@ -90,6 +91,7 @@ def field_value(pod: Mapping[str, Any], field_path: str, *, pod_ips: Sequence[st
 
 def _container_named(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     spec = pod.get("spec") or {}
+    container: Mapping[str, Any]
     for container in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
         if container.get("name") == name:
             return container
@@ -108,13 +110,13 @@ def resource_value(selector: Mapping[str, Any], container: Mapping[str, Any], *,
     if kind not in ("limits", "requests") or name not in ("cpu", "memory", "ephemeral-storage") \
             and not name.startswith("hugepages-"):
         raise DownwardAPIError(f"unsupported container resource : {resource}")
-    resources = container.get("resources") or {}
-    amount = (resources.get(kind) or {}).get(name)
+    resources = Container(container).resources
+    amount = (resources.limits if kind == "limits" else resources.requests).get(name)
     if amount is None and kind == "limits":
         amount = node.allocatable.get(name)
     if amount is None and kind == "requests":
         # An unset request defaults to the limit (API defaulting), else reads as zero.
-        amount = (resources.get("limits") or {}).get(name, 0)
+        amount = resources.limits.get(name, 0)
     quantity = Quantity(str(amount) if amount is not None else "0")
     divisor = Quantity(str(selector.get("divisor") or "1"))
     if divisor.as_fraction() == 0:

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from control.api.typed.core import ConfigMap, Pod, Secret
 from control.client.errors import NotFound
 from nodeagent.runtime.downward import UNKNOWN_NODE, DownwardAPIError, NodeFacts, field_value, resource_value
 from nodeagent.runtime.expansion import expand, mapping_for
@@ -85,11 +86,12 @@ def is_env_var_name(name: str) -> bool:
 def decode_secret_data(secret: Mapping[str, Any]) -> dict[str, bytes]:
     """A Secret's `data`, base64-decoded."""
     decoded: dict[str, bytes] = {}
-    for key, value in (secret.get("data") or {}).items():
+    view = Secret(secret)
+    for key, value in view.data.items():
         try:
             decoded[key] = base64.b64decode(value or "", validate=True)
         except (binascii.Error, ValueError) as exc:
-            name = (secret.get("metadata") or {}).get("name", "")
+            name = view.metadata.name
             raise CreateContainerConfigError(f"secret {name} key {key} is not valid base64: {exc}") from exc
     return decoded
 
@@ -112,7 +114,7 @@ class _Objects:
                 if optional:
                     return None
                 raise CreateContainerConfigError(exc.message or f'configmap "{name}" not found') from exc
-            self._configmaps[name] = {k: str(v) for k, v in (obj.get("data") or {}).items()}
+            self._configmaps[name] = {k: str(v) for k, v in ConfigMap(obj).data.items()}
         return self._configmaps[name]
 
     def secret(self, name: str, optional: bool) -> dict[str, bytes] | None:
@@ -200,7 +202,7 @@ def make_environment(pod: Mapping[str, Any], container: Mapping[str, Any], gette
                      service_env: Mapping[str, str] | None = None) -> Environment:
     """Resolve `container`'s envFrom and env, then add `service_env` where free (see the module notes);
     raises CreateContainerConfigError."""
-    namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+    namespace = Pod(pod).metadata.namespace or "default"
     objects = _Objects(getter, namespace)
     env: dict[str, str] = {}
     warnings: list[EnvWarning] = []

@@ -3,13 +3,16 @@ container/runtime.go) cut down to what one Docker engine and slimkube's syncPod 
 errors whose `reason` becomes a container's waiting reason (pkg/kubelet/images/types.go: ErrImagePull,
 ImagePullBackOff, ErrImageNeverPull, ImageInspectError, InvalidImageName).
 
-Pod and container specs are the API's dicts; what goes in to create a container is the kubelet's own
-`ContainerConfig` (upstream's CRI runtimeapi.ContainerConfig, cut down: image, command and args, env,
-mounts, working dir, resources, security options, the PID namespace to join), decided purely by
-`container_config.build_container_config`; what comes back is the frozen `types` dataclasses and the
-small records below. `nodeagent.runtime.docker.DockerRuntime` implements it and is the one place that
-speaks Docker's API; tests of the pure decision code use fakes of this Protocol.
-
+The runtime never sees an API object: what goes in is the kubelet's own frozen records in the shape of
+upstream's CRI (`nodeagent.runtime.cri`): a `PodSandboxConfig` (metadata, hostname, log
+directory, DNS config, port mappings, labels, annotations, Linux options) to run a sandbox, and a
+`ContainerConfig` (metadata, image, command and args, envs, mounts, devices, labels, annotations, log
+path, stdin/tty, Linux resources and security context) to create a container in it. The kubelet's sync
+layer decides them from the pod (`sandbox_config.build_sandbox_config`,
+`container_config.build_container_config`, with the names and labels of `labels`); what comes back is the
+frozen `types` dataclasses and the small records below. `nodeagent.runtime.docker.DockerRuntime`
+implements it and is the one place that speaks Docker's API; tests of the pure decision code use fakes of
+this Protocol.
 Errors: every runtime call raises only `RuntimeFailure` subclasses (the Docker runtime translates
 docker.errors and connection failures), so callers catch exactly these: `ContainerNotFound` (gone
 already), `RuntimeUnavailable` (dockerd cannot be reached), `RuntimeOperationError` (the engine refused
@@ -19,11 +22,11 @@ the call), and the image/create/start errors whose `reason` is a container's wai
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
 
+from nodeagent.runtime.cri import ContainerConfig, PodSandboxConfig
 from nodeagent.runtime.types import PodStatus
 
 
@@ -84,77 +87,6 @@ class StartContainerError(RuntimeFailure):
 
 class ExecTimeout(RuntimeFailure):
     reason = "ExecTimeout"
-
-
-class Propagation(str, Enum):
-    """A mount's propagation (upstream CRI MountPropagation, from the spec's mountPropagation)."""
-
-    PRIVATE = "None"
-    HOST_TO_CONTAINER = "HostToContainer"
-    BIDIRECTIONAL = "Bidirectional"
-
-
-class PidNamespace(str, Enum):
-    """Whose PID namespace a container joins (CRI NamespaceMode): its own, the pod's (shareProcessNamespace:
-    the sandbox's) or the node's (hostPID). Network and IPC are always the sandbox's."""
-
-    CONTAINER = "container"
-    POD = "pod"
-    NODE = "node"
-
-
-@dataclass(frozen=True)
-class Mount:
-    """One bind mount of a host path into the container (CRI Mount)."""
-
-    host_path: str
-    container_path: str
-    read_only: bool = False
-    propagation: Propagation = Propagation.PRIVATE
-
-
-@dataclass(frozen=True)
-class Resources:
-    """Linux cgroup settings (CRI LinuxContainerResources): 0 means unset for period, quota and memory."""
-
-    cpu_shares: int = 2
-    cpu_period: int = 0
-    cpu_quota: int = 0
-    memory_limit_bytes: int = 0
-
-
-@dataclass(frozen=True)
-class SecurityOptions:
-    """The effective security context (CRI LinuxContainerSecurityContext) as the runtime applies it."""
-
-    user: str = ""  # "uid" or "uid:gid"; "" = the image's
-    supplemental_groups: tuple[str, ...] = ()
-    privileged: bool = False
-    read_only_rootfs: bool = False
-    capabilities_add: tuple[str, ...] = ()  # CAP_-prefixed, or "ALL"
-    capabilities_drop: tuple[str, ...] = ()
-    no_new_privileges: bool = False
-
-
-@dataclass(frozen=True)
-class ContainerConfig:
-    """Everything the runtime needs to create one app or init container, in the kubelet's terms
-    (upstream CRI runtimeapi.ContainerConfig). The runtime adds name, labels and the sandbox's network and
-    IPC namespaces; `pid` says which PID namespace to join."""
-
-    image: str
-    command: tuple[str, ...] = ()  # replaces the image's entrypoint; () keeps it
-    args: tuple[str, ...] = ()  # replaces the image's CMD; () keeps it (unless `command` is set)
-    env: tuple[tuple[str, str], ...] = ()
-    working_dir: str = ""
-    mounts: tuple[Mount, ...] = ()
-    tmpfs: Mapping[str, str] = field(default_factory=dict)  # container path → mount options
-    resources: Resources = Resources()
-    security: SecurityOptions = SecurityOptions()
-    pid: PidNamespace = PidNamespace.CONTAINER
-    tty: bool = False
-    stdin: bool = False
-    stdin_once: bool = False
 
 
 @dataclass(frozen=True)
@@ -226,9 +158,7 @@ class Runtime(Protocol):
         """Every pod this node's containers belong to, rebuilt from Docker labels and inspection alone."""
         ...
 
-    def run_sandbox(
-        self, pod: Mapping[str, Any], *, attempt: int, extra_labels: Mapping[str, str] | None = None
-    ) -> str:
+    def run_sandbox(self, config: PodSandboxConfig) -> str:
         """Create and start the pod's pause container; returns its id (network set up by the caller)."""
         ...
 
@@ -244,19 +174,9 @@ class Runtime(Protocol):
         """Remove the pause container; one already gone is not an error."""
         ...
 
-    def create_container(
-        self,
-        pod: Mapping[str, Any],
-        container: Mapping[str, Any],
-        *,
-        sandbox_id: str,
-        attempt: int,
-        config: ContainerConfig,
-        extra_labels: Mapping[str, str] | None = None,
-    ) -> str:
-        """Create (not start) one app/init container joined to the sandbox's namespaces, as `config` says;
-        the runtime adds name and labels (from `pod`, `container` and `attempt`). Raises
-        CreateContainerError."""
+    def create_container(self, sandbox_id: str, config: ContainerConfig, sandbox_config: PodSandboxConfig) -> str:
+        """Create (not start) one app/init container joined to the sandbox's namespaces, as `config` says
+        (CRI CreateContainer: the sandbox's config names the pod). Raises CreateContainerError."""
         ...
 
     def start_container(self, container_id: str) -> None:

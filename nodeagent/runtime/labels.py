@@ -6,8 +6,15 @@ the container name `POD`, `_` is the delimiter) and labels (`io.kubernetes.pod.{
 `io.kubernetes.sandbox.id`), plus kuberuntime's labels.go, whose annotations the dockershim stored as
 labels too (`io.kubernetes.container.{hash,restartCount,terminationMessagePath,terminationMessagePolicy,
 preStopHandler}`, `io.kubernetes.pod.terminationGracePeriod`). A restarted kubelet rebuilds every
-PodStatus from these (shared/DESIGN.md "Kubelet", bullet 2); the preStop handler is kept so a container
-whose pod is gone can still be stopped the way its spec asked.
+PodStatus from these, from Docker alone; the preStop handler is kept so a container whose pod is gone can
+still be stopped the way its spec asked.
+
+Who sets what, as upstream: the kubelet's sync layer decides a sandbox's and a container's labels (the pod
+and container identity, `sandbox_labels` / `container_labels`) and annotations (hash, restart count,
+grace period, termination message, preStop handler: `sandbox_annotations` / `container_annotations`) and
+passes them in the CRI configs; the runtime adds what only it knows (`runtime_labels`: the container
+type, the sandbox id, the node) and stores the annotations as Docker labels too (`docker_labels`), as the
+dockershim did (without its `annotation.` key prefix, so containers made before read back the same).
 
 slimkube adds `io.kubernetes.sandbox.attempt` (upstream keeps a sandbox's attempt in CRI metadata and
 the name only) and `slimkube.io/node=<node name>`: a kubelet lists, adopts and garbage-collects only
@@ -26,6 +33,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
+
+from control.api.typed.core import Container, Pod
+from nodeagent.runtime.cri import PodSandboxMetadata
 
 PREFIX = "k8s"
 SANDBOX_CONTAINER_NAME = "POD"
@@ -76,70 +86,76 @@ class Identity:
     node: str = ""
 
 
-def _meta(pod: Mapping[str, Any]) -> tuple[str, str, str]:
-    meta = pod.get("metadata") or {}
-    return meta.get("name", ""), meta.get("namespace") or "default", meta.get("uid", "")
+def sandbox_metadata(pod: Mapping[str, Any], attempt: int) -> PodSandboxMetadata:
+    """The CRI metadata of the pod's sandbox: name, uid and namespace ("default" when unset)."""
+    meta = Pod(pod).metadata
+    return PodSandboxMetadata(name=meta.name, uid=meta.uid, namespace=meta.namespace or "default", attempt=attempt)
 
 
-def make_name(container: str, pod: Mapping[str, Any], attempt: int) -> str:
+def make_name(container: str, sandbox: PodSandboxMetadata, attempt: int) -> str:
     """`k8s_{container}_{pod}_{namespace}_{uid}_{attempt}`; Docker accepts every character these hold
     (DNS-1123 names, uids) and `_` cannot occur in any of them, so the name splits back unambiguously."""
-    name, namespace, uid = _meta(pod)
-    return DELIMITER.join((PREFIX, container, name, namespace, uid, str(attempt)))
+    return DELIMITER.join((PREFIX, container, sandbox.name, sandbox.namespace, sandbox.uid, str(attempt)))
 
 
-def sandbox_name(pod: Mapping[str, Any], attempt: int) -> str:
-    return make_name(SANDBOX_CONTAINER_NAME, pod, attempt)
+def sandbox_name(sandbox: PodSandboxMetadata) -> str:
+    return make_name(SANDBOX_CONTAINER_NAME, sandbox, sandbox.attempt)
 
 
 def grace_period(pod: Mapping[str, Any]) -> int:
     """The pod's terminationGracePeriodSeconds, upstream's default 30 when unset."""
-    value = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    value = Pod(pod).spec.termination_grace_period_seconds
     return DEFAULT_GRACE_PERIOD if value is None else int(value)
 
 
-def _pod_labels(pod: Mapping[str, Any], *, node: str, kind: Kind, extra: Mapping[str, str] | None) -> dict[str, str]:
-    name, namespace, uid = _meta(pod)
+def sandbox_labels(sandbox: PodSandboxMetadata, *, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The pod's identity (upstream newPodLabels' kubelet labels); `extra` never overrides it."""
     labels = dict(extra or {})
-    labels.update({POD_NAME: name, POD_NAMESPACE: namespace, POD_UID: uid, CONTAINER_TYPE: kind.value, NODE: node})
+    labels.update({POD_NAME: sandbox.name, POD_NAMESPACE: sandbox.namespace, POD_UID: sandbox.uid})
     return labels
 
 
-def sandbox_labels(
-    pod: Mapping[str, Any], *, node: str, attempt: int, extra: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    labels = _pod_labels(pod, node=node, kind=Kind.SANDBOX, extra=extra)
-    labels[SANDBOX_ATTEMPT] = str(attempt)
-    labels[GRACE_PERIOD] = str(grace_period(pod))
+def sandbox_annotations(pod: Mapping[str, Any], attempt: int) -> dict[str, str]:
+    return {SANDBOX_ATTEMPT: str(attempt), GRACE_PERIOD: str(grace_period(pod))}
+
+
+def container_labels(sandbox: PodSandboxMetadata, container_name: str, *,
+                     extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The pod's and the container's identity (upstream newContainerLabels)."""
+    labels = sandbox_labels(sandbox, extra=extra)
+    labels[CONTAINER_NAME] = container_name
     return labels
 
 
-def container_labels(
-    pod: Mapping[str, Any],
-    container: Mapping[str, Any],
-    *,
-    node: str,
-    sandbox_id: str,
-    attempt: int,
-    spec_hash: str,
-    extra: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    labels = _pod_labels(pod, node=node, kind=Kind.CONTAINER, extra=extra)
-    labels.update(
-        {
-            CONTAINER_NAME: container["name"],
-            SANDBOX_ID: sandbox_id,
-            CONTAINER_HASH: spec_hash,
-            RESTART_COUNT: str(attempt),
-            GRACE_PERIOD: str(grace_period(pod)),
-            TERMINATION_MESSAGE_PATH: container.get("terminationMessagePath") or DEFAULT_TERMINATION_MESSAGE_PATH,
-            TERMINATION_MESSAGE_POLICY: container.get("terminationMessagePolicy") or "File",
-        }
-    )
-    prestop = (container.get("lifecycle") or {}).get("preStop")
-    if prestop:
-        labels[PRESTOP_HANDLER] = json.dumps(prestop, sort_keys=True, separators=(",", ":"))
+def container_annotations(pod: Mapping[str, Any], container: Mapping[str, Any], *, attempt: int,
+                          spec_hash: str) -> dict[str, str]:
+    """What a restarted kubelet needs to read back (upstream newContainerAnnotations)."""
+    spec = Container(container)
+    annotations = {
+        CONTAINER_HASH: spec_hash,
+        RESTART_COUNT: str(attempt),
+        GRACE_PERIOD: str(grace_period(pod)),
+        TERMINATION_MESSAGE_PATH: spec.termination_message_path or DEFAULT_TERMINATION_MESSAGE_PATH,
+        TERMINATION_MESSAGE_POLICY: spec.termination_message_policy or "File",
+    }
+    prestop = spec.lifecycle.pre_stop if spec.lifecycle is not None else None
+    if prestop is not None and prestop.raw:
+        annotations[PRESTOP_HANDLER] = json.dumps(prestop.raw, sort_keys=True, separators=(",", ":"))
+    return annotations
+
+
+def runtime_labels(kind: Kind, *, node: str, sandbox_id: str = "") -> dict[str, str]:
+    """What the runtime itself adds: the container type, the node, and an app container's sandbox."""
+    labels = {CONTAINER_TYPE: kind.value, NODE: node}
+    if kind is Kind.CONTAINER:
+        labels[SANDBOX_ID] = sandbox_id
     return labels
+
+
+def docker_labels(labels: Mapping[str, str], annotations: Mapping[str, str],
+                  runtime: Mapping[str, str]) -> dict[str, str]:
+    """One Docker label set: the annotations, the kubelet's labels over them, the runtime's over both."""
+    return {**annotations, **labels, **runtime}
 
 
 @dataclass(frozen=True)

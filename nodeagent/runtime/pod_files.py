@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from control.api.typed.core import Pod
 from control.util import resolvconf
 from control.util.resolvconf import ResolvConf
 
@@ -106,7 +107,7 @@ def _host_aliases(pod: Mapping[str, Any]) -> str:
 def hosts_content(pod: Mapping[str, Any], pod_ips: Sequence[str], *, node_hosts: str = "",
                   cluster_domain: str = CLUSTER_DOMAIN) -> str:
     """The pod's /etc/hosts; `node_hosts` is the node's file, used for hostNetwork pods."""
-    if (pod.get("spec") or {}).get("hostNetwork"):
+    if Pod(pod).spec.host_network:
         return MANAGED_HOSTS_HEADER_HOST_NETWORK + node_hosts + _host_aliases(pod)
     hostname, domain = pod_hostname(pod, cluster_domain)
     lines = [
@@ -202,6 +203,11 @@ def resolv_conf_content(pod: Mapping[str, Any], node_resolv: str, settings: DNSS
     return resolv_conf_text(pod_dns_config(pod, resolvconf.parse(node_resolv), settings)[0])
 
 
+def node_resolv_conf(settings: DNSSettings) -> ResolvConf:
+    """The node's resolver config the pods' is derived from (read from disk each time: it may change)."""
+    return resolvconf.read(resolvconf.node_resolv_conf_path(settings.resolv_conf))
+
+
 def _write(path: str, content: str, mode: int) -> None:
     tmp = f"{path}.tmp"
     with open(tmp, "w") as handle:
@@ -216,9 +222,8 @@ def write_pod_files(pod_dir: str | Path, pod: Mapping[str, Any], pod_ips: Sequen
     warnings to report. Replaced by rename; a running container keeps the file it mounted, so call this
     before creating containers."""
     Path(pod_dir).mkdir(parents=True, exist_ok=True)
-    node_hosts = Path(node_hosts_file).read_text() if (pod.get("spec") or {}).get("hostNetwork") else ""
-    node_resolv = resolvconf.read(resolvconf.node_resolv_conf_path(dns.resolv_conf))
-    config, warnings = pod_dns_config(pod, node_resolv, dns)
+    node_hosts = Path(node_hosts_file).read_text() if Pod(pod).spec.host_network else ""
+    config, warnings = pod_dns_config(pod, node_resolv_conf(dns), dns)
     _write(etc_hosts_path(pod_dir), hosts_content(pod, pod_ips, node_hosts=node_hosts,
                                                   cluster_domain=dns.cluster_domain), 0o644)
     _write(resolv_conf_path(pod_dir), resolv_conf_text(config), 0o644)

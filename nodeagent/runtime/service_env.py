@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from control.api.typed.core import Pod, Service
+
 MASTER_NAMESPACE = "default"
 MASTER_SERVICES = frozenset({"kubernetes"})
 
@@ -37,7 +39,7 @@ def env_name(name: str) -> str:
 
 
 def cluster_ip(service: Mapping[str, Any]) -> str:
-    return str((service.get("spec") or {}).get("clusterIP") or "")
+    return Service(service).spec.cluster_ip
 
 
 def is_service_ip_set(service: Mapping[str, Any]) -> bool:
@@ -71,7 +73,7 @@ def from_services(services: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]
         if not is_service_ip_set(service) or not ports:
             continue
         ip = cluster_ip(service)
-        prefix = env_name((service.get("metadata") or {}).get("name", ""))
+        prefix = env_name(Service(service).metadata.name)
         out.append((f"{prefix}_SERVICE_HOST", ip))
         out.append((f"{prefix}_SERVICE_PORT", str(int(ports[0].get("port") or 0))))
         out += [(f"{prefix}_SERVICE_PORT_{env_name(p['name'])}", str(int(p.get("port") or 0)))
@@ -97,5 +99,5 @@ def service_env_map(services: Iterable[Mapping[str, Any]], namespace: str,
 
 
 def enable_service_links(pod: Mapping[str, Any]) -> bool:
-    value = (pod.get("spec") or {}).get("enableServiceLinks")
+    value = Pod(pod).spec.enable_service_links
     return True if value is None else bool(value)

@@ -90,7 +90,7 @@ class ContainerRecord:
     """One container of this kubelet as the runtime's cheap list shows it (no inspection): what the
     container GC decides from (upstream's runtimeapi.Container from ListContainers, sandboxes included).
     `kind` None marks an unidentified container: it carries this node's label but its pod identity
-    cannot be read back (seed 000's unidentifiedContainers)."""
+    cannot be read back (upstream's unidentifiedContainers of the container GC)."""
 
     id: str
     kind: Kind | None  # None: unidentified

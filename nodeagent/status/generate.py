@@ -4,7 +4,7 @@ Follows pkg/kubelet/kubelet_pods.go (generateAPIPodStatus, convertStatusToAPISta
 convertToAPIContainerStatuses, getPhase), pkg/kubelet/status/generate.go (GeneratePodInitializedCondition,
 GenerateContainersReadyCondition, GeneratePodReadyCondition), the prober manager's UpdatePodStatus (ready
 and started per container) and the status manager's lastTransitionTime rule (kept while a condition's
-status is unchanged). Seed 000 "status sync"; issue 5 item 9.
+status is unchanged).
 
 Pure: the pod (its `status` is the previous one, as the status manager last wrote it), the runtime's
 PodStatus, readiness/startup results by container name, the reasons containers could not start
@@ -28,6 +28,8 @@ from datetime import datetime
 from typing import Any
 
 from control.api.qos import qos_class
+from control.api.typed.core import ContainerStatus as ContainerStatusView
+from control.api.typed.core import Pod
 from control.apimachinery.meta import deep_copy, format_timestamp
 from nodeagent.runtime.actions import should_container_be_restarted
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState
@@ -62,7 +64,7 @@ def _convert(cs: ContainerStatus, old: Mapping[str, Any] | None) -> dict[str, An
         # Unset strings and times are left out, as the API's omitempty does (exitCode 0 stays).
         status["state"] = {"terminated": {k: v for k, v in terminated.items() if v not in (None, "")}}
     elif cs.state is ContainerState.UNKNOWN and old is not None and old.get("containerID") == status["containerID"] \
-            and ({"running", "terminated"} & set(old.get("state") or {})):
+            and _ran(ContainerStatusView(old)):
         # It ran and is gone without a record: not "never ran", which would make run-once pods run twice.
         # Matched by container id (upstream matches by name only, so an older instance or the next
         # generation flips between waiting and terminated); kept once said, so the status stays put.
@@ -77,6 +79,11 @@ def _convert(cs: ContainerStatus, old: Mapping[str, Any] | None) -> dict[str, An
     else:  # created but not started, or unknown: waiting to run
         status["state"] = {"waiting": {}}
     return status
+
+
+def _ran(status: ContainerStatusView) -> bool:
+    """The container has run: it is running or has terminated."""
+    return status.state.running is not None or status.state.terminated is not None
 
 
 def _newest_first(runtime: PodStatus) -> list[ContainerStatus]:
@@ -94,7 +101,7 @@ def _container_statuses(pod: Mapping[str, Any], runtime: PodStatus, specs: Seque
     for spec in specs:
         name = spec.get("name", "")
         old = olds.get(name)
-        if old is not None and "terminated" in (old.get("state") or {}):
+        if old is not None and ContainerStatusView(old).state.terminated is not None:
             statuses[name] = deep_copy(dict(old))
             continue
         status: dict[str, Any] = {"name": name, "image": spec.get("image", ""), "imageID": "",
@@ -103,14 +110,14 @@ def _container_statuses(pod: Mapping[str, Any], runtime: PodStatus, specs: Seque
             status["restartCount"] = int(old.get("restartCount") or 0)
             if old.get("lastState"):
                 status["lastState"] = deep_copy(old["lastState"])
-            if "running" in (old.get("state") or {}) and runtime.latest(name) is None \
-                    and not (status.get("lastState") or {}).get("terminated"):
+            if ContainerStatusView(old).state.running is not None and runtime.latest(name) is None \
+                    and not ContainerStatusView(status).last_state.terminated:
                 # It used to run and the runtime lost it: say it stopped, or the pod would fall back to Pending.
                 status["lastState"] = {"terminated": {
                     "exitCode": 137, "reason": "ContainerStatusUnknown",
                     "message": "The container could not be located when the pod was deleted.  "
                                "The container used to be Running"}}
-                if not (pod.get("metadata") or {}).get("deletionTimestamp"):
+                if not Pod(pod).metadata.deletion_timestamp:
                     status["restartCount"] += 1
         statuses[name] = status
 
@@ -159,35 +166,32 @@ def _set_probe_fields(statuses: dict[str, dict[str, Any]], specs: Sequence[Mappi
 def get_phase(pod: Mapping[str, Any], init_statuses: Sequence[Mapping[str, Any]],
               statuses: Sequence[Mapping[str, Any]]) -> str:
     """upstream getPhase from the API container statuses (without the restartable-init branch)."""
-    spec = pod.get("spec") or {}
-    policy = spec.get("restartPolicy") or "Always"
-    by_name = {s["name"]: s for s in (*init_statuses, *statuses)}
+    spec = Pod(pod).spec
+    policy = spec.restart_policy or "Always"
+    by_name = {s["name"]: ContainerStatusView(s) for s in (*init_statuses, *statuses)}
     pending_init = failed_init = 0
-    for container in spec.get("initContainers") or []:
-        status = by_name.get(container.get("name"))
-        state = (status or {}).get("state") or {}
-        last = ((status or {}).get("lastState") or {}).get("terminated")
-        if status is None or "running" in state:
+    for container in spec.init_containers:
+        status = by_name.get(container.name)
+        if status is None or status.state.running is not None:
             pending_init += 1
-        elif "terminated" in state:
-            failed_init += state["terminated"].get("exitCode", 0) != 0
-        elif "waiting" in state and last is not None:
-            failed_init += last.get("exitCode", 0) != 0
+        elif (terminated := status.state.terminated) is not None:
+            failed_init += terminated.exit_code != 0
+        elif status.state.waiting is not None and (last := status.last_state.terminated) is not None:
+            failed_init += last.exit_code != 0
         else:
             pending_init += 1
     unknown = running = waiting = stopped = succeeded = 0
-    for container in spec.get("containers") or []:
-        status = by_name.get(container.get("name"))
-        state = (status or {}).get("state") or {}
+    for container in spec.containers:
+        status = by_name.get(container.name)
         if status is None:
             unknown += 1
-        elif "running" in state:
+        elif status.state.running is not None:
             running += 1
-        elif "terminated" in state:
+        elif (terminated := status.state.terminated) is not None:
             stopped += 1
-            succeeded += state["terminated"].get("exitCode", 0) == 0
-        elif "waiting" in state:
-            if ((status.get("lastState") or {}).get("terminated")) is not None:
+            succeeded += terminated.exit_code == 0
+        elif status.state.waiting is not None:
+            if status.last_state.terminated is not None:
                 stopped += 1
             else:
                 waiting += 1
@@ -195,8 +199,7 @@ def get_phase(pod: Mapping[str, Any], init_statuses: Sequence[Mapping[str, Any]]
             unknown += 1
     # upstream HasAnyRegularContainerStarted: init containers gone or restarting do not make a started pod
     # Pending again.
-    started = any({"running", "terminated"} & set((by_name.get(c.get("name")) or {}).get("state") or {})
-                  for c in spec.get("containers") or [])
+    started = any((status := by_name.get(c.name)) is not None and _ran(status) for c in spec.containers)
     if failed_init and policy == "Never":
         return "Failed"
     if (pending_init and not started) or waiting:
@@ -231,7 +234,7 @@ def _initialized(pod: Mapping[str, Any], inits: dict[str, dict[str, Any]], apps:
     app container has started (init containers may have been removed since)."""
     if not inits:
         return _condition("Initialized", True)
-    if any("waiting" not in s["state"] or (s.get("lastState") or {}).get("terminated") for s in apps.values()):
+    if any("waiting" not in s["state"] or ContainerStatusView(s).last_state.terminated for s in apps.values()):
         return _condition("Initialized", True)
     incomplete = [name for name, s in inits.items() if not s.get("ready")]
     if not incomplete:
@@ -252,13 +255,14 @@ def _containers_ready(apps: dict[str, dict[str, Any]], phase: str) -> dict[str, 
     return _condition("ContainersReady", True)
 
 
-def _ready(pod: Mapping[str, Any], containers_ready: dict[str, Any], others: Sequence[Mapping[str, Any]]) -> dict:
+def _ready(pod: Mapping[str, Any], containers_ready: dict[str, Any],
+           others: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """GeneratePodReadyCondition: ContainersReady, then every spec.readinessGates condition True."""
     if containers_ready["status"] != "True":
         return {**containers_ready, "type": "Ready"}
     by_type = {c.get("type"): c for c in others}
-    for gate in (pod.get("spec") or {}).get("readinessGates") or []:
-        kind = gate.get("conditionType", "")
+    for gate in Pod(pod).spec.readiness_gates:
+        kind = gate.condition_type
         condition = by_type.get(kind)
         if condition is None:
             return _condition("Ready", False, "ReadinessGatesNotReady",
@@ -284,7 +288,7 @@ def _stamp(conditions: list[dict[str, Any]], old: Sequence[Any], now: datetime) 
 
 
 def _pod_ips(pod: Mapping[str, Any], runtime: PodStatus, old: Mapping[str, Any], host_ips: Sequence[str]) -> list[str]:
-    if (pod.get("spec") or {}).get("hostNetwork"):
+    if Pod(pod).spec.host_network:
         return [ip for ip in host_ips if ip]
     ips = [ip for ip in runtime.ips if ip]
     if not ips:

@@ -13,7 +13,7 @@ socket belongs to the namespace it was created in for life, so once connected it
 loop like any other. Nothing is run inside the container, so images without `nc` or `socat` work.
 
 kubectl's own port-forward speaks SPDY; the API server ends it and opens one of these WebSockets per
-forwarded connection (control/apiserver/spdystreaming.py), so the kubelet speaks WebSocket only.
+forwarded connection (control/apiserver/streaming/spdystreaming.py), so the kubelet speaks WebSocket only.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ pkg/kubelet/cri/streaming/remotecommand (options from the query: repeated `comma
 `stderr`, `tty` as "1" or "true"; at least one stream; with a TTY there is no separate stderr; the error
 channel gets the command's end when it ends, then the connection closes) and
 k8s.io/apimachinery/pkg/util/httpstream/wsstream (the channel framing). The API server relays a client's
-WebSocket here unchanged (control/apiserver/streaming.py), so every subprotocol kubectl, the Python client
+WebSocket here unchanged (control/apiserver/streaming/websocket.py), so every subprotocol kubectl, the Python client
 or a browser speaks is spoken here: channels.py (v5, v4, v4.base64, base64, channel.k8s.io, none).
 
 The process's stdio is a socket hijacked from Docker (runtime `exec_stream`/`attach_stream`); the socket is
@@ -19,7 +19,7 @@ When the kubelet stops, its open sessions are cancelled (control/util/openstream
 WebSocket with 1001 Going Away and releases the runtime connection, as if the client had gone.
 
 Departures: WebSocket only (kubectl's SPDY is translated by the API server, control/apiserver/
-spdystreaming.py); no streaming idle timeout (upstream: 4 h).
+streaming/spdystreaming.py); no streaming idle timeout (upstream: 4 h).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from control.api.typed.core import PersistentVolume
 from control.api.volumes import (
     ANN_PROVISIONED_BY,
     ANN_SELECTED_NODE,
@@ -57,10 +58,10 @@ Obj = Mapping[str, Any]
 
 
 class Client(Protocol):
-    def create(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict: ...
+    def create(self, path: str, body: dict[str, Any], *, params: Mapping[str, str] | None = None) -> dict[str, Any]: ...
 
     def delete(self, path: str, *, grace_period_seconds: int | None = None, propagation_policy: str | None = None,
-               preconditions: dict | None = None) -> dict: ...
+               preconditions: dict[str, Any] | None = None) -> dict[str, Any]: ...
 
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
@@ -125,7 +126,7 @@ def is_ours_here(volume: Obj, node_name: str) -> bool:
 
 def should_delete(volume: Obj, node_name: str) -> bool:
     """Released, reclaim Delete, ours, on this node: directory and object go."""
-    return (is_ours_here(volume, node_name) and (volume.get("status") or {}).get("phase") == "Released"
+    return (is_ours_here(volume, node_name) and PersistentVolume(volume).status.phase == "Released"
             and _spec(volume).get("persistentVolumeReclaimPolicy") == "Delete"
             and not _meta(volume).get("deletionTimestamp"))
 

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodeagent.runtime.cri import Mount, Propagation
 from nodeagent.runtime.expansion import expand, mapping_for
-from nodeagent.runtime.interface import Mount, Propagation
 from nodeagent.volumes.pod_volumes import VolumeError, VolumeInfo, VolumeKind
 
 

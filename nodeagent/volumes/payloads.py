@@ -21,6 +21,7 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from control.api.typed.core import ConfigMap, Secret
 from nodeagent.runtime.downward import UNKNOWN_NODE, DownwardAPIError, NodeFacts, field_value, resource_value
 from nodeagent.volumes.atomic_writer import FileProjection
 
@@ -33,15 +34,16 @@ class PayloadSourceError(ValueError):
 
 def configmap_files(configmap: Mapping[str, Any]) -> dict[str, bytes]:
     """A ConfigMap's `data` and decoded `binaryData` as bytes by key."""
-    files = {key: str(value).encode() for key, value in (configmap.get("data") or {}).items()}
-    for key, value in (configmap.get("binaryData") or {}).items():
+    view = ConfigMap(configmap)
+    files = {key: str(value).encode() for key, value in view.data.items()}
+    for key, value in view.binary_data.items():
         files[key] = base64.b64decode(value or "")
     return files
 
 
 def secret_files(secret: Mapping[str, Any]) -> dict[str, bytes]:
     """A Secret's decoded `data` by key."""
-    return {key: base64.b64decode(value or "") for key, value in (secret.get("data") or {}).items()}
+    return {key: base64.b64decode(value or "") for key, value in Secret(secret).data.items()}
 
 
 def keyed_payload(files: Mapping[str, bytes], items: Sequence[Mapping[str, Any]] | None, *, default_mode: int | None,
@@ -86,6 +88,7 @@ def downward_payload(items: Sequence[Mapping[str, Any]], pod: Mapping[str, Any],
 
 def _named_container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     spec = pod.get("spec") or {}
+    container: Mapping[str, Any]
     for container in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
         if container.get("name") == name:
             return container

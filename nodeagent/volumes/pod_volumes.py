@@ -41,6 +41,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from control.api.typed.core import PersistentVolume, PersistentVolumeClaim, Pod
 from control.api.volumes import volume_path
 from control.apimachinery.quantity import QuantityError, to_bytes
 from control.client.errors import NotFound
@@ -185,8 +186,8 @@ def _claim_volume(name: str, namespace: str, source: Mapping[str, Any], getter: 
         claim = getter.get_persistent_volume_claim(namespace, claim_name)
     except NotFound as exc:
         raise ValueError(f'persistentvolumeclaim "{claim_name}" not found') from exc
-    phase = (claim.get("status") or {}).get("phase", "")
-    bound_to = (claim.get("spec") or {}).get("volumeName", "")
+    phase = PersistentVolumeClaim(claim).status.phase
+    bound_to = PersistentVolumeClaim(claim).spec.volume_name
     if phase != "Bound" or not bound_to:
         raise ValueError(f'PVC {namespace}/{claim_name} has non-bound phase ("{phase}") or empty '
                          f'pvc.Spec.VolumeName ("{bound_to}")')
@@ -194,13 +195,14 @@ def _claim_volume(name: str, namespace: str, source: Mapping[str, Any], getter: 
         volume = getter.get_persistent_volume(bound_to)
     except NotFound as exc:
         raise ValueError(f'persistentvolume "{bound_to}" not found') from exc
-    ref = (volume.get("spec") or {}).get("claimRef") or {}
-    if ref.get("uid") != (claim.get("metadata") or {}).get("uid"):
+    pv = PersistentVolume(volume)
+    ref = pv.spec.claim_ref
+    if ref is None or ref.uid != PersistentVolumeClaim(claim).metadata.uid:
         raise ValueError(f"volume {bound_to} is not bound to claim {namespace}/{claim_name}")
     path = volume_path(volume)
     if not path:
         raise ValueError(f"the volume source of PersistentVolume {bound_to} is not supported by this kubelet")
-    host_path = (volume.get("spec") or {}).get("hostPath") or {}
+    host_path = pv.spec.host_path or {}
     check_host_path(path, (host_path.get("type") or "") if host_path else "Directory")  # a local path must exist
     return VolumeInfo(name, VolumeKind.HOST_PATH, host_path=path, read_only=bool(source.get("readOnly")))
 
@@ -250,11 +252,11 @@ def setup(pod: Mapping[str, Any], getter: ObjectGetter, *, pods_dir: str | Path,
     """Set up every volume of `pod` (idempotent; see the module notes). Raises VolumeError with upstream's
     `MountVolume.SetUp failed for volume "x" : ...` text for the first volume that fails."""
     infos: dict[str, VolumeInfo] = {}
-    for volume in (pod.get("spec") or {}).get("volumes") or []:
+    for volume in Pod(pod).spec.volumes:
         try:
-            info = _setup_one(volume, pod, getter, pods_dir, pod_ips, node)
+            info = _setup_one(volume.raw, pod, getter, pods_dir, pod_ips, node)
         except (ValueError, OSError, PayloadError, PayloadSourceError) as exc:
-            raise VolumeError(f'MountVolume.SetUp failed for volume "{volume.get("name", "")}" : {exc}') from exc
+            raise VolumeError(f'MountVolume.SetUp failed for volume "{volume.name}" : {exc}') from exc
         infos[info.name] = info
     return infos
 

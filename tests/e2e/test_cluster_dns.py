@@ -1,4 +1,4 @@
-"""Cluster DNS on the shared `up --nodes 3` (issue 18 item 7): pods on the host's node and on a namespaced
+"""Cluster DNS on the shared `up --nodes 3`: pods on the host's node and on a namespaced
 node find Services by name through the `kube-dns` Service at the service CIDR's tenth address.
 
 - Every node's DNS server has written its `kube-dns` EndpointSlice (one per node, its InternalIP).

@@ -1,4 +1,4 @@
-"""The CronJob controller on the shared `up --nodes 3` (issue 18 item 3), through the real kubectl 1.33:
+"""The CronJob controller on the shared `up --nodes 3`, through the real kubectl 1.33:
 `kubectl create cronjob` every minute, its first run, the missed-schedule rule, suspend, the history limit and
 `kubectl create job --from=cronjob/…`, `kubectl get cronjobs`; `kubectl create job` + `kubectl wait`.
 

@@ -1,4 +1,4 @@
-"""DaemonSets on the shared `up --nodes 3` with real kubelets and the real kubectl 1.33 (issue 18 item 1):
+"""DaemonSets on the shared `up --nodes 3` with real kubelets and the real kubectl 1.33:
 exactly one pod per node, pinned by `metadata.name` node affinity and bound by the scheduler; a template
 change rolls out and `kubectl rollout undo` goes back through the ControllerRevisions; a DaemonSet with a
 nodeSelector follows a node becoming eligible (labelled) and ineligible again (label removed).

@@ -1,4 +1,4 @@
-"""Deployments end to end on the shared `up --nodes 3` (issue 15 item 3) with the real kubectl 1.33: the
+"""Deployments end to end on the shared `up --nodes 3` with the real kubectl 1.33: the
 Deployment controller makes ReplicaSets, the ReplicaSet controller pods, the kubelets run them.
 
 One Deployment goes through what an operator does with it: `kubectl create deployment` of 3 (its own

@@ -1,5 +1,5 @@
-"""`kubectl drain` through pods/eviction and a PodDisruptionBudget on the shared `up --nodes 3` (issue 15
-item 9), with the real kubectl 1.33 (protobuf bodies, policy/v1) and 1.20 (policy/v1beta1 client).
+"""`kubectl drain` through pods/eviction and a PodDisruptionBudget on the shared `up --nodes 3`,
+with the real kubectl 1.33 (protobuf bodies, policy/v1) and 1.20 (policy/v1beta1 client).
 
 Three pods of a PDB with minAvailable=2 run on one node. `kubectl drain` (limited by --pod-selector to this
 test's pods, so other tests' pods on that node are left alone) cordons the node and evicts: one pod goes

@@ -1,4 +1,4 @@
-"""EndpointSlices and LoadBalancer Services on the shared `up --nodes 3` (issue 15 items 10 and 11), with the
+"""EndpointSlices and LoadBalancer Services on the shared `up --nodes 3`, with the
 real kubectl 1.33.
 
 Two busybox httpd pods (one on each of the namespaced nodes) behind a Service: the EndpointSlice

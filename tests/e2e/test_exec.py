@@ -1,4 +1,4 @@
-"""Streaming through the API server to the kubelets on the shared `up --nodes 3` (issue 16 item 3).
+"""Streaming through the API server to the kubelets on the shared `up --nodes 3`.
 
 Two busybox pods, one on the host's node and one on a node in its own network namespace, so the API
 server's relay reaches kubelets on both kinds of node. With the real kubectl 1.33 (WebSocket,

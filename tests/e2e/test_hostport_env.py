@@ -1,4 +1,4 @@
-"""hostPort and Service environment variables on the shared `up --nodes 3` (issue 16 item 8).
+"""hostPort and Service environment variables on the shared `up --nodes 3`.
 
 - hostPort: a busybox httpd pod on the second node (its own network namespace) with hostPort 18080 →
   containerPort 8080 answers on that node's InternalIP:18080 from this host (PREROUTING in the node's

@@ -1,4 +1,4 @@
-"""The horizontal pod autoscaler on the shared `up --nodes 3` with real kubelets (issue 18 item 6): a
+"""The horizontal pod autoscaler on the shared `up --nodes 3` with real kubelets: a
 Deployment whose pods burn cpu gets an HPA from `kubectl autoscale deployment burn --cpu-percent=50 --min=1
 --max=3` (kubectl 1.33, an autoscaling/v1 object stored as v2); the controller reads their usage from
 metrics.k8s.io (the kubelets' stats) and scales the Deployment through `/scale` to 3; once the pods stop

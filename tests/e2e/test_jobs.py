@@ -1,4 +1,4 @@
-"""The Job controller on the shared `up --nodes 3` with real kubelets (issue 18 item 2): a Job of
+"""The Job controller on the shared `up --nodes 3` with real kubelets: a Job of
 completions 5 and parallelism 2 finishes exactly 5 successful pods and never has more than 2 running at
 once (proved by watching its pods from the start); a failing Job stops at its backoffLimit after the
 failed-pod back-off (10 s, upstream's base: backoffLimit 1 keeps the test short without a knob); an

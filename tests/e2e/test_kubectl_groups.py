@@ -1,10 +1,10 @@
-"""End-to-end: the served groups of issue 17 item 5 through the real kubectl binaries (1.33 and Debian's
-1.20) against a real API server — Ingress (`kubectl create ingress`), IngressClass, NetworkPolicy,
+"""End-to-end: the stored-and-validated API groups (docs/apiserver.md) through the real kubectl binaries
+(1.33 and Debian's 1.20) against a real API server — Ingress (`kubectl create ingress`), IngressClass, NetworkPolicy,
 RuntimeClass, CSIDriver, CertificateSigningRequest with `kubectl certificate approve`, webhook
 configurations, the APIServices of the local groups and `kubectl get cs` against a control plane whose
 scheduler and controller manager really run.
 
-kubectl 1.33 sends protobuf bodies for `create ingress`, so the vendored networking proto is exercised too.
+kubectl 1.33 sends protobuf bodies for `create ingress`, so the networking group's protobuf table is exercised too.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`kubectl top` on the shared `up --nodes 3` with no metrics-server (issue 16 item 9): the API server serves
+"""`kubectl top` on the shared `up --nodes 3` with no metrics-server: the API server serves
 metrics.k8s.io from the kubelets' /stats/summary. `kubectl top node` lists the three nodes with cpu and
 memory; a pod spinning in a shell loop under a cpu limit shows non-zero cpu in `kubectl top pod`, and the
 kubelet of its node has it in /stats/summary (with a cpu rate and the pod's eth0 traffic counters) and in

@@ -1,4 +1,4 @@
-"""The kubelets' HTTPS API on the shared `up --nodes 3` (issue 16 item 2): on every node — node 1 in the
+"""The kubelets' HTTPS API on the shared `up --nodes 3`: on every node — node 1 in the
 host namespace, whose kubelet.yaml says `address: 127.0.0.1` although it advertises the node network
 address, and nodes 2..3 in their namespaces — the kubelet answers at the InternalIP and daemonEndpoints port
 the Node reports, with a certificate the cluster CA signed for that address; without credentials or with a

@@ -1,4 +1,4 @@
-"""PersistentVolumeClaims on the shared `up --nodes 3` (issue 18 item 5): a fresh cluster has the default
+"""PersistentVolumeClaims on the shared `up --nodes 3`: a fresh cluster has the default
 `local-path` StorageClass; a claim naming no class gets it; its first pod's node gets a hostPath volume
 made by that node's kubelet under its data dir; the data outlives the pod, and a new pod lands on the same
 node (VolumeBinding) and reads it; deleting the claim removes the volume and its directory (reclaimPolicy

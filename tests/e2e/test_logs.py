@@ -1,4 +1,4 @@
-"""`kubectl logs` on the shared `up --nodes 3` (issue 16 item 4), with the real kubectl 1.33 (and 1.20 for
+"""`kubectl logs` on the shared `up --nodes 3`, with the real kubectl 1.33 (and 1.20 for
 the basics): -f receives lines as the container prints them and ends when the container does, --tail,
 --since, --since-time, --timestamps (RFC3339Nano), --limit-bytes, -c and the error without it,
 --all-containers, --previous after a restart and its error when there is none, the error for a container

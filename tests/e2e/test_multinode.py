@@ -1,4 +1,4 @@
-"""`slimkube up --nodes 3` on one host as a user runs it (issue 13 items 1 and 2): node 1 in the host's
+"""`slimkube up --nodes 3` on one host as a user runs it: node 1 in the host's
 namespace, nodes 2 and 3 each in a network namespace with their own `slimkube agent` and `slimkube proxy`
 processes, joined with `--server URL --token TOKEN` (the CA checked against the token).
 

@@ -1,5 +1,5 @@
 """The namespace controller and the garbage collector on the shared `up --nodes 3`, through the real
-kubectl 1.33 (issue 15): `kubectl delete namespace` of a namespace full of objects, running pods included,
+kubectl 1.33: `kubectl delete namespace` of a namespace full of objects, running pods included,
 returns once the namespace is gone, within a bound; `kubectl delete --cascade=orphan` leaves the
 dependents without the reference; `kubectl delete --cascade=foreground` returns only after the dependents
 (a running pod with blockOwnerDeletion) are gone; the default cascade (background) takes them too.

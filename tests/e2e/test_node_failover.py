@@ -1,6 +1,6 @@
 """A node whose kubelet stops: its ReplicaSet's pod is evicted after the pod's toleration and recreated on
-another node (issue 15: "stop one node's kubelet → its pods are recreated on the others after the
-toleration (shortened for the test)").
+another node: stop one node's kubelet, and its pods are recreated on the others after the toleration
+(shortened for the test).
 
 Its own `up --nodes 3` (the shared cluster's nodes must not be stopped): a ReplicaSet of one pod that
 prefers node 2 and tolerates `node.kubernetes.io/unreachable` / `not-ready` for 3 s instead of the

@@ -1,4 +1,4 @@
-"""The kubelet's probes on the shared `up --nodes 3` (issue 16 item 1, seed 002 "probes").
+"""The kubelet's probes on the shared `up --nodes 3`.
 
 - liveness (httpGet on a named port): busybox httpd serves /www/healthz, the container removes the file
   after a few seconds, the probe gets 404 → events Unhealthy "Liveness probe failed: HTTP probe failed

@@ -1,5 +1,5 @@
-"""A worker provisioned exactly as a Vagrant VM is (issue 13 item 4: "the provisioning scripts run in CI
-against the multi-node harness"), joining a real `slimkube up --nodes 2` cluster on this host.
+"""A worker provisioned exactly as a Vagrant VM is (the provisioning scripts, run in CI against the
+multi-node harness), joining a real `slimkube up --nodes 2` cluster on this host.
 
 The worker's call is read from vagrant/Vagrantfile itself (tests/support/vagrantfile.py), with the values a
 VM gets there filled in from this host's node network: its address (`#{ip}`), its pod CIDR (`#{pod_cidr}`),
@@ -178,7 +178,7 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
     cleanup(teardown_worker)
     with RESTClient.from_kubeconfig(kubeconfig) as client:
         # A DaemonSet made before the worker exists: one pod on each of up's nodes now, and (below) one on the
-        # worker once it registers — a DaemonSet following a node added later (issue 18), with a real kubelet.
+        # worker once it registers — a DaemonSet following a node added later, with a real kubelet.
         client.create("/apis/apps/v1/namespaces/default/daemonsets", daemonset("everywhere"))
         wait_for(lambda: sorted(p["spec"]["nodeName"] for p in running_pods(client, "default", "everywhere"))
                  == sorted(names), WAIT, "a daemon pod running on each of up's nodes")

@@ -1,5 +1,5 @@
-"""The ReplicaSet and ReplicationController controllers on the shared `up --nodes 3` with real kubelets
-(issue 15 item 2): a ReplicaSet of 3 gets 3 Running pods and reports readyReplicas 3; a deleted pod is
+"""The ReplicaSet and ReplicationController controllers on the shared `up --nodes 3` with real kubelets:
+a ReplicaSet of 3 gets 3 Running pods and reports readyReplicas 3; a deleted pod is
 replaced; scaled to 0 through /scale its pods go, and `kubectl scale rs` (real kubectl 1.33) brings 2 back;
 a bare pod matching a new ReplicaSet's selector is adopted (ownerReference controller=true) instead of a
 new one being made; a ReplicationController of 2 runs 2 pods.

@@ -1,4 +1,4 @@
-"""The scheduler on `slimkube up --nodes 3` as a user meets it (issue 14): pods created without
+"""The scheduler on `slimkube up --nodes 3` as a user meets it: pods created without
 `spec.nodeName` are bound by the scheduler, spread over the three nodes and run there; a nodeSelector is
 respected; a pod that fits nowhere (a huge cpu request) stays Pending with upstream's FailedScheduling event
 and PodScheduled=False.

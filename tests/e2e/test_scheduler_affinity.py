@@ -1,4 +1,4 @@
-"""Inter-pod affinity on `slimkube up --nodes 3` as a user meets it (issue 14): three replicas with required
+"""Inter-pod affinity on `slimkube up --nodes 3` as a user meets it: three replicas with required
 anti-affinity on `kubernetes.io/hostname` take the three nodes, a fourth stays Pending with upstream's
 FailedScheduling message naming anti-affinity and runs once one replica is deleted; pods with required
 affinity to a labelled pod run on that pod's node.

@@ -1,4 +1,4 @@
-"""Priority and preemption on `slimkube up --nodes 3` as a user meets them (issue 14, item 4): the three
+"""Priority and preemption on `slimkube up --nodes 3` as a user meets them: the three
 nodes' allocatable cpu is filled with low-priority pods, then a pod of a high PriorityClass that fits
 nowhere preempts one of them — the victim is deleted gracefully with a `Preempted` event, the preemptor gets
 `status.nominatedNodeName` and then runs on that node; real kubectl lists the system PriorityClasses.

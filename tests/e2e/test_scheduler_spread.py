@@ -1,4 +1,4 @@
-"""PodTopologySpread on `slimkube up --nodes 3` (issue 14): six pods of a group with a hard spread
+"""PodTopologySpread on `slimkube up --nodes 3`: six pods of a group with a hard spread
 constraint (maxSkew 1 on kubernetes.io/hostname) land 2/2/2 although each prefers the first node (a
 preferred node affinity that alone would put all six there); a pod of the group pinned to the first node
 fits once (3/2/2) and the next one stays Pending with upstream's FailedScheduling message; when pods of

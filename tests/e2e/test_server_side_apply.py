@@ -28,7 +28,7 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 @pytest.fixture
 def kubectl(apiserver: Endpoint, tmp_path: Path) -> Kubectl:
-    """kubectl 1.33 only: the version the issue measures apply with."""
+    """kubectl 1.33 only: the newest kubectl, whose apply defaults this test pins down."""
     binary = KUBECTLS["1.33"]
     if not os.access(binary, os.X_OK):
         unavailable("kubectl 1.33", f"{binary} is missing")

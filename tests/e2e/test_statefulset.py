@@ -1,4 +1,4 @@
-"""StatefulSets on the shared `up --nodes 3` (issue 18 item 4): a set of 3 with a volumeClaimTemplate of
+"""StatefulSets on the shared `up --nodes 3`: a set of 3 with a volumeClaimTemplate of
 the default `local-path` class comes up web-0, web-1, web-2 — each created only once the one before is
 Ready, as a watch of the namespace's pods shows —, each writes to its own claim, the data survives deleting
 a pod (the new web-1 finds the old one's line), `kubectl rollout status` reports it, and a scale to 0 takes

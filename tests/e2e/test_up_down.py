@@ -1,4 +1,4 @@
-"""`slimkube up` / Ctrl-C / `up` again / `down` as a user runs them (issue 5 item 12), against the real
+"""`slimkube up` / Ctrl-C / `up` again / `down` as a user runs them, against the real
 dockerd, kernel and iptables: `python -m slimkube.cli up` as a child process with a kubelet config in its
 data dir (DATA_DIR/kubelet.yaml) naming a test node, bridge, veth prefix, pod CIDR and chains, so nothing
 collides with a real cluster on this host.

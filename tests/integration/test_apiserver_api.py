@@ -1,4 +1,4 @@
-"""API semantics on the wire, against a real server on 127.0.0.1 (seed 000 and upstream behaviour):
+"""API semantics on the wire, against a real server on 127.0.0.1 (upstream's behaviour):
 resourceVersion and watch replay, selectors applied to both sides of a change, bookmarks, paging,
 graceful deletion and finalizers, namespace lifecycle, quota, service allocation, auth and errors."""
 

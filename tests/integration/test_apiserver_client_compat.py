@@ -1,4 +1,4 @@
-"""What real clients found (issue 19), against a real API server on 127.0.0.1: discovery with a trailing
+"""What real clients found, against a real API server on 127.0.0.1: discovery with a trailing
 slash, Secret stringData merged into data, status fields Go never omits, the namespace name label,
 StatefulSet mounts of claim templates, and a watch client going away without an error in the log."""
 
@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client, config, watch
 
 from control.apimachinery.meta import group_version
-from control.apiserver.registry import encode
+from control.apiserver.registry.store import encode
 from control.apiserver.resources import by_path, storage_key
 from tests.support.apiserver import Endpoint, ThreadServer, running_server
 

@@ -1,4 +1,4 @@
-"""A real `slimkube server` process dies and comes back (the issue's "Checked by": kill -9 in the middle
+"""A real `slimkube server` process dies and comes back: kill -9 in the middle
 of a burst of creates, then restart: every create that got a 201 is there, revisions keep increasing).
 
 A 201 is a promise: the object is in the store and will be there after any crash. A create that was in

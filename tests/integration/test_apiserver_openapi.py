@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from control.apiserver import gnostic
+from control.apiserver.openapi import gnostic
 from tests.support.apiserver import Endpoint, running_server
 
 

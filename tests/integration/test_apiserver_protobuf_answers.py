@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import requests
 
-from control.apiserver import protoencode
+from control.apiserver.codec import protoencode
 from tests.support.apiserver import Endpoint, running_server
 
 PROTOBUF_ONLY = {"Accept": "application/vnd.kubernetes.protobuf"}

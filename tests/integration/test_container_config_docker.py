@@ -23,6 +23,7 @@ from nodeagent.runtime.env import make_environment
 from nodeagent.runtime.pod_files import ensure_termination_log, write_pod_files
 from nodeagent.volumes.mounts import container_mounts
 from nodeagent.volumes.pod_volumes import setup, teardown
+from tests.support.cri_configs import container_docker_labels
 from tests.support.fake_objects import FakeObjects
 
 POD_IP = "10.244.77.7"
@@ -70,7 +71,7 @@ def run_pod(docker_api, images, container_labels, cleanup, tmp_path):
 
 def termination_message(api, pod, container, created) -> str:
     """What the runtime reads back as the exited container's termination message (get_archive)."""
-    labels = L.container_labels(pod, container, node="sktest", sandbox_id="", attempt=0, spec_hash="")
+    labels = container_docker_labels(pod, container, node="sktest", sandbox_id="", attempt=0, spec_hash="")
     identity = L.parse_labels(labels)
     assert identity is not None
     return DockerRuntime(api, node_name="sktest").inspect_status(created["Id"], identity).message

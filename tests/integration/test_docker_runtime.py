@@ -13,19 +13,19 @@ import pytest
 
 from nodeagent.images import BUSYBOX_IMAGE
 from nodeagent.runtime import labels as L
+from nodeagent.runtime.cri import Mount
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.interface import (
-    ContainerConfig,
     ExecTimeout,
     ImagePullError,
     InvalidImageNameError,
-    Mount,
     StartContainerError,
 )
 from nodeagent.runtime.pod_files import ensure_termination_log, termination_log_path
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, SandboxState
 from nodeagent.volumes.pod_volumes import teardown
+from tests.support.cri_configs import container_config, sandbox_config
 from tests.support.polling import wait_for
 from tests.support.substrate import TEST_LABEL
 
@@ -67,10 +67,10 @@ def start(runtime, pod, container_labels, pods_dir):
         container = {"name": name, "image": BUSYBOX_IMAGE, "command": ["sh", "-c", script], **spec}
         message_file = ensure_termination_log(pods_dir / pod["metadata"]["uid"], name, attempt)
         message_path = spec.get("terminationMessagePath", "/dev/termination-log")
-        config = ContainerConfig(image=BUSYBOX_IMAGE, args=("sh", "-c", script),
-                                 mounts=(Mount(message_file, message_path),))
-        cid = runtime.create_container(pod, container, sandbox_id=sandbox, attempt=attempt, config=config,
-                                       extra_labels=container_labels)
+        config = container_config(pod, container, attempt=attempt, extra_labels=container_labels,
+                                  image=BUSYBOX_IMAGE, args=("sh", "-c", script),
+                                  mounts=(Mount(message_file, message_path),))
+        cid = runtime.create_container(sandbox, config, sandbox_config(pod))
         runtime.start_container(cid)
         return cid
 
@@ -83,7 +83,7 @@ def ns_of(docker_api, cid: str, kind: str) -> str:
 
 def test_pod_containers_share_the_sandbox_and_are_adopted_from_labels(docker_api, runtime, pod, start, node,
                                                                       container_labels):
-    sandbox = runtime.run_sandbox(pod, attempt=0, extra_labels=container_labels)
+    sandbox = runtime.run_sandbox(sandbox_config(pod, attempt=0, extra_labels=container_labels))
     server = start(sandbox, "server", "echo hello-from-pod > /tmp/index.html && exec httpd -f -p 8080 -h /tmp")
     client = start(sandbox, "client", "exec sleep 60")
 
@@ -121,7 +121,7 @@ def test_pod_containers_share_the_sandbox_and_are_adopted_from_labels(docker_api
 
 def test_stop_waits_for_a_term_handler_and_kills_after_the_grace_period(runtime, pod, start, container_labels,
                                                                        docker_api):
-    sandbox = runtime.run_sandbox(pod, attempt=0, extra_labels=container_labels)
+    sandbox = runtime.run_sandbox(sandbox_config(pod, attempt=0, extra_labels=container_labels))
     polite = start(sandbox, "polite", "trap 'echo bye; exit 0' TERM; echo up; while true; do sleep 0.1; done")
     stubborn = start(sandbox, "stubborn", "trap '' TERM; echo up; while true; do sleep 0.1; done")
     wait_for(lambda: b"up" in runtime.logs(polite) and b"up" in runtime.logs(stubborn), 10.0, "both containers up",
@@ -142,7 +142,7 @@ def test_stop_waits_for_a_term_handler_and_kills_after_the_grace_period(runtime,
 
 
 def test_exec_exit_codes_timeouts_and_logs(runtime, pod, start, container_labels):
-    sandbox = runtime.run_sandbox(pod, attempt=0, extra_labels=container_labels)
+    sandbox = runtime.run_sandbox(sandbox_config(pod, attempt=0, extra_labels=container_labels))
     app = start(sandbox, "app", "echo out; echo err >&2; exec sleep 60")
     assert runtime.exec(app, ["sh", "-c", "echo probing; exit 7"], timeout=5).exit_code == 7
     assert runtime.exec(app, ["sh", "-c", "echo probing"], timeout=5).output == b"probing\n"
@@ -159,7 +159,7 @@ def test_exec_exit_codes_timeouts_and_logs(runtime, pod, start, container_labels
 
 
 def test_termination_messages(runtime, docker_api, pod, start, container_labels, node, pods_dir):
-    sandbox = runtime.run_sandbox(pod, attempt=0, extra_labels=container_labels)
+    sandbox = runtime.run_sandbox(sandbox_config(pod, attempt=0, extra_labels=container_labels))
     start(sandbox, "file", "echo bye > /dev/termination-log; exit 3")
     start(sandbox, "fallback", "echo from-logs; exit 1", terminationMessagePolicy="FallbackToLogsOnError")
     start(sandbox, "ok", "echo fine; exit 0", terminationMessagePolicy="FallbackToLogsOnError")
@@ -184,11 +184,11 @@ def test_termination_messages(runtime, docker_api, pod, start, container_labels,
 
 
 def test_bad_command_is_a_start_error(runtime, pod, container_labels):
-    sandbox = runtime.run_sandbox(pod, attempt=0, extra_labels=container_labels)
+    sandbox = runtime.run_sandbox(sandbox_config(pod, attempt=0, extra_labels=container_labels))
     container = {"name": "bad", "image": BUSYBOX_IMAGE, "command": ["/no/such/binary"]}
-    cid = runtime.create_container(pod, container, sandbox_id=sandbox, attempt=0,
-                                   config=ContainerConfig(image=BUSYBOX_IMAGE, args=("/no/such/binary",)),
-                                   extra_labels=container_labels)
+    config = container_config(pod, container, extra_labels=container_labels, image=BUSYBOX_IMAGE,
+                              args=("/no/such/binary",))
+    cid = runtime.create_container(sandbox, config, sandbox_config(pod))
     with pytest.raises(StartContainerError) as caught:
         runtime.start_container(cid)
     assert caught.value.reason == "RunContainerError" and "no such file" in str(caught.value).lower()

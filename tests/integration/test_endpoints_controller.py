@@ -14,7 +14,7 @@ import pytest
 
 from control.client.errors import Conflict, NotFound
 from control.client.rest import RESTClient
-from control.controllers.endpoints.subsets import TRIGGER_TIME_ANNOTATION
+from control.controllers.shared.endpoint_util import TRIGGER_TIME_ANNOTATION
 from tests.support.apiserver import ProcessServer
 from tests.support.controlplane import new_namespace, server_with_controllers
 from tests.support.polling import wait_until

@@ -1,5 +1,5 @@
-"""Image pulls through a real kubelet from real registries (issue 16 item 7 "Checked by": pulls from the
-local registry with and without a secret).
+"""Image pulls through a real kubelet from real registries: pulls from the
+local registry with and without a secret.
 
 Two throwaway registries (Debian's docker-registry binary, unpacked by install.sh) run as child
 processes on free 127.0.0.1 ports with their own config files and storage in tmp dirs: one open, one

@@ -1,5 +1,5 @@
-"""An informer outlives a kill -9 of the API server (issue 4: "the informer's store converges to exactly
-the server's list after a restart: no lost, no ghost objects").
+"""An informer outlives a kill -9 of the API server: the informer's store converges to exactly
+the server's list after a restart, with no lost and no ghost objects.
 
 A real `slimkube server` child process (fixed port and data dir, so the informer's client reconnects to
 the same URL) serves configmaps; an informer in this process records every handler call. The server is

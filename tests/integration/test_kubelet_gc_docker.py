@@ -38,8 +38,9 @@ from nodeagent.kubelet import Kubelet
 from nodeagent.network.bridge import delete_bridge
 from nodeagent.runtime import labels as L
 from nodeagent.runtime.docker import DockerRuntime
-from nodeagent.runtime.interface import ContainerConfig, ImageRecord
+from nodeagent.runtime.interface import ImageRecord
 from tests.support.apiserver import ThreadServer
+from tests.support.cri_configs import container_config, sandbox_config
 from tests.support.hostnet import free_pod_cidr
 from tests.support.polling import wait_for
 from tests.support.substrate import TEST_LABEL
@@ -69,20 +70,20 @@ def test_container_gc_removes_dead_containers_and_keeps_the_latest_per_unit(dock
     live, deleted = pod(f"live-{run_id}", f"uid-live-{run_id}"), pod(f"gone-{run_id}", f"uid-gone-{run_id}")
 
     def run(p: dict, sandbox: str, name: str, attempt: int, script: str, *, wait: bool = True) -> str:
-        cid = runtime.create_container(p, {"name": name, "image": BUSYBOX_IMAGE}, sandbox_id=sandbox, attempt=attempt,
-                                       config=ContainerConfig(image=BUSYBOX_IMAGE, args=("sh", "-c", script)),
-                                       extra_labels=container_labels)
+        config = container_config(p, {"name": name, "image": BUSYBOX_IMAGE}, attempt=attempt,
+                                  extra_labels=container_labels, image=BUSYBOX_IMAGE, args=("sh", "-c", script))
+        cid = runtime.create_container(sandbox, config, sandbox_config(p))
         runtime.start_container(cid)
         if wait:
             assert docker_api.wait(cid, timeout=30)["StatusCode"] == 0
         return cid
 
-    old_sandbox = runtime.run_sandbox(live, attempt=0, extra_labels=container_labels)
+    old_sandbox = runtime.run_sandbox(sandbox_config(live, attempt=0, extra_labels=container_labels))
     runtime.stop_sandbox(old_sandbox)
-    sandbox = runtime.run_sandbox(live, attempt=1, extra_labels=container_labels)
+    sandbox = runtime.run_sandbox(sandbox_config(live, attempt=1, extra_labels=container_labels))
     app = [run(live, sandbox, "app", attempt, "true") for attempt in range(3)]
     web = run(live, sandbox, "web", 0, "exec sleep 60", wait=False)
-    gone_sandbox = runtime.run_sandbox(deleted, attempt=0, extra_labels=container_labels)
+    gone_sandbox = runtime.run_sandbox(sandbox_config(deleted, attempt=0, extra_labels=container_labels))
     job = run(deleted, gone_sandbox, "job", 0, "true")
     runtime.stop_sandbox(gone_sandbox)
     # Ours by the node label but no pod identity: unidentified. Not ours at all: a plain container and
@@ -91,7 +92,7 @@ def test_container_gc_removes_dead_containers_and_keeps_the_latest_per_unit(dock
                                                labels={**container_labels, L.NODE: node})["Id"]
     plain = docker_api.create_container(BUSYBOX_IMAGE, command=["true"], labels=container_labels)["Id"]
     other = DockerRuntime(docker_api, node_name=f"{node}-other")
-    other_sandbox = other.run_sandbox(deleted, attempt=0, extra_labels=container_labels)
+    other_sandbox = other.run_sandbox(sandbox_config(deleted, attempt=0, extra_labels=container_labels))
     other.stop_sandbox(other_sandbox)
 
     gc = ContainerGC(runtime, ContainerGCPolicy(), known_pods=lambda: frozenset({live["metadata"]["uid"]}))
@@ -270,9 +271,9 @@ def test_the_kubelet_runs_both_collectors(kubelet, docker_api):
     runtime = DockerRuntime(docker_api, node_name=name)
     dead = []
     for attempt in range(2):
-        cid = runtime.create_container(pod, {"name": "retired", "image": BUSYBOX_IMAGE}, sandbox_id=sandbox,
-                                       attempt=attempt, config=ContainerConfig(image=BUSYBOX_IMAGE, args=("true",)),
-                                       extra_labels=labels)
+        config = container_config(pod, {"name": "retired", "image": BUSYBOX_IMAGE}, attempt=attempt,
+                                  extra_labels=labels, image=BUSYBOX_IMAGE, args=("true",))
+        cid = runtime.create_container(sandbox, config, sandbox_config(pod))
         runtime.start_container(cid)
         docker_api.wait(cid, timeout=30)
         dead.append(cid)

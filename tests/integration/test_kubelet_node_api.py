@@ -22,12 +22,12 @@ from nodeagent.images import BUSYBOX_IMAGE
 from nodeagent.mirror import MirrorPods
 from nodeagent.node_lifecycle import NodeReporter, runtime_facts
 from nodeagent.parts import SERVING_CERT_PATH
-from nodeagent.runtime import labels as L
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.server import KubeletServer
 from nodeagent.sources import CONFIG_MIRROR, FileSource
 from tests.support.apiserver import free_port, running_server
+from tests.support.cri_configs import container_docker_labels
 from tests.support.polling import wait_until
 
 MANIFEST = """apiVersion: v1
@@ -121,7 +121,7 @@ def test_kubelet_server_and_the_api_servers_log_proxy(client, server_dir, setup,
                                                            "spec": spec})
     cleanup(lambda: client.delete(f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}", grace_period_seconds=0))
     container = pod["spec"]["containers"][0]
-    labels = L.container_labels(pod, container, node=config.node_name, sandbox_id="none", attempt=0,
+    labels = container_docker_labels(pod, container, node=config.node_name, sandbox_id="none", attempt=0,
                                 spec_hash=container_hash(container), extra=container_labels)
     created = docker_api.create_container(BUSYBOX_IMAGE, labels=labels, command=[
         "sh", "-c", "for i in 1 2 3; do echo line-$i; done; sleep 60"])

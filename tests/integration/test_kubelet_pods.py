@@ -1,7 +1,7 @@
 """The kubelet end to end: a real API server (in a thread), the real dockerd, the real kernel network.
 
 One Kubelet (own bridge, chains, podCIDR and data dir) serves the whole module; pods are created through
-the API with spec.nodeName set (no scheduler needed). Checked (issue 5 "Checked by"):
+the API with spec.nodeName set (no scheduler needed). Checked:
 - a pod with an init container and two app containers reaches Running with a pod IP; the host reaches
   busybox httpd at podIP:8080; the pod's containers reach each other on localhost;
 - a crashing container shows CrashLoopBackOff with a growing restartCount and back-off;

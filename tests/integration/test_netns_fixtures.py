@@ -1,5 +1,5 @@
-"""The harness's namespace, link and iptables fixtures against the real kernel, and the two facts later
-issues stand on: pyroute2 moves a veth peer into a namespace by fd (RECIPES.md), and iptables rules
+"""The harness's namespace, link and iptables fixtures against the real kernel, and the two facts the
+networking code stands on: pyroute2 moves a veth peer into a namespace by fd, and iptables rules
 written inside a test namespace never reach the host's tables."""
 
 from __future__ import annotations

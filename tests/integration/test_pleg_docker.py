@@ -9,8 +9,8 @@ import time
 from nodeagent.images import BUSYBOX_IMAGE
 from nodeagent.pleg import EventType, GenericPLEG, PodLifecycleEvent
 from nodeagent.runtime.docker import DockerRuntime
-from nodeagent.runtime.interface import ContainerConfig
 from nodeagent.runtime.types import ContainerState
+from tests.support.cri_configs import container_config, sandbox_config
 from tests.support.substrate import TEST_LABEL
 
 PERIOD = 0.2
@@ -53,11 +53,12 @@ def test_pleg_reports_real_container_lifecycle(docker_api, images, run_id, conta
     cleanup(pleg.stop)
     within = 2 * PERIOD + 1.0  # two relists plus Docker's own latency
 
-    sandbox = runtime.run_sandbox(pod, attempt=0, extra_labels=container_labels)
+    sandbox = runtime.run_sandbox(sandbox_config(pod, attempt=0, extra_labels=container_labels))
     recorder.wait_for(EventType.CONTAINER_STARTED, sandbox, within)
     spec = {"name": "app", "image": BUSYBOX_IMAGE}
-    app = runtime.create_container(pod, spec, sandbox_id=sandbox, attempt=0, extra_labels=container_labels,
-                                   config=ContainerConfig(image=BUSYBOX_IMAGE, args=("sh", "-c", "sleep 0.6; exit 4")))
+    config = container_config(pod, spec, extra_labels=container_labels, image=BUSYBOX_IMAGE,
+                              args=("sh", "-c", "sleep 0.6; exit 4"))
+    app = runtime.create_container(sandbox, config, sandbox_config(pod))
     acted = pleg.clock()
     runtime.start_container(app)
     recorder.wait_for(EventType.CONTAINER_STARTED, app, within)

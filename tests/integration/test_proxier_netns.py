@@ -5,8 +5,9 @@
   chains (partial sync); a deleted service's chains are gone; jumps are not duplicated by full resyncs;
   cleanup leaves no proxy chain and keeps the kubelet's and a foreign chain.
 - Traffic: a "client" namespace runs the proxy's rules, a "backend" namespace an HTTP server, joined by a
-  veth pair; the service CIDR is routed to an empty bridge inside the client namespace (RECIPES.md "Safety
-  net"), so nothing leaves the namespaces. The cluster IP answers 200 through the DNAT; once the endpoint
+  veth pair; the service CIDR is routed to an empty bridge inside the client namespace (the safety
+  net, tests/support/safety_net.py), so nothing leaves the namespaces. The cluster IP answers 200
+  through the DNAT; once the endpoint
   is gone the connection is refused at once (REJECT), not left to time out.
 """
 

@@ -1,5 +1,5 @@
-"""`slimkube proxy` as an operator runs it, against a real API server and the host's real iptables (issue 6
-items 5-6): a Service and an Endpoints object made by hand become KUBE-SVC/KUBE-SEP chains named with
+"""`slimkube proxy` as an operator runs it, against a real API server and the host's real iptables:
+a Service and an Endpoints object made by hand become KUBE-SVC/KUBE-SEP chains named with
 upstream's hash in the nat table of the backend in use; /healthz answers 200 and /metrics counts syncs;
 deleting the Service removes its chains; SIGTERM stops the daemon and leaves the rules; `--cleanup` removes
 every proxy chain and jump but no other KUBE-* chain (one standing in for the kubelet's KUBE-POD-*).

@@ -1,9 +1,9 @@
-"""ResourceQuota and PodDisruptionBudget against a real API server on 127.0.0.1 with the controller manager:
-the quota controller keeps status.used true as pods come and go, and admission refuses what exceeds the
-quota with upstream's 403; the disruption controller computes a PDB's status, and pods/eviction deletes
-a pod the budget allows (201, the PDB charged) and refuses one it does not (429 with upstream's message and
-the DisruptionBudget cause); a pod under two PDBs is a 500; a Pending pod is evicted without a PDB check,
-also with kubectl 1.20's policy/v1beta1 body."""
+"""ResourceQuota and PodDisruptionBudget against a real API server on 127.0.0.1 with the controller manager: the quota
+controller keeps status.used true as pods and claims come and go, and admission refuses what exceeds the quota with
+upstream's 403 (claims counted by storage and StorageClass alike in both); the disruption controller computes a
+PDB's status, and pods/eviction deletes a pod the budget allows (201, the PDB charged) and refuses one it does not
+(429 with upstream's message and the DisruptionBudget cause); a pod under two PDBs is a 500; a Pending pod is
+evicted without a PDB check, also with kubectl 1.20's policy/v1beta1 body."""
 
 from __future__ import annotations
 
@@ -87,6 +87,42 @@ def test_quota_status_used_tracks_pods_and_admission_refuses_the_excess(server):
     assert wait_until(lambda: quota_used(client, ns).get("pods") == "1", timeout=10)
     make_pod(client, ns, "c", running=False)
     assert wait_until(lambda: quota_used(client, ns).get("pods") == "2", timeout=10)
+
+
+def test_claims_count_by_storage_and_class_alike_in_admission_and_the_controller(server):
+    """A claim naming no class gets the default `local-path` before quota admission counts it, so the
+    per-class limit holds it; the controller's status.used counts the stored claims the same way."""
+    client, endpoint = server
+    ns = new_namespace(client)
+    local = "local-path.storageclass.storage.k8s.io/"
+    hard = {"persistentvolumeclaims": "3", "requests.storage": "10Gi", local + "requests.storage": "2Gi",
+            local + "persistentvolumeclaims": "2"}
+    client.create(f"/api/v1/namespaces/{ns}/resourcequotas", {
+        "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"}, "spec": {"hard": hard}})
+    assert wait_until(lambda: quota_used(client, ns).get("requests.storage") == "0", timeout=10)
+
+    def claim(name: str, size: str, storage_class: str | None = None) -> Any:
+        spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}
+        if storage_class is not None:
+            spec["storageClassName"] = storage_class
+        return endpoint.request("POST", f"/api/v1/namespaces/{ns}/persistentvolumeclaims", json={
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}, "spec": spec})
+
+    assert claim("a", "1Gi").status_code == 201
+    assert claim("b", "1Gi", "other").status_code == 201
+    refused = claim("c", "1536Mi")
+    assert refused.status_code == 403
+    assert refused.json()["message"] == (
+        f'persistentvolumeclaims "c" is forbidden: exceeded quota: q, requested: {local}requests.storage=1536Mi, '
+        f"used: {local}requests.storage=1Gi, limited: {local}requests.storage=2Gi")
+    assert wait_until(lambda: quota_used(client, ns) == {
+        "persistentvolumeclaims": "2", "requests.storage": "2Gi", local + "requests.storage": "1Gi",
+        local + "persistentvolumeclaims": "1"}, timeout=10), quota_used(client, ns)
+
+    client.delete(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/b")
+    assert wait_until(lambda: quota_used(client, ns).get("requests.storage") == "1Gi", timeout=10)
+    assert claim("c", "1Gi").status_code == 201
+    assert wait_until(lambda: quota_used(client, ns).get(local + "requests.storage") == "2Gi", timeout=10)
 
 
 def test_eviction_honours_the_pod_disruption_budget(server):

@@ -1,5 +1,5 @@
 """The pod substrate with no kubelet yet: our pause image holds a network namespace that busybox
-containers join, exactly as the kubelet's sandbox will (shared/RECIPES.md, Docker SDK facts)."""
+containers join, exactly as the kubelet's sandbox does."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`slimkube server --scheduler-config FILE` as an operator runs it (issue 14 item 6): a real server process
+"""`slimkube server --scheduler-config FILE` as an operator runs it: a real server process
 (SQLite, 127.0.0.1, no kubelet: Node objects only) with a KubeSchedulerConfiguration of two profiles; a pod
 naming the second profile's schedulerName is scheduled by that profile (its plugin config packs pods onto one
 node; its Scheduled events are reported as that schedulerName), and the scheduler's /healthz, /readyz and

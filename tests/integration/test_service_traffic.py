@@ -1,10 +1,10 @@
-"""Services with real traffic on this host (issue 6 "Checked by"): a real API server (in a thread) with
+"""Services with real traffic on this host: a real API server (in a thread) with
 its controller manager (the endpoints and EndpointSlice controllers, as `slimkube server` runs them), a
 real kubelet on Docker with its own bridge and pod CIDR, and the proxy (proxy/app.py ProxyServer, as
 `slimkube proxy` runs it) writing the host's iptables with the backend in use.
 
 Before any packet goes to a service IP, the test's service CIDR (one no route on the host overlaps) is
-routed to an empty `sktest…` bridge (tests/support/safety_net.py, RECIPES.md): a virtual IP without a
+routed to an empty `sktest…` bridge (tests/support/safety_net.py): a virtual IP without a
 rule then only ARPs on an empty bridge and nothing leaves the machine.
 
 Busybox httpd pods each serve their own name, so the answer says which backend took the request.
@@ -102,7 +102,7 @@ def httpd(pod: str) -> dict[str, Any]:
 
 def client_loop(url: str, count: int) -> str:
     """A shell loop of `count` requests, one answer (or FAIL) per line, then DONE. busybox `wget -T`
-    segfaults (RECIPES.md), so `timeout` bounds each request."""
+    segfaults, so `timeout` bounds each request."""
     return (f"for i in $(seq {count}); do timeout 3 wget -qO- {url} || echo FAIL; done; echo DONE; "
             "exec sleep 3600")
 

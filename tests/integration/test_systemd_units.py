@@ -1,4 +1,4 @@
-"""The systemd units (issue 13 item 3) without systemd as PID 1:
+"""The systemd units without systemd as PID 1:
 
 - `install.sh --role server|agent --units-only` writes the role's units, .env files (root-only: they hold
   the join token) and config files into temporary directories, with ExecStart on a real `slimkube`, and

@@ -1,4 +1,4 @@
-"""Two `slimkube server`s on one etcd (issue 13 item 5): both serve the API, the controller manager runs
+"""Two `slimkube server`s on one etcd: both serve the API, the controller manager runs
 only on the holder of the Lease kube-system/kube-controller-manager, and after kill -9 of the holder the
 other takes the Lease over within the lease duration and its controllers act.
 

@@ -8,7 +8,7 @@ a resourceVersion, every call recorded as an `Action` (`Actions()`), and reactor
 a call (`PrependReactor`); objects handed to `add` are stored as given (uid included), as its
 `NewSimpleClientset(objects...)`.
 
-What it keeps of the real API server (control/apiserver/registry.py, watch.py), so tests can trust it:
+What it keeps of the real API server (control/apiserver/registry/store.py, watch.py), so tests can trust it:
 - The resource table (control/apiserver/resources.py) decides kind, apiVersion, scope and which kinds
   have a status subresource; an unknown resource is a 404.
 - One global resourceVersion counter for every write; create sets uid, creationTimestamp, generation 1
@@ -19,7 +19,7 @@ What it keeps of the real API server (control/apiserver/registry.py, watch.py), 
   only the status, labels and annotations (the real server's `prepare_for_status_update`); a spec change
   raises metadata.generation. endpoints, events and leases may be created by an update (upstream
   AllowCreateOnUpdate).
-- Patches: merge, strategic (control/apiserver/patch.py) and JSON patch; a resourceVersion in the patch is
+- Patches: merge, strategic (control/apiserver/fieldmanager/patch.py) and JSON patch; a resourceVersion in the patch is
   a precondition.
 - pods/{name}/binding (create): sets spec.nodeName and PodScheduled=True once, 409 Conflict when the pod is
   bound already or being deleted (the real server's `assign_node`).
@@ -54,12 +54,12 @@ from urllib.parse import unquote
 
 from control.apimachinery import fields, labels
 from control.apimachinery.meta import format_timestamp
-from control.apiserver.patch import json_merge_patch, json_patch, strategic_merge_patch
+from control.apiserver.fieldmanager.patch import json_merge_patch, json_patch, strategic_merge_patch
+from control.apiserver.registry.strategies import KINDS
+from control.apiserver.registry.strategies.base import gc_finalizers, prepare_for_status_update
+from control.apiserver.registry.strategies.pods import assign_node
 from control.apiserver.resources import Resource, by_kind, by_path
 from control.apiserver.status import APIError
-from control.apiserver.strategies import KINDS
-from control.apiserver.strategies.base import gc_finalizers, prepare_for_status_update
-from control.apiserver.strategies.pods import assign_node
 from control.client.errors import ApiError, error_from_status
 from control.client.rest import WatchEvent
 from control.util.clock import Clock, RealClock
@@ -250,7 +250,7 @@ class FakeAPIServer:
         return self._store(target, body, None)
 
     def _bind(self, target: _Target, action: Action) -> dict[str, Any]:
-        """pods/{name}/binding with the real server's rules (control/apiserver/binding.py `assign_node`)."""
+        """pods/{name}/binding with the real server's rules (control/apiserver/registry/binding.py `assign_node`)."""
         old = self._must_get(target)
         node = ((action.body or {}).get("target") or {}).get("name")
         if not node:

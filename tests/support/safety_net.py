@@ -1,4 +1,4 @@
-"""The safety net for service traffic in tests (shared/RECIPES.md "Safety net for service traffic in tests").
+"""The safety net for service traffic in tests.
 
 A test that sends packets to service virtual IPs must be sure none of them can leave the machine when a
 rule is missing or wrong. A blackhole route would break the very traffic under test (the route lookup for

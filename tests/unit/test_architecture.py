@@ -8,15 +8,22 @@ so a cycle cannot hide in a function body.
 
 The negative cases run import-linter over a copy of the packages with one import added, so the test
 shows the contracts are live, not just that today's tree happens to pass.
+
+The kubelet's runtime boundary is checked the same way: no method of the runtime takes an API object
+(a parameter named pod/container/spec, or any mapping), and a class that does is caught.
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
 import shutil
 import subprocess
 import sys
+import typing
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,7 +58,7 @@ def copy_of_tree(tmp_path: Path) -> Path:
                  id="component-imports-component"),
     pytest.param("clusterdns/records.py", "import nodeagent.pleg", "clusterdns is not allowed to import nodeagent",
                  id="dns-imports-kubelet"),
-    pytest.param("nodeagent/pleg.py", "import control.apiserver.registry",
+    pytest.param("nodeagent/pleg.py", "import control.apiserver.registry.store",
                  "nodeagent is not allowed to import control.apiserver", id="kubelet-imports-apiserver"),
     pytest.param("control/client/rest.py", "from control.controllers import manager",
                  "control.client is not allowed to import control.controllers", id="base-imports-component"),
@@ -59,8 +66,24 @@ def copy_of_tree(tmp_path: Path) -> Path:
                  "control.apiserver is not allowed to import slimkube", id="component-imports-root"),
     pytest.param("control/apimachinery/labels.py", "import control.client.rest",
                  "control.apimachinery is not allowed to import control.client", id="base-imports-upward"),
+    pytest.param("control/apiserver/registry/store.py", "from control.apiserver.endpoints import handlers",
+                 "control.apiserver.registry is not allowed to import control.apiserver.endpoints",
+                 id="registry-imports-endpoints"),
+    pytest.param("control/apiserver/codec/jsonwire.py", "from control.apiserver.registry import store",
+                 "control.apiserver.codec is not allowed to import control.apiserver.registry",
+                 id="codec-imports-registry"),
     pytest.param("control/controllers/manager.py", "from control.storage import sqlite",
                  "control.controllers is not allowed to import control.storage", id="controller-reads-store"),
+    pytest.param("control/controllers/daemonset/decisions.py", "from control.controllers.deployment import util",
+                 "control.controllers.daemonset is not allowed to import control.controllers.deployment",
+                 id="controller-imports-controller"),
+    pytest.param("control/controllers/ttlafterfinished/controller.py",
+                 "import control.controllers.garbagecollector.graph",
+                 "control.controllers.ttlafterfinished is not allowed to import control.controllers.garbagecollector",
+                 id="last-controller-imports-controller"),
+    pytest.param("control/controllers/shared/history.py", "from control.controllers.deployment import util",
+                 "control.controllers.shared is not allowed to import control.controllers.deployment",
+                 id="shared-imports-controller"),
     pytest.param("control/api/validation/networking.py", "from control.api.validation import apps",
                  "control.api.validation.networking is not allowed to import control.api.validation.apps",
                  id="validation-group-imports-group"),
@@ -76,6 +99,55 @@ def test_a_forbidden_import_breaks_a_contract(copy_of_tree: Path, module: str, a
     result = _lint_imports(copy_of_tree)
     assert result.returncode == 1, result.stdout + result.stderr
     assert message in " ".join(result.stdout.split())  # the report wraps long module names
+
+
+# ---- the kubelet's runtime boundary ----
+
+_API_OBJECT_NAMES = {"pod", "container", "spec", "obj"}
+
+
+def _takes_wire_data(hint: object) -> bool:
+    """Whether an annotation is (or unions in) a Mapping or dict: how an API object is typed here."""
+    origin = typing.get_origin(hint) or hint
+    if origin in (dict, Mapping, MutableMapping) or (isinstance(origin, type) and issubclass(origin, Mapping)):
+        return True
+    return any(_takes_wire_data(arg) for arg in typing.get_args(hint))
+
+
+def _api_object_parameters(cls: type) -> list[str]:
+    """`method(parameter)` for every public method of `cls` that takes a pod, a container spec or any
+    mapping of wire data."""
+    found = []
+    for name, method in inspect.getmembers(cls, inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        hints = typing.get_type_hints(method)
+        for parameter in list(inspect.signature(method).parameters)[1:]:
+            if parameter in _API_OBJECT_NAMES or _takes_wire_data(hints.get(parameter)):
+                found.append(f"{cls.__name__}.{name}({parameter})")
+    return found
+
+
+def test_no_runtime_method_takes_an_api_object():
+    """The runtime (its Protocols and the Docker runtime) is given CRI-shaped records only: what a pod
+    means for a sandbox or a container is decided in the kubelet's sync layer."""
+    from nodeagent.runtime.docker import DockerRuntime
+    from nodeagent.runtime.interface import Runtime, StreamingRuntime
+
+    for cls in (Runtime, StreamingRuntime, DockerRuntime):
+        assert _api_object_parameters(cls) == [], cls
+
+
+def test_the_runtime_check_sees_a_pod_parameter():
+    class Leaky:
+        def run_sandbox(self, pod: dict[str, Any]) -> str: ...
+
+        def create_container(self, sandbox_id: str, config: Mapping[str, Any] | None) -> str: ...
+
+        def logs(self, container: str) -> bytes: ...
+
+    assert _api_object_parameters(Leaky) == ["Leaky.create_container(config)", "Leaky.logs(container)",
+                                             "Leaky.run_sandbox(pod)"]
 
 
 def _trees(*folders: str) -> list[tuple[Path, ast.Module]]:

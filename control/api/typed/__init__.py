@@ -27,6 +27,7 @@ from control.api.typed.core import (
     PodSpec,
     PodStatus,
     PodTemplateSpec,
+    ReplicationController,
     Secret,
     Service,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "EMPTY", "Condition", "ConfigMap", "Container", "ContainerStatus", "ControllerRevision", "CronJob",
     "DaemonSet", "Deployment", "EndpointSlice", "Endpoints", "Job", "LabelSelector", "Lease", "Namespace",
     "Node", "ObjectMeta", "OwnerReference", "PersistentVolume", "PersistentVolumeClaim", "Pod",
-    "PodDisruptionBudget", "PodSpec", "PodStatus", "PodTemplateSpec", "ReplicaSet", "Secret", "Service",
+    "PodDisruptionBudget", "PodSpec", "PodStatus", "PodTemplateSpec", "ReplicaSet",
+    "ReplicationController", "Secret", "Service",
     "StatefulSet", "StorageClass", "TypedObject", "View", "ViewList",
 ]

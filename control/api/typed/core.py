@@ -401,6 +401,30 @@ class PodTemplate(TypedObject):
     template = nested("template", PodTemplateSpec)
 
 
+class ReplicationControllerSpec(View):
+    __slots__ = ()
+    replicas = optional_int("replicas")
+    min_ready_seconds = integer("minReadySeconds")
+    selector = string_map("selector")
+    template = pointer("template", PodTemplateSpec)
+
+
+class ReplicationControllerStatus(View):
+    __slots__ = ()
+    replicas = integer("replicas")
+    fully_labeled_replicas = integer("fullyLabeledReplicas")
+    ready_replicas = integer("readyReplicas")
+    available_replicas = integer("availableReplicas")
+    observed_generation = integer("observedGeneration")
+    conditions = nested_list("conditions", Condition)
+
+
+class ReplicationController(TypedObject):
+    __slots__ = ()
+    spec = nested("spec", ReplicationControllerSpec)
+    status = nested("status", ReplicationControllerStatus)
+
+
 # --- nodes ------------------------------------------------------------------------------------------------
 
 class Taint(View):

@@ -1,9 +1,10 @@
 """Typed views of discovery.k8s.io/v1: EndpointSlice and its endpoints and ports.
 
 Upstream: k8s.io/api/discovery/v1/types.go. An EndpointSlice has no spec: `addressType`, `endpoints` and
-`ports` sit beside `metadata`. Most of its fields are pointers, so they read as None when absent; note
-upstream's reading of the conditions: a nil `ready` means ready, a nil `serving` means whatever `ready`
-says (`EndpointConditions.is_ready` / `is_serving` encode it).
+`ports` sit beside `metadata`. Most of its fields are pointers, so they read as None when absent; the
+conditions as upstream's consumers (kube-proxy's endpointslicecache.go) read them: a nil `ready` or
+`serving` means true, a nil `terminating` false (`EndpointConditions.is_ready` / `is_serving` /
+`is_terminating`).
 """
 
 from __future__ import annotations
@@ -33,14 +34,11 @@ class EndpointConditions(View):
 
     @property
     def is_ready(self) -> bool:
-        """Ready unless `ready` is false: consumers treat an unknown state as ready."""
         return self.ready is not False
 
     @property
     def is_serving(self) -> bool:
-        """`serving` when set, else the same as `ready`."""
-        serving = self.serving
-        return self.is_ready if serving is None else serving
+        return self.serving is not False
 
     @property
     def is_terminating(self) -> bool:

@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from control.apimachinery.meta import deep_copy, format_timestamp
-from control.apiserver import autoregister
+from control.apiserver.controlplane import autoregister
 from control.apiserver.crd import definitions
-from control.apiserver.registry import DeleteOptions, Registry
+from control.apiserver.registry.store import DeleteOptions, Registry
 from control.apiserver.resources import RUNTIME, by_path
 from control.apiserver.status import APIError
 

@@ -27,8 +27,8 @@ from control.apimachinery.validation import ErrorType, FieldError
 from control.apiserver import status
 from control.apiserver.crd import cel, definitions, jsonpath
 from control.apiserver.crd import schema as structural
+from control.apiserver.registry.strategies.base import Strategy, prepare_for_status_update, spec_of
 from control.apiserver.status import APIError
-from control.apiserver.strategies.base import Strategy, prepare_for_status_update, spec_of
 
 
 class CustomResourceStrategy(Strategy):

@@ -5,7 +5,7 @@ what the status becomes, which events to record and when to look again.
 Upstream: pkg/controller/cronjob/cronjob_controllerv2.go (`syncCronJob`, `cleanupFinishedJobs`,
 `removeOldestJobs`, `getJobName`) and utils.go (`mostRecentScheduleTime`, `nextScheduleTime`,
 `nextScheduleTimeDuration`, `getJobFromTemplate2`, `getTimeHashInMinutes`, `inActiveList`,
-`getFinishedStatus`); seed 002 §CronJob.
+`getFinishedStatus`).
 
 The schedule is standard cron (five fields) or a macro (@hourly, @daily, …), evaluated by croniter in
 `spec.timeZone` (zoneinfo), UTC without one (upstream: the controller manager's local zone; slimkube's is
@@ -32,6 +32,7 @@ from croniter import croniter
 
 from control.api.batch import CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION
 from control.apimachinery.meta import deep_copy, format_timestamp, timestamp_or_none
+from control.controllers.shared.helpers import job_finished_condition
 
 Obj = Mapping[str, Any]
 
@@ -146,10 +147,8 @@ class Finished(enum.Enum):
 
 def finished_status(job: Obj) -> Finished | None:
     """getFinishedStatus: the Job's Complete or Failed condition, when True."""
-    for condition in (job.get("status") or {}).get("conditions") or ():
-        if condition.get("status") == "True" and condition.get("type") in ("Complete", "Failed"):
-            return Finished(condition["type"])
-    return None
+    condition = job_finished_condition(job)
+    return None if condition is None else Finished(condition["type"])
 
 
 def _start_key(job: Obj) -> tuple[int, datetime, str]:

@@ -5,7 +5,6 @@ Upstream: pkg/controller/daemon/daemon_controller.go (`syncDaemonSet`, `manage`,
 node and history handlers, `getDaemonPods` claiming, `getNodesToDaemonPods`, the failed-pods back-off)
 and daemon/update.go (`constructHistory`, `snapshot`, `dedupCurHistories`, `cleanupHistory`,
 `rollingUpdate`). The decisions are decisions.py's (pure); shared/history.py does the revision I/O.
-Seed 002 §DaemonSet.
 
 sync(key), in upstream's order:
 1. Gone → forget its expectations. Selecting everything → event SelectingAll, nothing else. Being deleted
@@ -24,8 +23,8 @@ sync(key), in upstream's order:
    a resync after it so availability is noticed.
 
 Creating is in slow-start batches with the pods pinned to their node by node affinity (the scheduler
-binds them); deleting is concurrent. Events as upstream's pod control: SuccessfulCreate "Created pod:
-NAME", FailedCreate, SuccessfulDelete "Deleted pod: NAME", FailedDelete.
+binds them); deleting is concurrent; both through the shared pod control (shared/pod_control.py: the
+events SuccessfulCreate, FailedCreate, SuccessfulDelete, FailedDelete, one expectations record per round).
 """
 
 from __future__ import annotations
@@ -33,23 +32,22 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from control.api.disruption import is_pod_ready
 from control.apimachinery.labels import Selector, SelectorError, selector_from_label_selector
 from control.apimachinery.meta import controller_ref, key_of, labels_of, new_controller_ref, split_key
-from control.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, Conflict, NotFound, has_status_cause
+from control.client.errors import Conflict
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.client.workqueue import RateLimitingQueue
 from control.controllers.daemonset import decisions as decide
-from control.controllers.deployment.util import compute_hash
 from control.controllers.shared.base import APIClient, Controller
 from control.controllers.shared.controller_ref_manager import ControllerRefManager, resolve_controller_ref
-from control.controllers.shared.controller_utils import slow_start_batch
+from control.controllers.shared.controller_utils import pod_from_template
 from control.controllers.shared.expectations import ControllerExpectations
+from control.controllers.shared.helpers import compute_hash
 from control.controllers.shared.history import (
     CONTROLLER_REVISION_HASH_LABEL,
     History,
@@ -59,6 +57,7 @@ from control.controllers.shared.history import (
     revisions_to_truncate,
     sort_revisions,
 )
+from control.controllers.shared.pod_control import PodControl
 from control.util.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
@@ -68,7 +67,6 @@ KIND = "DaemonSet"
 DEFAULT_WORKERS = 2  # upstream --concurrent-daemonset-syncs
 BURST_REPLICAS = 250  # upstream BurstReplicas
 BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 15 * 60.0  # upstream failedPodsBackoff
-_DELETE_WORKERS = 64
 
 
 class FailedPodsBackoff:
@@ -111,6 +109,7 @@ class DaemonSetController(Controller):
         self.clock: Clock = clock or RealClock()
         self.burst_replicas = burst_replicas
         self.expectations = ControllerExpectations(clock=self.clock)
+        self.pod_control = PodControl(client, self.recorder, self.expectations, name=self.name)
         self.backoff = FailedPodsBackoff(self.clock)
         daemonsets = informers.informer(API_VERSION, "daemonsets")
         pods, nodes = informers.informer("v1", "pods"), informers.informer("v1", "nodes")
@@ -397,59 +396,17 @@ class DaemonSetController(Controller):
         delete = list(unique.values())[:self.burst_replicas]
         if not create_on and not delete:
             return
-        self.expectations.set_expectations(key, add=len(create_on), delete=len(delete))
-        namespace = ds["metadata"]["namespace"]
         template = decide.pod_template(ds, hash_)
         reference = new_controller_ref(ds, api_version=API_VERSION, kind=KIND)
-        typed = self._typed(ds)
-        errors: list[BaseException] = []
-        pending = list(create_on)
-
-        def create_one() -> None:
-            node_name = pending.pop(0)
-            pinned = decide.pod_for_node(template, node_name)
-            metadata = pinned.get("metadata") or {}
-            pod = {"apiVersion": "v1", "kind": "Pod",
-                   "metadata": {"generateName": f"{ds['metadata']['name']}-", "ownerReferences": [dict(reference)],
-                                **{k: metadata[k] for k in ("labels", "annotations", "finalizers") if metadata.get(k)}},
-                   "spec": pinned.get("spec") or {}}
-            try:
-                created = self.client.create(resource_path("v1", "pods", namespace=namespace), pod)
-            except ApiError as exc:
-                if has_status_cause(exc, NAMESPACE_TERMINATING_CAUSE):
-                    return
-                self.recorder.eventf(typed, "Warning", "FailedCreate", "Error creating: %s", exc.message)
-                raise
-            self.recorder.eventf(typed, "Normal", "SuccessfulCreate", "Created pod: %s", created["metadata"]["name"])
-
+        create = [pod_from_template(decide.pod_for_node(template, node_name), controller_name=ds["metadata"]["name"],
+                                    controller_ref=reference) for node_name in create_on]
         if create_on:
             log.info("DaemonSet %s: creating %d pods on %s", key, len(create_on), ", ".join(create_on))
-            successes, error = slow_start_batch(len(create_on), create_one)
-            for _ in range(len(create_on) - successes):
-                self.expectations.creation_observed(key)
-            if error is not None:
-                errors.append(error)
-
-        def delete_one(pod: Mapping[str, Any]) -> Exception | None:
-            name = pod["metadata"]["name"]
-            try:
-                self.client.delete(resource_path("v1", "pods", namespace=namespace, name=name))
-            except ApiError as exc:
-                self.expectations.deletion_observed(key)
-                if isinstance(exc, NotFound):
-                    return None
-                self.recorder.eventf(typed, "Warning", "FailedDelete", "Error deleting: %s", exc.message)
-                return exc
-            self.recorder.eventf(typed, "Normal", "SuccessfulDelete", "Deleted pod: %s", name)
-            return None
-
         if delete:
             log.info("DaemonSet %s: deleting %d pods", key, len(delete))
-            with ThreadPoolExecutor(max_workers=min(_DELETE_WORKERS, len(delete)),
-                                    thread_name_prefix="daemonset-delete") as pool:
-                errors.extend(error for error in pool.map(delete_one, delete) if error is not None)
-        if errors:
-            raise errors[0]
+        error = self.pod_control.sync_pods(key, self._typed(ds), create=create, delete=delete).error
+        if error is not None:
+            raise error
 
     # -- status -----------------------------------------------------------------------------------------
 

@@ -6,8 +6,8 @@ Upstream: pkg/controller/daemon/daemon_controller.go (`NodeShouldRunDaemonPod`, 
 (`rollingUpdate`, `findUpdatedPodsOnNode`, `updatedDesiredNodeCounts`, `getPatch`, `Match`),
 daemon/util/daemonset_util.go (`AddOrUpdateDaemonPodTolerations`, `CreatePodTemplate`,
 `ReplaceDaemonSetPodNodeNameNodeAffinity`, `GetTargetNodeName`, `IsPodUpdated`, `SurgeCount`,
-`UnavailableCount`, `AllowsSurge`). Seed 002 §DaemonSet (one pod per eligible node, placed by the default
-scheduler through node affinity, rolling update and OnDelete).
+`UnavailableCount`, `AllowsSurge`): one pod per eligible node, placed by the default scheduler through
+node affinity; rolling update and OnDelete.
 
 A daemon pod tolerates, besides its template's tolerations, the taints the node lifecycle controller and
 the kubelet put on a node in trouble: not-ready and unreachable (NoExecute, with no tolerationSeconds, so
@@ -43,8 +43,8 @@ from control.api.taints import (
     taints_of,
 )
 from control.apimachinery.meta import deep_copy
-from control.controllers.deployment.util import scaled_value
 from control.controllers.shared.controller_utils import is_pod_available
+from control.controllers.shared.helpers import scaled_value
 from control.controllers.shared.history import CONTROLLER_REVISION_HASH_LABEL
 
 Obj = Mapping[str, Any]

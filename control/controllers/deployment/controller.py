@@ -7,7 +7,7 @@ Upstream: pkg/controller/deployment/deployment_controller.go (handlers, getRepli
 ControllerRefManager adopt/release, getPodMapForDeployment, syncDeployment's order: selector-all check,
 deletion → status only, paused conditions, paused → sync, deprecated rollbackTo → rollback, scaling
 event → sync, else the strategy), sync.go (sync, getNewReplicaSet, scaleReplicaSet, cleanupDeployment,
-syncDeploymentStatus), rolling.go, recreate.go, rollback.go, progress.go. Seeds 002 §Deployment and 003
+syncDeploymentStatus), rolling.go, recreate.go, rollback.go, progress.go
 (from `kubectl create deployment` to ReplicaSets).
 
 The decisions are pure: util.py (hash, new/old sets, revisions, annotations, fenceposts),
@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from control.apimachinery.labels import SelectorError, selector_from_label_selector
-from control.apimachinery.meta import controller_ref, deep_copy, key_of, new_controller_ref, split_key
+from control.apimachinery.meta import (
+    annotations_of,
+    controller_ref,
+    deep_copy,
+    key_of,
+    new_controller_ref,
+    split_key,
+)
 from control.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, Conflict, NotFound, has_status_cause
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
@@ -38,6 +45,7 @@ from control.client.workqueue import RateLimitingQueue
 from control.controllers.deployment import rollout, util
 from control.controllers.deployment import status as dstatus
 from control.controllers.shared.base import APIClient, Controller
+from control.controllers.shared.helpers import DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, compute_hash, status_condition
 from control.util.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
@@ -45,7 +53,7 @@ log = logging.getLogger(__name__)
 DEFAULT_WORKERS = 5  # upstream --concurrent-deployment-syncs
 MAX_RETRIES = 15  # upstream maxRetries: then the key waits for its next change
 API_VERSION, KIND = "apps/v1", "Deployment"
-HASH_LABEL = util.DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY
+HASH_LABEL = DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY
 
 Obj = Mapping[str, Any]
 
@@ -299,7 +307,8 @@ class DeploymentController(Controller):
     def _write_status(self, state: _State, status: dict[str, Any]) -> None:
         state.d = self.client.update(self._deployment_path(state, "status"), {**state.d, "status": status})
 
-    def _scale_replica_set(self, state: _State, rs: Obj, replicas: int, *, annotate: bool) -> tuple[bool, dict]:
+    def _scale_replica_set(self, state: _State, rs: Obj, replicas: int, *,
+                           annotate: bool) -> tuple[bool, dict[str, Any]]:
         """Write spec.replicas (and the desired/max-replicas annotations) of `rs`; True if the size changed,
         then with a ScalingReplicaSet event in upstream's words (scaleReplicaSet)."""
         current = util.spec_replicas(rs)
@@ -356,10 +365,10 @@ class DeploymentController(Controller):
                 updated = self.client.update(self._rs_path(state, util.name_of(copy)), copy)
                 state.remember(updated)
                 return updated
-            needs_update = self._set_deployment_revision(state, util.annotations_of(copy).get(
+            needs_update = self._set_deployment_revision(state, annotations_of(copy).get(
                 util.REVISION_ANNOTATION, ""))
             status = deep_copy(dict(state.d.get("status") or {}))
-            if util.has_progress_deadline(d) and dstatus.get_condition(status, dstatus.PROGRESSING) is None:
+            if util.has_progress_deadline(d) and status_condition(status, dstatus.PROGRESSING) is None:
                 dstatus.set_condition(status, dstatus.new_condition(
                     dstatus.PROGRESSING, "True", dstatus.FOUND_NEW_RS_REASON,
                     f'Found new replica set "{util.name_of(copy)}"', self.clock.now()))
@@ -371,7 +380,7 @@ class DeploymentController(Controller):
             return None
         collision_count = (d.get("status") or {}).get("collisionCount")
         template = deep_copy(d["spec"].get("template") or {})
-        pod_hash = util.compute_hash(template, collision_count)
+        pod_hash = compute_hash(template, collision_count)
         template.setdefault("metadata", {}).setdefault("labels", {})[HASH_LABEL] = pod_hash
         selector = deep_copy(d["spec"].get("selector") or {})
         selector.setdefault("matchLabels", {})[HASH_LABEL] = pod_hash

@@ -6,7 +6,7 @@ in order (one update and one ScalingReplicaSet event each) and writes status.
 Upstream: pkg/controller/deployment/rolling.go (reconcileNewReplicaSet, reconcileOldReplicaSets,
 cleanupUnhealthyReplicas, scaleDownOldReplicaSetsForRollingUpdate), sync.go (scale, isScalingEvent),
 util/deployment_util.go (NewRSNewReplicas, IsSaturated, FindActiveOrLatest, GetProportion,
-getReplicaSetFraction). Seed 002 §Deployment (rolling update: the new set grows by at most maxSurge above
+getReplicaSetFraction). A rolling update: the new set grows by at most maxSurge above
 spec.replicas, old sets shrink while at least spec.replicas − maxUnavailable pods stay available).
 
 The invariant the tables in tests/unit/controllers/test_deployment_rollout.py check: a step never lets

@@ -28,6 +28,7 @@ from control.controllers.deployment.util import (
     spec_replicas,
     status_int,
 )
+from control.controllers.shared.helpers import status_condition
 
 PROGRESSING = "Progressing"
 AVAILABLE = "Available"
@@ -54,14 +55,10 @@ def new_condition(condition_type: str, status: str, reason: str, message: str, n
             "reason": reason, "message": message}
 
 
-def get_condition(status: Obj, condition_type: str) -> dict[str, Any] | None:
-    return next((c for c in status.get("conditions") or () if c.get("type") == condition_type), None)
-
-
 def set_condition(status: dict[str, Any], condition: dict[str, Any]) -> None:
     """SetDeploymentCondition, in place: nothing when status and reason are unchanged (lastUpdateTime
     stays too); lastTransitionTime kept when only the reason changes; the condition goes last."""
-    current = get_condition(status, condition["type"])
+    current = status_condition(status, condition["type"])
     if current is not None and current.get("status") == condition["status"] \
             and current.get("reason") == condition["reason"]:
         return
@@ -134,7 +131,7 @@ def deployment_timed_out(deployment: Obj, status: Obj, now: datetime) -> bool:
     (DeploymentTimedOut); a complete rollout never times out."""
     if not has_progress_deadline(deployment):
         return False
-    condition = get_condition(status, PROGRESSING)
+    condition = status_condition(status, PROGRESSING)
     if condition is None or condition.get("reason") == NEW_RS_AVAILABLE_REASON:
         return False
     if condition.get("reason") == TIMED_OUT_REASON:
@@ -163,7 +160,7 @@ def rollout_status(deployment: Obj, all_rss: Sequence[Obj | None], new_rs: Obj |
     status = calculate_status(deployment, all_rss, new_rs, now)
     if not has_progress_deadline(deployment):
         remove_condition(status, PROGRESSING)
-    current = get_condition(deployment.get("status") or {}, PROGRESSING)
+    current = status_condition(deployment.get("status") or {}, PROGRESSING)
     complete_before = (status["replicas"] == status["updatedReplicas"] and current is not None
                        and current.get("reason") == NEW_RS_AVAILABLE_REASON)
     name = (deployment.get("metadata") or {}).get("name")
@@ -195,7 +192,7 @@ def requeue_after(deployment: Obj, new_status: Obj, now: datetime) -> float | No
     """When to look again at a rollout that made no progress, so its deadline is noticed without a
     resync (requeueStuckDeployment): seconds until lastUpdateTime + progressDeadlineSeconds (0: now,
     rate-limited), None when there is no deadline to watch."""
-    current = get_condition(deployment.get("status") or {}, PROGRESSING)
+    current = status_condition(deployment.get("status") or {}, PROGRESSING)
     if not has_progress_deadline(deployment) or current is None:
         return None
     if deployment_complete(deployment, new_status) or current.get("reason") == TIMED_OUT_REASON:
@@ -211,7 +208,7 @@ def paused_condition(deployment: Obj, now: datetime) -> dict[str, Any] | None:
     if not has_progress_deadline(deployment):
         return None
     status = deep_copy(dict(deployment.get("status") or {}))
-    current = get_condition(status, PROGRESSING)
+    current = status_condition(status, PROGRESSING)
     if current is not None and current.get("reason") == TIMED_OUT_REASON:
         return None
     paused_before = current is not None and current.get("reason") == PAUSED_DEPLOY_REASON

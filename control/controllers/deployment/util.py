@@ -6,27 +6,20 @@ Upstream: pkg/controller/deployment/util/deployment_util.go (FindNewReplicaSet, 
 EqualIgnoreHash, MaxRevision, LastRevision, SetNewReplicaSetAnnotations, SetReplicasAnnotations,
 ReplicasAnnotationsNeedUpdate, copyDeploymentAnnotationsToReplicaSet, SetDeploymentAnnotationsTo,
 ResolveFenceposts, MaxSurge, MaxUnavailable, the Get*ReplicaCountForReplicaSets sums), pkg/controller
-(ReplicaSetsByCreationTimestamp, ReplicaSetsBySizeOlder/Newer, FilterActiveReplicaSets,
-ComputeHash), pkg/util/intstr (GetScaledValueFromIntOrPercent) and k8s.io/apimachinery util/rand
-(SafeEncodeString). Seed 002 §Deployment (the hash label keeps the ReplicaSets of one Deployment apart).
+(ReplicaSetsByCreationTimestamp, ReplicaSetsBySizeOlder/Newer, FilterActiveReplicaSets). The hash
+label keeps the ReplicaSets of one Deployment apart.
 
-Departure: upstream's ComputeHash feeds the Go struct of the template through a spew printer into
-fnv32a; here the bytes are the template's canonical JSON (Go zero values dropped, keys sorted), then the
-collisionCount as four little-endian bytes, the sum rendered with the same safe-encode alphabet. The
-hashes have upstream's shape (ten-ish characters of "bcdfghjklmnpqrstvwxz2456789") and upstream's
-properties (equal templates hash equal, collisionCount changes the hash) but not upstream's values.
+The hash itself (ComputeHash) and int-or-percent values are shared/helpers.py's.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from control.apimachinery.meta import annotations_of, deep_copy
+from control.apimachinery.meta import annotations_of
+from control.controllers.shared.helpers import scaled_value, template_without_hash
 
-DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY = "pod-template-hash"
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY_ANNOTATION = "deployment.kubernetes.io/revision-history"
 DESIRED_REPLICAS_ANNOTATION = "deployment.kubernetes.io/desired-replicas"
@@ -39,9 +32,6 @@ MAX_INT32 = 2**31 - 1  # progressDeadlineSeconds / revisionHistoryLimit of "none
 # Annotations of a Deployment never copied to its ReplicaSets, nor back on rollback (annotationsToSkip).
 ANNOTATIONS_TO_SKIP = frozenset({LAST_APPLIED_CONFIG_ANNOTATION, REVISION_ANNOTATION, REVISION_HISTORY_ANNOTATION,
                                  DESIRED_REPLICAS_ANNOTATION, MAX_REPLICAS_ANNOTATION, DEPRECATED_ROLLBACK_TO})
-
-SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # util/rand alphanums: no vowels, no 0/1/3, no look-alikes
-_FNV32_OFFSET, _FNV32_PRIME = 0x811C9DC5, 0x01000193
 
 Obj = Mapping[str, Any]
 R = TypeVar("R", bound=Mapping[str, Any])
@@ -76,55 +66,9 @@ def is_deleting(obj: Obj) -> bool:
 # -- the pod-template-hash ----------------------------------------------------------------------------
 
 
-def _semantic(value: Any) -> Any:
-    """`value` with Go's zero values (None, "", 0, False, {}, []) left out of every mapping, recursively:
-    an absent field and a zero one are the same Go struct, and apiequality.Semantic also takes an empty
-    map or slice for a nil one. List elements are kept as they are (their positions mean something)."""
-    if isinstance(value, Mapping):
-        result = {}
-        for key, item in value.items():
-            normal = _semantic(item)
-            if normal in (None, "", 0, {}, []):  # 0 == False == 0.0: every zero number and false
-                continue
-            result[key] = normal
-        return result
-    if isinstance(value, list):
-        return [_semantic(item) for item in value]
-    return value
-
-
-def _without_hash(template: Obj | None) -> Any:
-    copy = deep_copy(dict(template or {}))
-    labels = (copy.get("metadata") or {}).get("labels")
-    if isinstance(labels, dict):
-        labels.pop(DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, None)
-    return _semantic(copy)
-
-
 def equal_ignore_hash(template1: Obj | None, template2: Obj | None) -> bool:
     """Whether two pod templates are equal but for the pod-template-hash label (EqualIgnoreHash)."""
-    return bool(_without_hash(template1) == _without_hash(template2))
-
-
-def fnv32a(data: bytes) -> int:
-    value = _FNV32_OFFSET
-    for byte in data:
-        value = ((value ^ byte) * _FNV32_PRIME) & 0xFFFFFFFF
-    return value
-
-
-def safe_encode(text: str) -> str:
-    """util/rand SafeEncodeString: each character mapped into the vowel-free alphabet."""
-    return "".join(SAFE_ALPHABET[ord(char) % len(SAFE_ALPHABET)] for char in text)
-
-
-def compute_hash(template: Obj | None, collision_count: int | None) -> str:
-    """The pod-template-hash of `template` (its own hash label ignored) for this collisionCount
-    (controller.ComputeHash; the departure on the hashed bytes is in the module notes)."""
-    data = json.dumps(_without_hash(template), sort_keys=True, separators=(",", ":")).encode()
-    if collision_count is not None:
-        data += (collision_count & 0xFFFFFFFF).to_bytes(4, "little")
-    return safe_encode(str(fnv32a(data)))
+    return bool(template_without_hash(template1) == template_without_hash(template2))
 
 
 # -- new and old ReplicaSets --------------------------------------------------------------------------
@@ -299,25 +243,6 @@ def set_deployment_annotations_to(deployment: dict[str, Any], rs: Obj) -> None:
 
 
 # -- int-or-percent fenceposts ------------------------------------------------------------------------
-
-
-def scaled_value(value: int | str | None, total: int, *, round_up: bool) -> int:
-    """intstr.GetScaledValueFromIntOrPercent: an int as is, "N%" of `total` rounded up or down.
-    Anything else raises ValueError (validation keeps it out of stored objects)."""
-    if value is None:
-        return 0
-    if isinstance(value, bool):
-        raise ValueError(f"invalid value for IntOrString: {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.endswith("%"):
-        try:
-            percent = int(value[:-1])
-        except ValueError:
-            raise ValueError(f"invalid value for IntOrString: invalid value {value!r}") from None
-        scaled = percent * total
-        return math.ceil(scaled / 100) if round_up else scaled // 100
-    raise ValueError(f"invalid value for IntOrString: invalid type: string is not a percentage: {value!r}")
 
 
 def resolve_fenceposts(max_surge_value: int | str | None, max_unavailable_value: int | str | None,

@@ -1,6 +1,6 @@
 """The disruption controller: keeps every PodDisruptionBudget's status true — how many of its pods are
 expected, must stay healthy and are healthy, how many may be disrupted now, which evictions the API
-server approved that have not happened yet — so the eviction subresource (control/apiserver/eviction.py)
+server approved that have not happened yet — so the eviction subresource (control/apiserver/registry/eviction.py)
 can answer "may this pod go?" from the PDB alone.
 
 Upstream: pkg/controller/disruption/disruption.go (sync → trySync → getPodsForPdb, getExpectedPodCount,

@@ -1,10 +1,9 @@
 """The endpoints controller: keeps one Endpoints object per Service with a selector, listing the selected
 pods' addresses and ports.
 
-Upstream: pkg/controller/endpoint/endpoints_controller.go; seed 004 §3.1 (EndpointController: service and
+Upstream: pkg/controller/endpoint/endpoints_controller.go (EndpointController: service and
 pod informers fill local caches, handlers push only *service* keys into a work queue — a pod change is
-mapped to the services selecting it, `getPodServiceMemberships` — and 5 workers sync one service each);
-seed 000, endpoint controller steps (1)-(3).
+mapped to the services selecting it, `getPodServiceMemberships` — and 5 workers sync one service each).
 
 Shape (the controller base, control/controllers/shared/base.py):
 - Shared informers (control/client/informer.py) on services, pods and endpoints; every handler only
@@ -16,7 +15,7 @@ Shape (the controller base, control/controllers/shared/base.py):
   enqueued once (upstream `checkLeftoverEndpoints`), so Endpoints of Services deleted while no controller ran go too.
 - `sync(key)`: Service gone → delete its Endpoints (404 is fine); no selector (or ExternalName) → leave
   the Endpoints alone, they are the user's (the `kubernetes` Service's are the API server's,
-  control/apiserver/master_endpoints.py); otherwise compute the subsets (subsets.py, pure: with
+  control/apiserver/controlplane/master_endpoints.py); otherwise compute the subsets (subsets.py, pure: with
   upstream's 1,000-address truncation and `over-capacity` annotation) and the last-change trigger time
   (shared/trigger_time.py, computed on every sync as upstream, so its memory stays current), and
   create or update only when the subsets, labels or over-capacity annotation differ; the trigger-time
@@ -31,48 +30,24 @@ shows (here every pod update of a selected pod costs one cheap in-memory sync).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 from control.apimachinery.labels import selector_from_set
-from control.apimachinery.meta import key_of, split_key
+from control.apimachinery.meta import split_key
 from control.client.errors import NotFound
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.client.store import Lister
 from control.client.workqueue import RateLimitingQueue
-from control.controllers.endpoints.subsets import LEADER_ANNOTATION, compute_subsets, desired_endpoints, selects
-from control.controllers.shared.base import APIClient, Controller
+from control.controllers.endpoints.subsets import compute_subsets, desired_endpoints
+from control.controllers.shared.base import APIClient
+from control.controllers.shared.endpoint_util import LEADER_ANNOTATION
+from control.controllers.shared.service_pods import ServicePodController
 from control.controllers.shared.trigger_time import TriggerTimeTracker, format_trigger_time
 
 log = logging.getLogger(__name__)
 
 DEFAULT_WORKERS = 5  # upstream --concurrent-endpoint-syncs
 MAX_RETRIES = 15  # upstream endpoints_controller.go maxRetries
-
-
-class ServicePodController(Controller):
-    """The pod handlers the Endpoints and EndpointSlice controllers share: a pod's change maps to the keys of
-    the Services that select it, before and after (a relabelled pod leaves one Service for another).
-    A subclass sets `services`, a lister of the Services informer, before registering the handlers."""
-
-    services: Lister
-
-    def services_of(self, pod: Mapping[str, Any]) -> set[str]:
-        namespace = (pod.get("metadata") or {}).get("namespace")
-        return {key_of(service) for service in self.services.list(namespace) if selects(service, pod)}
-
-    def on_pod_add(self, pod: Mapping[str, Any]) -> None:
-        """Also the delete handler: the pod's services must drop (or add) its address."""
-        for key in self.services_of(pod):
-            self.queue.add(key)
-
-    def on_pod_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get("resourceVersion"):
-            return  # a periodic resync: nothing changed
-        for key in self.services_of(old) | self.services_of(new):
-            self.queue.add(key)
 
 
 class EndpointsController(ServicePodController):

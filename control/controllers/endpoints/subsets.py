@@ -6,7 +6,7 @@ Upstream: pkg/controller/endpoint/endpoints_controller.go (`syncService` step 2-
 `endpoints.RepackSubsets`; the "nothing changed" test before writing), staging k8s.io/endpointslice
 util/controller_utils.go (`ShouldPodBeInEndpoints`: terminal pods, pods without an IP and — unless the
 Service publishes not-ready addresses — pods being deleted are left out) and pkg/api/v1/endpoints/util.go
-(`RepackSubsets`). Seed 000, endpoint controller steps (2)-(3).
+(`RepackSubsets`).
 
 Rules:
 - A pod is ready when its `Ready` condition is "True"; `spec.publishNotReadyAddresses` makes every
@@ -47,15 +47,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from control.apimachinery.labels import selector_from_set
+from control.api.disruption import is_pod_ready
+from control.controllers.shared.endpoint_util import (
+    HEADLESS_LABEL,
+    TRIGGER_TIME_ANNOTATION,
+    find_port,
+    service_hostname,
+    should_pod_be_in_endpoints,
+)
 
-HEADLESS_LABEL = "service.kubernetes.io/headless"  # upstream v1.IsHeadlessService
-LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"  # Endpoints used as a lock: never ours
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 MAX_CAPACITY = 1000  # upstream maxCapacity: addresses (ready + not ready) per Endpoints
 OVER_CAPACITY_ANNOTATION = "endpoints.kubernetes.io/over-capacity"  # upstream v1.EndpointsOverCapacity
 TRUNCATED = "truncated"  # its only value
-TRIGGER_TIME_ANNOTATION = "endpoints.kubernetes.io/last-change-trigger-time"  # v1.EndpointsLastChangeTriggerTime
 
 Obj = Mapping[str, Any]
 
@@ -66,56 +69,6 @@ def _meta(obj: Obj) -> Mapping[str, Any]:
 
 def _spec(obj: Obj) -> Mapping[str, Any]:
     return obj.get("spec") or {}
-
-
-def is_pod_ready(pod: Obj) -> bool:
-    """The pod's Ready condition is True (upstream podutil.IsPodReady)."""
-    return any(condition.get("type") == "Ready" and condition.get("status") == "True"
-               for condition in (pod.get("status") or {}).get("conditions") or ())
-
-
-def should_pod_be_in_endpoints(pod: Obj, *, include_terminating: bool) -> bool:
-    """Upstream ShouldPodBeInEndpoints: not terminal, has an IP, not being deleted (unless wanted)."""
-    status = pod.get("status") or {}
-    if status.get("phase") in TERMINAL_PHASES:
-        return False
-    if not status.get("podIP") and not status.get("podIPs"):
-        return False
-    return include_terminating or not _meta(pod).get("deletionTimestamp")
-
-
-def find_port(pod: Obj, service_port: Obj) -> int | None:
-    """The pod's port for `service_port` (upstream podutil.FindPort), None when a named port is missing."""
-    target = service_port.get("targetPort")
-    if target is None or target == "" or target == 0:
-        return int(service_port["port"])
-    if isinstance(target, int):
-        return target
-    if isinstance(target, str) and target.isdigit():
-        return int(target)
-    protocol = service_port.get("protocol") or "TCP"
-    for container in _spec(pod).get("containers") or ():
-        for port in container.get("ports") or ():
-            if port.get("name") == target and (port.get("protocol") or "TCP") == protocol:
-                return int(port["containerPort"])
-    return None
-
-
-def pod_ips(pod: Obj) -> list[str]:
-    """The pod's IPs, primary first (status.podIPs, else status.podIP)."""
-    status = pod.get("status") or {}
-    ips = [entry.get("ip", "") for entry in status.get("podIPs") or () if entry.get("ip")]
-    return ips or ([status["podIP"]] if status.get("podIP") else [])
-
-
-def service_hostname(pod: Obj, service: Obj) -> str | None:
-    """Upstream ShouldSetHostname: the pod's hostname when it names this service as its subdomain (what
-    DNS publishes for headless services); shared by Endpoints and EndpointSlices."""
-    spec = _spec(pod)
-    if spec.get("hostname") and spec.get("subdomain") == _meta(service).get("name") and (
-            _meta(pod).get("namespace") == _meta(service).get("namespace")):
-        return str(spec["hostname"])
-    return None
 
 
 def pod_address(pod: Obj, service: Obj) -> dict[str, Any]:
@@ -144,16 +97,6 @@ def endpoint_port(service_port: Obj, number: int) -> dict[str, Any]:
     return port
 
 
-def selects(service: Obj, pod: Obj) -> bool:
-    """Whether `service` selects `pod` (same namespace, labels match). No selector, or an empty one,
-    selects nothing: such Endpoints are managed by the user (upstream: nil selector; an empty map is nil
-    once stored)."""
-    selector = _spec(service).get("selector")
-    if not selector or _meta(pod).get("namespace") != _meta(service).get("namespace"):
-        return False
-    return selector_from_set(selector).matches(_meta(pod).get("labels") or {})
-
-
 def compute_subsets(service: Obj, pods: Iterable[Obj]) -> list[dict[str, Any]]:
     """The repacked subsets for `service` over the candidate `pods` (already selected by its selector)."""
     spec = _spec(service)
@@ -180,7 +123,7 @@ def compute_subsets(service: Obj, pods: Iterable[Obj]) -> list[dict[str, Any]]:
 _NO_PORTS = ()  # the sentinel port for subsets without ports (upstream uses Port: -1)
 
 
-def _freeze(obj: Obj) -> tuple:
+def _freeze(obj: Obj) -> tuple[Any, ...]:
     return tuple(sorted((k, _freeze(v) if isinstance(v, Mapping) else v) for k, v in obj.items()))
 
 
@@ -202,8 +145,8 @@ class _Group:
 def repack_subsets(subsets: Sequence[Obj]) -> list[dict[str, Any]]:
     """Upstream RepackSubsets: one subset per distinct set of (address, readiness) serving some ports."""
     addresses: dict[tuple[str, str], Obj] = {}
-    ports: dict[tuple, Obj | None] = {}
-    served: dict[tuple, dict[tuple[str, str], bool]] = {}
+    ports: dict[tuple[Any, ...], Obj | None] = {}
+    served: dict[tuple[Any, ...], dict[tuple[str, str], bool]] = {}
     for subset in subsets:
         subset_ports = subset.get("ports") or [None]
         for port in subset_ports:
@@ -235,7 +178,7 @@ def repack_subsets(subsets: Sequence[Obj]) -> list[dict[str, Any]]:
     return sorted(result, key=_subset_order)
 
 
-def _subset_order(subset: Obj) -> tuple:
+def _subset_order(subset: Obj) -> tuple[tuple[str, str], tuple[tuple[str, int, str], ...]]:
     first = (subset.get("addresses") or subset.get("notReadyAddresses") or [{}])[0]
     return _address_key(first), tuple(_port_order(p) for p in subset.get("ports") or ())
 

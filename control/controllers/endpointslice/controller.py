@@ -3,16 +3,16 @@ selector, the objects the kube-proxy reads.
 
 Upstream: pkg/controller/endpointslice/endpointslice_controller.go (`syncService`, the pod / service /
 slice / node handlers, `--concurrent-service-endpoint-syncs` 5 workers, `--max-endpoints-per-slice` 100)
-and staging k8s.io/endpointslice (reconciler.go, endpointslice_tracker.go). Seed 004 §3.1 (the same shape
-as the EndpointController: handlers only enqueue *service* keys, workers sync one service at a time).
+and staging k8s.io/endpointslice (reconciler.go, endpointslice_tracker.go): the same shape
+as the EndpointController (handlers only enqueue *service* keys, workers sync one service at a time).
 
 - Handlers: a Service change enqueues it; a pod change enqueues every Service of its namespace that
-  selects its old or new labels (shared with the endpoints controller: endpoints_subsets.selects); a
+  selects its old or new labels (shared with the endpoints controller: shared/service_pods.py); a
   change to a slice this controller manages enqueues the Service named by its `kubernetes.io/service-name`
   label (so an edited or deleted slice is put back).
 - `sync(key)`: Service gone, being deleted, without a selector or of type ExternalName → nothing (the
   slices of a deleted Service go with it through their ownerReference and the garbage collector, as
-  upstream); otherwise the pure `endpointslice_reconciler.reconcile` plans creates, updates and deletes
+  upstream); otherwise the pure `shared/endpointslice_reconciler.reconcile` plans creates, updates and deletes
   over the cached slices labelled for the Service and managed by this controller, and they are written
   (deletes first, then updates, then creates — upstream's order, so a Service never has more slices than
   it needs for long).
@@ -32,7 +32,6 @@ no topology hints; events only for failed writes (upstream's FailedToUpdateEndpo
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,9 +41,9 @@ from control.client.errors import NotFound
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
-from control.client.workqueue import RateLimitingQueue, RetryLater
-from control.controllers.endpoints.controller import ServicePodController
-from control.controllers.endpointslice.reconciler import (
+from control.client.workqueue import RateLimitingQueue
+from control.controllers.shared.base import APIClient
+from control.controllers.shared.endpointslice_reconciler import (
     API_VERSION,
     CONTROLLER_NAME,
     MANAGED_BY_LABEL,
@@ -54,61 +53,14 @@ from control.controllers.endpointslice.reconciler import (
     SlicePlan,
     reconcile,
 )
-from control.controllers.shared.base import APIClient
+from control.controllers.shared.endpointslice_tracker import SliceTracker, StaleInformerCache
+from control.controllers.shared.service_pods import ServicePodController
 from control.controllers.shared.trigger_time import TriggerTimeTracker, format_trigger_time
 
 log = logging.getLogger(__name__)
 
 DEFAULT_WORKERS = 5  # upstream --concurrent-service-endpoint-syncs
 MAX_RETRIES = 15  # upstream endpointslice_controller.go maxRetries
-
-
-class StaleInformerCache(RetryLater):
-    """The slice cache is behind this controller's own writes: retry the Service later."""
-
-
-class SliceTracker:
-    """Upstream EndpointSliceTracker: per Service, the generation of each slice this controller wrote
-    (by name) and the uids it deleted; `stale` compares the cache with them."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._generations: dict[str, dict[str, int]] = {}
-        self._deleted: dict[str, set[str]] = {}
-
-    def wrote(self, service_key: str, slice_: Mapping[str, Any]) -> None:
-        meta = slice_.get("metadata") or {}
-        with self._lock:
-            self._generations.setdefault(service_key, {})[meta.get("name", "")] = int(meta.get("generation") or 0)
-
-    def deleted(self, service_key: str, slice_: Mapping[str, Any]) -> None:
-        meta = slice_.get("metadata") or {}
-        with self._lock:
-            self._generations.get(service_key, {}).pop(meta.get("name", ""), None)
-            self._deleted.setdefault(service_key, set()).add(meta.get("uid", ""))
-
-    def observed_deletion(self, service_key: str, slice_: Mapping[str, Any]) -> None:
-        """The cache saw the slice go (ours or someone else's delete): nothing is expected of it any more."""
-        meta = slice_.get("metadata") or {}
-        with self._lock:
-            self._deleted.get(service_key, set()).discard(meta.get("uid", ""))
-            self._generations.get(service_key, {}).pop(meta.get("name", ""), None)
-
-    def stale(self, service_key: str, cached: Sequence[Mapping[str, Any]]) -> bool:
-        by_name = {(s.get("metadata") or {}).get("name", ""): s for s in cached}
-        with self._lock:
-            generations = dict(self._generations.get(service_key, {}))
-            deleted = set(self._deleted.get(service_key, set()))
-        for name, generation in generations.items():
-            current = by_name.get(name)
-            if current is None or int((current.get("metadata") or {}).get("generation") or 0) < generation:
-                return True
-        return any((s.get("metadata") or {}).get("uid") in deleted for s in cached)
-
-    def forget(self, service_key: str) -> None:
-        with self._lock:
-            self._generations.pop(service_key, None)
-            self._deleted.pop(service_key, None)
 
 
 def _service_key_of_slice(slice_: Mapping[str, Any]) -> str | None:

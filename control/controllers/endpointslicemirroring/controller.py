@@ -12,7 +12,7 @@ the mirrored slices are deleted.
   targetRef; grouped by address type (from the IP; an address that is no IP is skipped) and by the
   subset's port list, at most `MAX_ENDPOINTS_PER_SUBSET` per subset (upstream
   `--mirroring-max-endpoints-per-subset` 1000; the rest are not mirrored).
-- Placement is the EndpointSlice controller's (endpointslice_reconciler.place, without a placeholder):
+- Placement is the EndpointSlice controller's (shared/endpointslice_reconciler.place, no placeholder):
   slices named `<endpoints>-…`, owned by the Endpoints (controller reference), labelled with its labels
   plus `kubernetes.io/service-name` and `endpointslice.kubernetes.io/managed-by:
   endpointslicemirroring-controller.k8s.io`, up to `MAX_ENDPOINTS_PER_SUBSET` endpoints each; the
@@ -37,9 +37,9 @@ from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.client.workqueue import RateLimitingQueue
-from control.controllers.endpoints.subsets import LEADER_ANNOTATION, TRIGGER_TIME_ANNOTATION
-from control.controllers.endpointslice.controller import SliceTracker, StaleInformerCache
-from control.controllers.endpointslice.reconciler import (
+from control.controllers.shared.base import APIClient, Controller
+from control.controllers.shared.endpoint_util import LEADER_ANNOTATION, TRIGGER_TIME_ANNOTATION
+from control.controllers.shared.endpointslice_reconciler import (
     API_VERSION,
     MANAGED_BY_LABEL,
     SERVICE_NAME_LABEL,
@@ -51,7 +51,7 @@ from control.controllers.endpointslice.reconciler import (
     place,
     ports_key,
 )
-from control.controllers.shared.base import APIClient, Controller
+from control.controllers.shared.endpointslice_tracker import SliceTracker, StaleInformerCache
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ Upstream: pkg/controller/garbagecollector/garbagecollector.go (`attemptToDeleteI
 `processDeletingDependentsItem`, `attemptToOrphanWorker` / `orphanDependents`, `removeFinalizer`,
 `isDangling` with the absent owner cache) and graph_builder.go (one monitor — an informer — per
 resource that supports list, watch and delete, found through discovery and looked for again every 30 s;
-events are ignored, as upstream's DefaultIgnoredResources); seed 002 §GC.
+events are ignored, as upstream's DefaultIgnoredResources).
 
 Shape: the graph (graph.py) is kept by the informers' handlers and says which uids to look at; the
 decision for one object is decisions.py's; this module does the I/O. One queue holds both kinds of
@@ -37,9 +37,10 @@ from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.client.workqueue import RateLimitingQueue
 from control.controllers.garbagecollector.decisions import Action, OwnerState, classify_references, decide
-from control.controllers.garbagecollector.graph import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Graph, Identity, Work
+from control.controllers.garbagecollector.graph import Graph, Identity, Work
 from control.controllers.shared.base import APIClient, Controller
 from control.controllers.shared.discovery import APIResource, Discovery, DiscoveryResult
+from control.controllers.shared.helpers import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, has_finalizer
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ class GarbageCollector(Controller):
         if owner is None or _meta(owner).get("uid") != uid:
             self.graph.mark_absent(scope, uid)
             return OwnerState.ABSENT
-        if _meta(owner).get("deletionTimestamp") and FOREGROUND_FINALIZER in (_meta(owner).get("finalizers") or []):
+        if _meta(owner).get("deletionTimestamp") and has_finalizer(owner, FOREGROUND_FINALIZER):
             return OwnerState.DELETING_DEPENDENTS
         return OwnerState.PRESENT
 

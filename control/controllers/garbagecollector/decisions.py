@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from control.controllers.garbagecollector.graph import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
+from control.controllers.shared.helpers import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
 
 
 class OwnerState(enum.Enum):

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-ORPHAN_FINALIZER = "orphan"  # metav1.FinalizerOrphanDependents
-FOREGROUND_FINALIZER = "foregroundDeletion"  # metav1.FinalizerDeleteDependents
+from control.controllers.shared.helpers import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, finalizers_of
+
 ABSENT_OWNER_CACHE_SIZE = 500  # upstream NewReferenceCache(500)
 
 
@@ -56,19 +56,15 @@ class Work:
     attempt_to_orphan: set[str] = field(default_factory=set)
 
 
-def _finalizers(obj: Mapping[str, Any]) -> Sequence[str]:
-    return (obj.get("metadata") or {}).get("finalizers") or []
-
-
 def _deleting(obj: Mapping[str, Any] | None) -> bool:
     return bool(obj is not None and (obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def starts_deleting_with(old: Mapping[str, Any] | None, new: Mapping[str, Any], finalizer: str) -> bool:
     """Upstream deletionStartsWithFinalizer: `new` is being deleted with `finalizer`, `old` was not both."""
-    if not _deleting(new) or finalizer not in _finalizers(new):
+    if not _deleting(new) or finalizer not in finalizers_of(new):
         return False
-    return old is None or not _deleting(old) or finalizer not in _finalizers(old)
+    return old is None or not _deleting(old) or finalizer not in finalizers_of(old)
 
 
 def _blocks(reference: Mapping[str, Any]) -> bool:
@@ -140,7 +136,7 @@ class Graph:
         work = Work()
         owners = tuple((obj.get("metadata") or {}).get("ownerReferences") or ())
         new = Node(identity, owners, being_deleted=_deleting(obj),
-                   deleting_dependents=_deleting(obj) and FOREGROUND_FINALIZER in _finalizers(obj))
+                   deleting_dependents=_deleting(obj) and FOREGROUND_FINALIZER in finalizers_of(obj))
         uid = identity.uid
         with self._lock:
             existing = self._nodes.get(uid)

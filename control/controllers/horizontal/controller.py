@@ -12,7 +12,7 @@ Resync: each HPA is synced again `sync_period` seconds after its last sync (upst
 --horizontal-pod-autoscaler-sync-period, 15 s; the work queue's fixed-interval re-add).
 
 Only Resource and ContainerResource metrics are computed (from metrics.k8s.io, which control/apiserver/
-metricsapi.py serves); Pods, Object and External metrics need a custom/external metrics API that is not
+registry/metricsapi.py serves); Pods, Object and External metrics need a custom/external metrics API that is not
 served, so they report FailedGetPodsMetric-style errors the way upstream does when those APIs are missing.
 The target's resource is found from its apiVersion and kind through the API server's discovery document
 (upstream's RESTMapper), kept per apiVersion.

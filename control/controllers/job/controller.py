@@ -3,7 +3,7 @@ and finish the Job (Complete or Failed) as upstream does.
 
 Upstream: pkg/controller/job/job_controller.go (`syncJob`, `manageJob`, `trackJobStatusAndRemoveFinalizers`,
 `flushUncountedAndRemoveFinalizers`, `removeTrackingFinalizerFromPods`, the pod handlers with expectations,
-`orphanQueue` for pods whose Job is gone), seed 002 §Job. The decisions are decisions.py (pure), the
+`orphanQueue` for pods whose Job is gone). The decisions are decisions.py (pure), the
 status shapes status.py.
 
 sync(key), in upstream's order:
@@ -22,10 +22,10 @@ sync(key), in upstream's order:
    FailureTarget into Failed or SuccessCriteriaMet into Complete (+ completionTime). Written second.
 7. Sync again when the back-off or the active deadline ends.
 
-Events (upstream's reasons and texts): SuccessfulCreate "Created pod: NAME", FailedCreate "Error creating:
-ERR", SuccessfulDelete "Deleted pod: NAME", Completed "Job completed", Warning <reason> <message> when it
-fails (BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy), Suspended "Job suspended", Resumed "Job
-resumed".
+Events (upstream's reasons and texts): the pod writes' (SuccessfulCreate, FailedCreate, SuccessfulDelete,
+FailedDelete, through the shared pod control, shared/pod_control.py), Completed "Job completed", Warning
+<reason> <message> when it fails (BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy), Suspended
+"Job suspended", Resumed "Job resumed".
 
 Departures: the failed-pod back-off records live in memory (as upstream's backoff store), so a restarted
 controller forgets them; pods are listed by namespace and filtered here; no metrics.
@@ -43,7 +43,7 @@ from control.api.batch import JOB_TRACKING_FINALIZER
 from control.api.disruption import is_pod_ready
 from control.apimachinery.labels import SelectorError, selector_from_label_selector
 from control.apimachinery.meta import controller_ref, format_timestamp, key_of, new_controller_ref, split_key
-from control.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
+from control.client.errors import ApiError, NotFound
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
@@ -56,7 +56,6 @@ from control.controllers.job.decisions import (
     Manage,
     backoff_remaining,
     completion_index,
-    condition_true,
     deadline_remaining,
     failure,
     finish_time,
@@ -81,15 +80,16 @@ from control.controllers.job.status import (
     copy_status,
     counts,
     ensure_condition,
-    find_condition,
     set_uncounted,
     status_changed,
     uncounted,
 )
 from control.controllers.shared.base import APIClient, Controller
 from control.controllers.shared.controller_ref_manager import ControllerRefManager, resolve_controller_ref
-from control.controllers.shared.controller_utils import BURST_REPLICAS, deletion_order, slow_start_batch
+from control.controllers.shared.controller_utils import BURST_REPLICAS, deletion_order
 from control.controllers.shared.expectations import ControllerExpectations, UIDTrackingControllerExpectations
+from control.controllers.shared.helpers import condition_true, status_condition
+from control.controllers.shared.pod_control import PodControl
 from control.util.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
@@ -118,6 +118,7 @@ class JobController(Controller):
         self.clock: Clock = clock or RealClock()
         self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
         self.expectations = UIDTrackingControllerExpectations(ControllerExpectations(clock=self.clock))
+        self.pod_control = PodControl(client, self.recorder, self.expectations, name=self.name)
         self._lock = threading.Lock()
         self._backoff: dict[str, BackoffRecord] = {}
         self._removed: dict[str, set[str]] = {}  # job key → uids whose finalizer we removed, not yet seen so
@@ -344,7 +345,7 @@ class JobController(Controller):
                 now: datetime) -> None:
         """FailureTarget → Failed, SuccessCriteriaMet → Complete (+ completionTime), with their events."""
         if failing:
-            target = find_condition(status, "FailureTarget") or {}
+            target = status_condition(status, "FailureTarget") or {}
             reason, message = str(target.get("reason") or ""), str(target.get("message") or "")
             if ensure_condition(status, "Failed", "True", reason, message, now):
                 self.recorder.event(typed, "Warning", reason, message)
@@ -373,50 +374,16 @@ class JobController(Controller):
 
     def _create_pods(self, key: str, job: Mapping[str, Any], decision: Manage) -> tuple[int, Exception | None]:
         count = min(decision.create, BURST_REPLICAS)
-        namespace = job["metadata"]["namespace"]
         reference = new_controller_ref(job, api_version="batch/v1", kind="Job")
-        typed = self._typed(job)
         indexes = iter(decision.indexes)
-        index_lock = threading.Lock()
-        self.expectations.expect_creations(key, count)
-
-        def create_one() -> None:
-            with index_lock:
-                index = next(indexes, None) if is_indexed(job) else None
-            pod = job_pod(job, controller_ref=reference, index=index)
-            try:
-                made = self.client.create(resource_path("v1", "pods", namespace=namespace), pod)
-            except ApiError as exc:
-                if has_status_cause(exc, NAMESPACE_TERMINATING_CAUSE):
-                    return
-                self.recorder.eventf(typed, "Warning", "FailedCreate", "Error creating: %s", exc.message)
-                raise
-            self.recorder.eventf(typed, "Normal", "SuccessfulCreate", "Created pod: %s", made["metadata"]["name"])
-
-        successes, error = slow_start_batch(count, create_one)
-        for _ in range(count - successes):
-            self.expectations.creation_observed(key)
-        return successes, error if isinstance(error, Exception) or error is None else Exception(str(error))
+        pods = [job_pod(job, controller_ref=reference, index=next(indexes, None) if is_indexed(job) else None)
+                for _ in range(count)]
+        writes = self.pod_control.sync_pods(key, self._typed(job), create=pods)
+        return writes.created, writes.error
 
     def _delete_pods(self, key: str, typed: Mapping[str, Any], pods: list[Any]) -> tuple[int, Exception | None]:
-        if not pods:
-            return 0, None
-        self.expectations.expect_deletions(key, [key_of(p) for p in pods])
-        deleted = 0
-        first: Exception | None = None
-        for pod in pods:
-            name = pod["metadata"]["name"]
-            try:
-                self.client.delete(resource_path("v1", "pods", namespace=pod["metadata"]["namespace"], name=name))
-            except ApiError as exc:
-                self.expectations.deletion_observed(key, key_of(pod))
-                if not isinstance(exc, NotFound):
-                    self.recorder.eventf(typed, "Warning", "FailedDelete", "Error deleting: %s", exc.message)
-                    first = first or exc
-                continue
-            deleted += 1
-            self.recorder.eventf(typed, "Normal", "SuccessfulDelete", "Deleted pod: %s", name)
-        return deleted, first
+        writes = self.pod_control.sync_pods(key, typed, delete=pods)
+        return writes.deleted, writes.error
 
     def _remove_finalizers(self, key: str, pods: Iterable[Any]) -> None:
         """removeTrackingFinalizerFromPods: a JSON patch per pod, guarded by a test of the entry; a pod gone

@@ -7,7 +7,7 @@ Upstream: pkg/controller/job/job_controller.go (`syncJob`, `manageJob`, `getNewF
 (`calculateSucceededIndexes`, `firstPendingIndexes`, `appendDuplicatedIndexPodsForRemoval`,
 `addCompletionIndexEnvVariables`, `addCompletionIndexAnnotation`, the interval string of
 `status.completedIndexes`), pod_failure_policy.go (`matchPodFailurePolicy`), backoff_utils.go
-(`backoffRecord`, `getRemainingTime`); seed 002 §Job.
+(`backoffRecord`, `getRemainingTime`).
 
 No clock is read here: callers pass `now`. Times of pods come from their status.
 
@@ -45,6 +45,7 @@ from control.api.batch import (
     JOB_TRACKING_FINALIZER,
 )
 from control.apimachinery.meta import deep_copy, timestamp_or_none
+from control.controllers.shared.helpers import has_finalizer, job_finished_condition
 
 Obj = Mapping[str, Any]
 
@@ -62,14 +63,9 @@ def spec_of(job: Obj) -> Mapping[str, Any]:
     return job.get("spec") or {}
 
 
-def condition_true(job: Obj, kind: str) -> bool:
-    return any(c.get("type") == kind and c.get("status") == "True"
-               for c in (job.get("status") or {}).get("conditions") or ())
-
-
 def is_finished(job: Obj) -> bool:
     """Complete or Failed (IsJobFinished): the controller touches nothing of a finished job but finalizers."""
-    return condition_true(job, "Complete") or condition_true(job, "Failed")
+    return job_finished_condition(job) is not None
 
 
 def is_indexed(job: Obj) -> bool:
@@ -92,7 +88,7 @@ def phase_of(pod: Obj) -> str:
 
 
 def has_tracking_finalizer(pod: Obj) -> bool:
-    return JOB_TRACKING_FINALIZER in ((pod.get("metadata") or {}).get("finalizers") or ())
+    return has_finalizer(pod, JOB_TRACKING_FINALIZER)
 
 
 def is_terminating(pod: Obj) -> bool:
@@ -327,7 +323,7 @@ def backoff_remaining(record: BackoffRecord, now: datetime, *, base: float = DEF
     """getRemainingTime: seconds before a replacement may be created (0: now)."""
     if record.failures_after_last_success == 0 or record.last_failure is None:
         return 0.0
-    delay = min(cap, base * 2 ** (record.failures_after_last_success - 1))
+    delay = min(cap, base * 2.0 ** (record.failures_after_last_success - 1))
     return max(0.0, delay - (now - record.last_failure).total_seconds())
 
 

@@ -35,10 +35,6 @@ def new_condition(kind: str, status: str, reason: str, message: str, now: dateti
             "reason": reason, "message": message}
 
 
-def find_condition(status: Obj, kind: str) -> Mapping[str, Any] | None:
-    return next((c for c in status.get("conditions") or () if c.get("type") == kind), None)
-
-
 def ensure_condition(status: dict[str, Any], kind: str, value: str, reason: str, message: str,
                      now: datetime) -> bool:
     """ensureJobConditionStatus (in place): add the condition, or change its status, reason and message

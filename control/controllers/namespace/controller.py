@@ -30,7 +30,6 @@ from control.client.paths import resource_path
 from control.client.workqueue import RateLimitingQueue
 from control.controllers.namespace.deletion import (
     DELETION_GRACE_PERIOD,
-    FINALIZER,
     Leftovers,
     failure_conditions,
     leftovers,
@@ -40,6 +39,7 @@ from control.controllers.namespace.deletion import (
 )
 from control.controllers.shared.base import APIClient, Controller
 from control.controllers.shared.discovery import APIResource, Discovery
+from control.controllers.shared.helpers import NAMESPACE_FINALIZER
 from control.util.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class NamespaceController(Controller):
         if (namespace.get("status") or {}).get("phase") != "Terminating":
             namespace = self.client.update(path + "/status", {**namespace, "status": {
                 **(namespace.get("status") or {}), "phase": "Terminating"}})
-        if FINALIZER not in ((namespace.get("spec") or {}).get("finalizers") or []):
+        if NAMESPACE_FINALIZER not in ((namespace.get("spec") or {}).get("finalizers") or []):
             return
         estimate, namespace = self.delete_all_content(namespace, parse_timestamp(deleted_at))
         if estimate > 0:
@@ -100,7 +100,8 @@ class NamespaceController(Controller):
         namespace once no other finalizer is left)."""
         name = namespace["metadata"]["name"]
         body = deep_copy(namespace)
-        body.setdefault("spec", {})["finalizers"] = [f for f in body["spec"].get("finalizers") or [] if f != FINALIZER]
+        spec = body.setdefault("spec", {})
+        spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != NAMESPACE_FINALIZER]
         try:
             self.client.update(resource_path("v1", "namespaces", name=name, subresource="finalize"), body)
             log.info("namespace %s: content deleted, finalized", name)

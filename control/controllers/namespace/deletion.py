@@ -16,7 +16,6 @@ from typing import Any
 
 from control.apimachinery.meta import format_timestamp
 
-FINALIZER = "kubernetes"  # the namespace controller's own finalizer in spec.finalizers (v1.FinalizerKubernetes)
 FINALIZER_ESTIMATE_SECONDS = 15  # upstream finalizerEstimateSeconds: wait for other finalizers this long
 DELETION_GRACE_PERIOD = 5.0  # upstream namespaceDeletionGracePeriod: let caches settle before deleting
 

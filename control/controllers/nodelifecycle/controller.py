@@ -4,7 +4,7 @@ taints its conditions call for.
 
 Upstream: pkg/controller/nodelifecycle/node_lifecycle_controller.go (`monitorNodeHealth` every
 nodeMonitorPeriod, 5 s; `tryUpdateNodeHealth` with nodeMonitorGracePeriod 40 s and nodeStartupGracePeriod
-60 s; `doNoExecuteTaintingPass` and `doNoScheduleTaintingPass`); seed 000 §node controller. The decisions
+60 s; `doNoExecuteTaintingPass` and `doNoScheduleTaintingPass`). The decisions
 are health.py's; this module does the I/O.
 
 Shape (the controller base, shared/base.py): informers on nodes and on the Leases of kube-node-lease; a node

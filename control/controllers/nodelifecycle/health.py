@@ -7,8 +7,8 @@ Ready lastHeartbeatTime or a newer Lease renewTime, so a kubelet's skewed clock 
 first seen gets the whole grace period from now, one without a Ready condition from its creation with
 nodeStartupGracePeriod; past the period every condition goes Unknown), `doNoExecuteTaintingPass` (Ready
 False → not-ready:NoExecute, Unknown → unreachable:NoExecute, each with timeAdded, swapped for one another)
-and `doNoScheduleTaintingPass` (`nodeConditionToTaintKeyStatusMap` and spec.unschedulable). Seed 000
-§node controller (kubelet stops posting status → Ready set to Unknown).
+and `doNoScheduleTaintingPass` (`nodeConditionToTaintKeyStatusMap` and spec.unschedulable): a kubelet that
+stops posting status gets Ready set to Unknown.
 """
 
 from __future__ import annotations

@@ -156,7 +156,8 @@ class PersistentVolumeController(Controller):
                 ANN_STORAGE_PROVISIONER: decision.provisioner, ANN_BETA_STORAGE_PROVISIONER: decision.provisioner}}})
         self._claim_phase(claim, "Pending")
 
-    def _volume_phase(self, volume: Mapping[str, Any], phase: str, *, reason: str = "", message: str = "") -> dict:
+    def _volume_phase(self, volume: Mapping[str, Any], phase: str, *, reason: str = "",
+                      message: str = "") -> dict[str, Any]:
         status = {**(volume.get("status") or {}), "phase": phase}
         for key, value in (("reason", reason), ("message", message)):
             if value:

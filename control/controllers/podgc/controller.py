@@ -6,7 +6,7 @@ Upstream: pkg/controller/podgc/gc_controller.go (`gc` every gcCheckPeriod over t
 a node name pods point at but the cache lacks is quarantined for 40 s, then looked up live, and only a
 404 makes it deleted; `markFailedAndDeletePodWithCondition`: a pod not yet Succeeded/Failed is first
 patched to phase Failed (with DisruptionTarget=True, reason DeletionByPodGC, for orphaned pods), then
-deleted with grace 0); seed 000 §gc controller. Which pods go is selection.py's.
+deleted with grace 0). Which pods go is selection.py's.
 
 Not key-driven: `run` waits for the caches like every controller, then runs `gc` on its period.
 """

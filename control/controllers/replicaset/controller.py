@@ -5,8 +5,7 @@ the pod handlers `addPod`/`updatePod`/`deletePod` with expectations, `getIndirec
 `getPodReplicaSets`, `resolveControllerRef`), replica_set_utils.go (status, here status.py),
 pkg/controller/replication (the ReplicationManager is this same controller over v1
 ReplicationControllers, upstream by converting them: here by a `ReplicaKind` telling where they live and
-how their selector reads), pkg/controller/controller_utils.go (`RealPodControl`: the events). Seed 000
-§replication controller, seed 003 (expectations, slow start, ownerReferences), seed 004 §ReplicationManager.
+how their selector reads), pkg/controller/controller_utils.go (`RealPodControl`: shared/pod_control.py).
 
 sync(key), in upstream's order:
 1. The object is gone → forget its expectations. Otherwise `needs_sync` = its expectations are satisfied
@@ -21,9 +20,9 @@ sync(key), in upstream's order:
    minReadySeconds, sync again after it when every pod is ready but not all available yet.
 5. Raise the manage error (if any) so the key is retried with backoff.
 
-Events on the controller: SuccessfulCreate "Created pod: NAME", FailedCreate "Error creating: ERR",
-SuccessfulDelete "Deleted pod: NAME", FailedDelete "Error deleting: ERR" (upstream's reasons and texts);
-a create refused because the namespace is terminating is no failure and records nothing.
+The writes, their events on the controller (SuccessfulCreate, FailedCreate, SuccessfulDelete, FailedDelete
+with upstream's texts), the expectations around them and a namespace being terminated (no failure, no
+event) are the shared pod control's (shared/pod_control.py).
 
 Pods are made by pod_from_template: generateName `<name>-` (the API server adds upstream's 5 random
 characters), the template's labels/annotations/finalizers and spec, ownerReference controller=true with
@@ -38,14 +37,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from control.api.disruption import is_pod_ready
 from control.apimachinery.labels import Selector, SelectorError, selector_from_label_selector, selector_from_set
 from control.apimachinery.meta import controller_ref, key_of, labels_of, new_controller_ref, split_key
-from control.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, Conflict, NotFound, has_status_cause
+from control.client.errors import ApiError, Conflict
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
@@ -65,16 +63,15 @@ from control.controllers.shared.controller_utils import (
     is_pod_active,
     pod_from_template,
     pods_to_delete,
-    slow_start_batch,
 )
 from control.controllers.shared.expectations import ControllerExpectations, UIDTrackingControllerExpectations
+from control.controllers.shared.pod_control import PodControl
 from control.util.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
 
 DEFAULT_WORKERS = 5  # upstream --concurrent-replicaset-syncs / --concurrent-rc-syncs
 STATUS_UPDATE_RETRIES = 1  # upstream statusUpdateRetries
-_DELETE_WORKERS = 64
 
 
 def _replica_set_selector(obj: Mapping[str, Any]) -> Selector:
@@ -119,6 +116,7 @@ class ReplicaSetController(Controller):
         self.burst_replicas = burst_replicas
         self.clock: Clock = clock or RealClock()
         self.expectations = UIDTrackingControllerExpectations(ControllerExpectations(clock=self.clock))
+        self.pod_control = PodControl(client, self.recorder, self.expectations, name=self.name)
         owners, pods = informers.informer(kind.api_version, kind.plural), informers.informer("v1", "pods")
         self.owners, self.pods = owners.lister(), pods.lister()
         owners.add_event_handler(on_add=self.enqueue, on_update=self.enqueue_update, on_delete=self.on_owner_delete)
@@ -267,30 +265,13 @@ class ReplicaSetController(Controller):
             self._delete(key, owner, pods, min(diff, self.burst_replicas))
 
     def _create(self, key: str, owner: Mapping[str, Any], count: int) -> None:
-        namespace = owner["metadata"]["namespace"]
         template = (owner.get("spec") or {}).get("template") or {}
         reference = new_controller_ref(owner, api_version=self.kind.api_version, kind=self.kind.kind)
-        typed = self._typed(owner)
-        self.expectations.expect_creations(key, count)
         log.info("too few replicas for %s %s, need %d, creating %d", self.kind.kind, key, wanted_replicas(owner),
                  count)
-
-        def create_one() -> None:
-            pod = pod_from_template(template, controller_name=owner["metadata"]["name"], controller_ref=reference)
-            if not (pod["metadata"].get("labels") or {}):
-                raise ValueError("unable to create pods, no labels")
-            try:
-                created = self.client.create(resource_path("v1", "pods", namespace=namespace), pod)
-            except ApiError as exc:
-                if has_status_cause(exc, NAMESPACE_TERMINATING_CAUSE):
-                    return  # every create would fail the same way; the namespace is going
-                self.recorder.eventf(typed, "Warning", "FailedCreate", "Error creating: %s", exc.message)
-                raise
-            self.recorder.eventf(typed, "Normal", "SuccessfulCreate", "Created pod: %s", created["metadata"]["name"])
-
-        successes, error = slow_start_batch(count, create_one)
-        for _ in range(count - successes):  # never created: the informer will not see them
-            self.expectations.creation_observed(key)
+        pods = [pod_from_template(template, controller_name=owner["metadata"]["name"], controller_ref=reference)
+                for _ in range(count)]
+        error = self.pod_control.sync_pods(key, self._typed(owner), create=pods).error
         if error is not None:
             raise error
 
@@ -298,27 +279,9 @@ class ReplicaSetController(Controller):
         log.info("too many replicas for %s %s, need %d, deleting %d", self.kind.kind, key, wanted_replicas(owner),
                  count)
         chosen = pods_to_delete(pods, self._related_pods(owner), count, now=self.clock.now())
-        self.expectations.expect_deletions(key, [key_of(pod) for pod in chosen])
-        typed = self._typed(owner)
-
-        def delete_one(pod: Mapping[str, Any]) -> Exception | None:
-            name = pod["metadata"]["name"]
-            try:
-                self.client.delete(resource_path("v1", "pods", namespace=pod["metadata"]["namespace"], name=name))
-            except ApiError as exc:
-                self.expectations.deletion_observed(key, key_of(pod))  # the informer will not see it go
-                if isinstance(exc, NotFound):
-                    return None
-                self.recorder.eventf(typed, "Warning", "FailedDelete", "Error deleting: %s", exc.message)
-                return exc
-            self.recorder.eventf(typed, "Normal", "SuccessfulDelete", "Deleted pod: %s", name)
-            return None
-
-        with ThreadPoolExecutor(max_workers=min(_DELETE_WORKERS, len(chosen)) or 1,
-                                thread_name_prefix=f"{self.name}-delete") as pool:
-            errors = [error for error in pool.map(delete_one, chosen) if error is not None]
-        if errors:
-            raise errors[0]
+        error = self.pod_control.sync_pods(key, self._typed(owner), delete=chosen).error
+        if error is not None:
+            raise error
 
     def _related_pods(self, owner: Mapping[str, Any]) -> list[Any]:
         """getIndirectlyRelatedPods: active pods selected by any controller of our kind that shares this

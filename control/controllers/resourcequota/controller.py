@@ -5,11 +5,13 @@ Upstream: pkg/controller/resourcequota/resource_quota_controller.go (syncResourc
 from the listers and written through the status subresource when it differs; a full resync of every
 quota each `--resource-quota-sync-period`, 5 minutes by default) and resource_quota_monitor.go (the
 "replenishment" informers: a change to a counted object that changes its usage — a pod finishing, a
-Service changing type — or a deletion enqueues the quotas of its namespace); seed 000 §resource quota
-controller. What an object counts is control/api/quota.py's, the same functions quota admission uses.
+Service changing type — or a deletion enqueues the quotas of its namespace). What an object counts is
+control/api/quota.py's, the same functions quota admission uses.
 
 Shape (control/controllers/shared/base.py): informers on ResourceQuotas and on the kinds quota counts with an
-evaluator upstream (pods, services, replication controllers, configmaps, secrets, resourcequotas); a
+evaluator upstream (pods, services, replication controllers, configmaps, secrets, resourcequotas,
+persistentvolumeclaims: `persistentvolumeclaims`, `requests.storage` and their per-StorageClass
+`<class>.storageclass.storage.k8s.io/…` forms, counted as quota admission counts them); a
 quota's key is enqueued when it is added or its spec or status changed, when a counted object of its
 namespace changes usage, and again `resync_period` after each sync (the delaying queue keeps one
 pending resync per quota). `sync(key)` reads the quota and the counted objects from the listers — other
@@ -19,7 +21,6 @@ and writes it with the cached resourceVersion (a stale cache is a 409, retried w
 Departures: quota admission here checks usage against the stored objects but does not write
 `status.used` (upstream's admission charges the quota's status in the same request), so the controller
 also recounts when a counted object is *created*. `count/<resource>.<group>` is read at version v1 only.
-PersistentVolumeClaims are not served: their hard limits read 0 used.
 """
 
 from __future__ import annotations
@@ -46,15 +47,14 @@ RESYNC_PERIOD = 300.0  # upstream --resource-quota-sync-period: 5m
 # The kinds with an evaluator upstream, watched for replenishment and read from their listers.
 WATCHED: Mapping[tuple[str, str], str] = {
     ("", "pods"): "v1", ("", "services"): "v1", ("", "replicationcontrollers"): "v1", ("", "configmaps"): "v1",
-    ("", "secrets"): "v1", ("", "resourcequotas"): "v1",
+    ("", "secrets"): "v1", ("", "resourcequotas"): "v1", ("", "persistentvolumeclaims"): "v1",
 }
-UNSERVED = {("", "persistentvolumeclaims")}  # counted upstream, not served here: nothing to count
 
 
 class QuotaClient(APIClient, Protocol):
     """The controller's verbs: the base's, and `list` for the kinds no informer watches."""
 
-    def list(self, path: str, *, params: Mapping[str, str] | None = None) -> dict: ...
+    def list(self, path: str, *, params: Mapping[str, str] | None = None) -> dict[str, Any]: ...
 
 
 class ResourceQuotaController(Controller):
@@ -120,8 +120,6 @@ class ResourceQuotaController(Controller):
 
     def _objects(self, source: tuple[str, str], namespace: str) -> Iterable[Mapping[str, Any]] | None:
         """The namespace's objects of one counted kind; None when the server does not serve it."""
-        if source in UNSERVED:
-            return []
         lister = self.listers.get(source)
         if lister is not None:
             return lister.list(namespace)

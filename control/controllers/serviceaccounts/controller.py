@@ -4,7 +4,7 @@ is deleted.
 Upstream: pkg/controller/serviceaccount/serviceaccounts_controller.go (`ServiceAccountsToEnsure` =
 ["default"]; a ServiceAccount delete and a namespace add/update queue the namespace; `syncNamespace`
 skips a namespace that is gone or not Active and creates each missing account, an AlreadyExists or a
-NamespaceTerminating refusal being no error; one worker). Token issuance is not here (the security issue).
+NamespaceTerminating refusal being no error; one worker). Token issuance is not here (nothing issues tokens yet).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ a `type: LoadBalancer` Service gets `status.loadBalancer.ingress`, so `kubectl g
 EXTERNAL-IP and the kube-proxy's load-balancer rules (KUBE-SERVICES `-d <ingress ip>` → KUBE-EXT-*) take
 traffic sent to it.
 
-Upstream: staging k8s.io/cloud-provider/controllers/service/controller.go (seed 004 §3.5 ServiceController:
+Upstream: staging k8s.io/cloud-provider/controllers/service/controller.go (ServiceController:
 a Service cache, `syncLoadBalancerIfNeeded` — ensure for LoadBalancer Services, clear the status of a
 Service that stopped being one —, a node informer whose changes re-sync every load-balancer Service,
 one worker by default (`--concurrent-service-syncs` 1), events `EnsuringLoadBalancer` /

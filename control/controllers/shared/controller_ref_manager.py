@@ -3,7 +3,7 @@ and releasing owned objects that stopped matching.
 
 Upstream: pkg/controller/controller_ref_manager.go (`BaseControllerRefManager.ClaimObject`,
 `PodControllerRefManager.ClaimPods`/`AdoptPod`/`ReleasePod`, `RecheckDeletionTimestamp`,
-`OwnerRefControllerPatch`, `GenerateDeleteOwnerRefStrategicMergeBytes`). Seed 002 §garbage collector: a
+`OwnerRefControllerPatch`, `GenerateDeleteOwnerRefStrategicMergeBytes`). A
 controller's children carry an ownerReference with `controller: true` and `blockOwnerDeletion: true`.
 
 `claim_action` decides for one object (pure, table-tested); `ControllerRefManager.claim` carries the
@@ -91,7 +91,7 @@ def release_patch(obj: Obj, owner_uid: str) -> dict[str, Any]:
 
 
 class PatchClient(Protocol):
-    def patch(self, path: str, patch: dict | list, *, patch_type: str = "merge") -> dict: ...
+    def patch(self, path: str, patch: dict[str, Any] | list[Any], *, patch_type: str = "merge") -> dict[str, Any]: ...
 
 
 class ControllerRefManager:

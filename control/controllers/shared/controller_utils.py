@@ -6,7 +6,7 @@ Upstream: pkg/controller/controller_utils.go (`IsPodActive`/`FilterActivePods`, 
 and its `Less`, `podReadyTime`, `maxContainerRestarts`, `logarithmicRankDiff`, `getPodsPrefix`,
 `GetPodFromTemplate`, `SlowStartInitialBatchSize`), pkg/api/v1/pod (`IsPodAvailable`),
 pkg/apis/core/helper (`GetDeletionCostFromPodAnnotations`), and pkg/controller/replicaset/replica_set.go
-(`getPodsToDelete`, `getPodsRankedByRelatedPodsOnSameNode`, `slowStartBatch`); seed 003 (slow start).
+(`getPodsToDelete`, `getPodsRankedByRelatedPodsOnSameNode`, `slowStartBatch`).
 
 The deletion ranking (`deletion_order`), first rule that tells two pods apart wins; "first" = deleted first:
 1. not scheduled (no spec.nodeName) before scheduled;

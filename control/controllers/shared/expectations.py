@@ -2,18 +2,19 @@
 does not act twice on a stale cache.
 
 Upstream: pkg/controller/controller_utils.go (`ControllerExpectations`, `ControlleeExpectations`,
-`UIDTrackingControllerExpectations`, `ExpectationsTimeout`); seed 000 §replication controller (the manager
+`UIDTrackingControllerExpectations`, `ExpectationsTimeout`): the manager
 creates or deletes pods in bursts and must not count the same missing pod twice while its watch lags).
 
 The cycle, for a replica controller syncing `key`:
 1. `satisfied_expectations(key)`: sync may act (create/delete pods) only if the earlier round's writes
    have all been seen by the informer, or the record is older than the timeout (a watch event was lost:
    act again rather than stall forever), or there is no record (a new controller).
-2. Before writing: `expect_creations(key, n)` / `expect_deletions(key, n)` (the UID-tracking flavour takes
-   the keys of the pods it deletes, so a deletion it did not ask for is not counted).
+2. Before writing: `expect_pods(key, creates=n, deletes=pod_keys)` (the shared pod control,
+   pod_control.py, does it), or `expect_creations` / `expect_deletions` (the UID-tracking flavour keeps the
+   keys of the pods it deletes, so a deletion it did not ask for is not counted).
 3. The pod informer's handlers call `creation_observed(key)` / `deletion_observed(key[, pod_key])`.
-   A write that failed is "observed" by the controller itself (upstream does the same: the event will
-   never come), so the count still reaches zero.
+   A write that failed is "observed" by the controller itself (the pod control does it; upstream does the
+   same: the event will never come), so the count still reaches zero.
 
 Thread-safe: handlers and workers call it concurrently; one lock guards every record. The clock is
 injected (control/util/clock.py, its monotonic seconds) so tests can age a record past the timeout.
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from control.util.clock import Clock, RealClock
@@ -89,6 +90,10 @@ class ControllerExpectations:
     def expect_deletions(self, key: str, deletes: int) -> None:
         self.set_expectations(key, add=0, delete=deletes)
 
+    def expect_pods(self, key: str, *, creates: int, deletes: Collection[str]) -> None:
+        """Replace `key`'s record before a round of writes (the pod control's entry; SetExpectations)."""
+        self.set_expectations(key, add=creates, delete=len(deletes))
+
     def raise_expectations(self, key: str, *, add: int, delete: int) -> None:
         """Add to an existing record (no record: nothing happens, as upstream)."""
         self._change(key, add, delete)
@@ -99,7 +104,8 @@ class ControllerExpectations:
     def creation_observed(self, key: str) -> None:
         self.lower_expectations(key, add=1, delete=0)
 
-    def deletion_observed(self, key: str) -> None:
+    def deletion_observed(self, key: str, pod_key: str | None = None) -> None:
+        """A deletion seen; every one counts here (`pod_key` is what the UID-tracking flavour checks)."""
         self.lower_expectations(key, add=0, delete=1)
 
     def delete_expectations(self, key: str) -> None:
@@ -146,12 +152,22 @@ class UIDTrackingControllerExpectations:
         self.expectations.lower_expectations(key, add=add, delete=delete)
 
     def expect_deletions(self, key: str, pod_keys: Iterable[str]) -> None:
-        expected = set(pod_keys)
+        self._expect(key, creates=0, deletes=set(pod_keys))
+
+    def expect_pods(self, key: str, *, creates: int, deletes: Collection[str]) -> None:
+        """Replace `key`'s record before a round of writes, remembering the pods it deletes (none: the
+        pods remembered from an earlier round are kept, as `expect_creations` keeps them)."""
+        if deletes:
+            self._expect(key, creates=creates, deletes=set(deletes))
+        else:
+            self.expectations.expect_pods(key, creates=creates, deletes=())
+
+    def _expect(self, key: str, *, creates: int, deletes: set[str]) -> None:
         with self._lock:
             if self._deleting.get(key):
                 log.error("clobbering the outstanding deletions of %s: %s", key, sorted(self._deleting[key]))
-            self._deleting[key] = expected
-            self.expectations.set_expectations(key, add=0, delete=len(expected))
+            self._deleting[key] = deletes
+            self.expectations.set_expectations(key, add=creates, delete=len(deletes))
 
     def deletion_observed(self, key: str, pod_key: str) -> None:
         """A pod is gone (or marked deleted); counts only if `key` deleted it, and only once."""

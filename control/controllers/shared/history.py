@@ -8,7 +8,7 @@ Upstream: pkg/controller/history/controller_history.go (`ControllerRevisionHashL
 `AdoptControllerRevision` / `ReleaseControllerRevision`), and the history truncation both controllers do
 (daemon/update.go `cleanupHistory`, stateful_set_control.go `truncateHistory`): keep every revision a live
 pod (or the current/update revision) still uses, and of the others only the `revisionHistoryLimit` newest.
-Seed 002 §StatefulSet, §DaemonSet (rolling updates and rollback are recorded as ControllerRevisions).
+StatefulSets and DaemonSets record their rolling updates and rollbacks as ControllerRevisions.
 
 Pure functions decide (names, hashes, orders, what to truncate); `History` does the I/O through the API
 client and reads the shared ControllerRevision informer's lister.
@@ -28,16 +28,15 @@ from control.apimachinery.labels import Selector
 from control.apimachinery.meta import controller_ref, deep_copy, new_controller_ref
 from control.client.errors import ApiError
 from control.client.paths import resource_path
-from control.controllers.deployment.util import safe_encode
 from control.controllers.shared.base import APIClient
 from control.controllers.shared.controller_ref_manager import adopt_patch, release_patch
+from control.controllers.shared.helpers import fnv32, safe_encode
 
 API_VERSION = "apps/v1"
 PLURAL = "controllerrevisions"
 KIND = "ControllerRevision"
 CONTROLLER_REVISION_HASH_LABEL = "controller-revision-hash"  # apps.ControllerRevisionHashLabelKey
 MAX_PREFIX = 223  # upstream: a 253-character name leaves room for "-" and the hash
-_FNV32_OFFSET, _FNV32_PRIME = 0x811C9DC5, 0x01000193
 
 Obj = Mapping[str, Any]
 
@@ -45,15 +44,6 @@ Obj = Mapping[str, Any]
 def data_bytes(data: Any) -> bytes:
     """The revision data as Go's json.Marshal of a map writes it (compact, keys sorted)."""
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def fnv32(data: bytes) -> int:
-    """FNV-1 (not 1a: upstream's hash/fnv New32), the hash HashControllerRevision feeds."""
-    value = _FNV32_OFFSET
-    for byte in data:
-        value = (value * _FNV32_PRIME) & 0xFFFFFFFF
-        value ^= byte
-    return value
 
 
 def hash_revision(data: Any, collision_count: int | None) -> str:

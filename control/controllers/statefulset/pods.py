@@ -8,7 +8,7 @@ Upstream: pkg/controller/statefulset/stateful_set_utils.go (`getParentNameAndOrd
 `isRunningAndReady`, `isHealthy`, `completeRollingUpdate`, the claims' ownerReferences per
 persistentVolumeClaimRetentionPolicy in `updateClaimOwnerRefForSetAndPod`) and stateful_set_control.go
 (`updateStatefulSet` + `updateStatefulSetAfterInvariantEstablished`), whose one round `plan_round` returns
-as a list of steps. Seed 002 §StatefulSet.
+as a list of steps.
 
 One round, in upstream's order (`monotonic` is OrderedReady; Parallel does not wait):
 1. the replicas [start, start+replicas) and the condemned (other ordinals, highest first);

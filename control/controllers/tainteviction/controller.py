@@ -5,7 +5,7 @@ Upstream: pkg/controller/tainteviction/taint_eviction.go (the NoExecuteTaintMana
 "taint-eviction-controller" since 1.29): `processPodOnNode` — no NoExecute taint: nothing; a taint no
 toleration matches: delete now; else the smallest tolerationSeconds of the matching tolerations (none:
 tolerated forever; ≤ 0: now) — and the event `TaintManagerEviction` "Marking for deletion Pod ns/name".
-Seed 000 §node controller: pods managed by a DaemonSet are never deleted. As upstream since the
+The old node controller never deleted pods managed by a DaemonSet. As upstream since the
 DaemonSet controller gives its pods tolerations, that is not a special case here: a daemon pod tolerates
 not-ready and unreachable NoExecute with no tolerationSeconds (control/controllers/daemonset/decisions.py),
 so `eviction_time` never comes for it; a NoExecute taint it does not tolerate evicts it like any pod (and

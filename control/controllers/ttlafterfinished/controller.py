@@ -22,6 +22,7 @@ from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.client.workqueue import RateLimitingQueue
 from control.controllers.shared.base import APIClient, Controller
+from control.controllers.shared.helpers import job_finished_condition
 from control.util.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
@@ -31,10 +32,8 @@ DEFAULT_WORKERS = 5  # upstream --concurrent-ttl-after-finished-syncs
 
 def finish_time(job: Mapping[str, Any]) -> datetime | None:
     """jobFinishTime: when the Complete or Failed condition became True; None while unfinished."""
-    for condition in (job.get("status") or {}).get("conditions") or ():
-        if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
-            return timestamp_or_none(condition.get("lastTransitionTime"))
-    return None
+    condition = job_finished_condition(job)
+    return None if condition is None else timestamp_or_none(condition.get("lastTransitionTime"))
 
 
 def time_left(job: Mapping[str, Any], now: datetime) -> float | None:

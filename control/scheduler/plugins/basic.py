@@ -1,6 +1,6 @@
 """Three small filters: NodeName, NodePorts, NodeUnschedulable.
 
-Upstream: pkg/scheduler/framework/plugins/nodename, nodeports, nodeunschedulable. Seed 000: HostName
+Upstream: pkg/scheduler/framework/plugins/nodename, nodeports, nodeunschedulable; the old predicates HostName
 (PodFitsHost) and PodFitsHostPorts — a host port may be used once per node, container ports any number
 of times; a hostIP of 0.0.0.0 conflicts with every address on the same port and protocol.
 """
@@ -8,6 +8,8 @@ of times; a hostIP of 0.0.0.0 conflicts with every address on the same port and 
 from __future__ import annotations
 
 from control.api.taints import tolerates
+from control.api.typed.core import Node
+from control.api.typed.core import Pod as PodView
 from control.scheduler.cache import Snapshot
 from control.scheduler.framework import SKIP, SUCCESS, CycleState, Pod, Status, unschedulable
 from control.scheduler.nodeinfo import NodeInfo
@@ -24,7 +26,7 @@ class NodeName:
     name = "NodeName"
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        wanted = (pod.get("spec") or {}).get("nodeName")
+        wanted = PodView(pod).spec.node_name
         if wanted and wanted != node.name:
             return unschedulable(NODE_NAME_REASON, resolvable=False)
         return SUCCESS
@@ -58,9 +60,8 @@ class NodeUnschedulable:
     name = "NodeUnschedulable"
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        if not ((node.node or {}).get("spec") or {}).get("unschedulable"):
+        if not Node(node.node).spec.unschedulable:
             return SUCCESS
-        tolerations = (pod.get("spec") or {}).get("tolerations") or []
-        if any(tolerates(toleration, UNSCHEDULABLE_TAINT) for toleration in tolerations):
+        if any(tolerates(toleration.raw, UNSCHEDULABLE_TAINT) for toleration in PodView(pod).spec.tolerations):
             return SUCCESS
         return unschedulable(UNSCHEDULABLE_REASON, resolvable=False)

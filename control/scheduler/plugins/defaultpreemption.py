@@ -46,6 +46,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from control.api.priority import PREEMPT_NEVER, pod_priority, preemption_policy
+from control.api.typed.core import Pod as PodView
+from control.api.typed.policy import PodDisruptionBudget
 from control.apimachinery.labels import SelectorError, selector_from_label_selector
 from control.apimachinery.meta import get_condition, parse_timestamp
 from control.scheduler.framework import (
@@ -81,7 +83,7 @@ class Candidate:
 
 
 def start_time(pod: Pod) -> datetime:
-    text = (pod.get("status") or {}).get("startTime")
+    text = PodView(pod).status.start_time
     try:
         return parse_timestamp(text) if text else _NOT_STARTED
     except ValueError:
@@ -101,7 +103,7 @@ def _importance_order(first: Pod, second: Pod) -> int:
 
 def terminating_by_preemption(pod: Pod) -> bool:
     """Being deleted, with the DisruptionTarget condition the scheduler sets before evicting a victim."""
-    if not (pod.get("metadata") or {}).get("deletionTimestamp"):
+    if not PodView(pod).metadata.deletion_timestamp:
         return False
     condition = get_condition(pod, DISRUPTION_TARGET) or {}
     return condition.get("status") == "True" and condition.get("reason") == PREEMPTION_BY_SCHEDULER
@@ -135,23 +137,25 @@ def filter_pods_with_pdb_violation(infos: Sequence[PodInfo], pdbs: Sequence[Mapp
                                    ) -> tuple[list[PodInfo], list[PodInfo]]:
     """Upstream filterPodsWithPDBViolation: (pods whose eviction violates a budget, the others), each in
     the order given; evicting the earlier pods uses up a budget's allowed disruptions first."""
-    allowed = [int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) for pdb in pdbs]
+    budgets = [PodDisruptionBudget(pdb) for pdb in pdbs]
+    allowed = [budget.status.disruptions_allowed for budget in budgets]
     violating: list[PodInfo] = []
     others: list[PodInfo] = []
     for info in infos:
-        metadata = info.pod.get("metadata") or {}
-        labels = metadata.get("labels") or {}
+        metadata = PodView(info.pod).metadata
+        labels = metadata.labels
         violated = False
-        for index, pdb in enumerate(pdbs if labels else ()):
-            if (pdb.get("metadata") or {}).get("namespace") != metadata.get("namespace"):
+        for index, budget in enumerate(budgets if labels else ()):
+            if budget.metadata.namespace != metadata.namespace:
                 continue
+            label_selector = budget.spec.selector
             try:
-                selector = selector_from_label_selector((pdb.get("spec") or {}).get("selector"))
+                selector = selector_from_label_selector(label_selector.raw if label_selector else None)
             except SelectorError:
                 continue
             if selector.empty or not selector.matches(labels):  # a nil or empty selector matches nothing
                 continue
-            if metadata.get("name") in ((pdb.get("status") or {}).get("disruptedPods") or {}):
+            if metadata.name in budget.status.disrupted_pods:
                 continue  # the API server's eviction already counted it
             allowed[index] -= 1
             if allowed[index] < 0:
@@ -221,7 +225,7 @@ class DefaultPreemption:
         """Upstream PodEligibleToPreemptOthers."""
         if preemption_policy(pod) == PREEMPT_NEVER:
             return False, NOT_ELIGIBLE_NEVER
-        nominated = (pod.get("status") or {}).get("nominatedNodeName")
+        nominated = PodView(pod).status.nominated_node_name
         if nominated:
             if nominated_status is not None and nominated_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return True, ""
@@ -255,7 +259,7 @@ class DefaultPreemption:
 
     def post_filter(self, state: CycleState, pod: Pod, statuses: Mapping[str, Status],
                     handle: Handle) -> tuple[PostFilterResult | None, Status]:
-        nominated = (pod.get("status") or {}).get("nominatedNodeName") or ""
+        nominated = PodView(pod).status.nominated_node_name
         eligible, why = self.eligible(pod, statuses.get(nominated), handle)
         if not eligible:
             return None, Status(Code.UNSCHEDULABLE, (f"preemption: {why}",))

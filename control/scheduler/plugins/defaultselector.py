@@ -3,8 +3,8 @@ select the pod and of the ReplicationController, ReplicaSet or StatefulSet that 
 plugins spread a pod away from the pods this selector matches when the pod says nothing itself
 (PodTopologySpread's default constraints, SelectorSpread).
 
-Upstream: pkg/scheduler/framework/plugins/helper/spread.go (`DefaultSelector`, `GetPodServices`). Seed
-000's SelectorSpreadPriority describes the same grouping ("pods of the same Service or RC").
+Upstream: pkg/scheduler/framework/plugins/helper/spread.go (`DefaultSelector`, `GetPodServices`). The
+old SelectorSpreadPriority used the same grouping ("pods of the same Service or RC").
 """
 
 from __future__ import annotations
@@ -12,6 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed.apps import ReplicaSet
+from control.api.typed.core import Pod as PodView
+from control.api.typed.core import ReplicationController, Service
+from control.api.typed.meta import TypedObject
 from control.apimachinery import labels
 from control.scheduler.framework import Listers, Pod
 
@@ -21,26 +25,24 @@ _SS = ("apps/v1", "StatefulSet")
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return (obj.get("metadata") or {}).get("labels") or {}
+    return TypedObject(obj).metadata.labels
 
 
 def controller_of(pod: Pod) -> Mapping[str, Any] | None:
     """The owner reference with `controller: true` (upstream metav1.GetControllerOf)."""
-    for owner in (pod.get("metadata") or {}).get("ownerReferences") or []:
-        if owner.get("controller"):
-            return owner
-    return None
+    owner = PodView(pod).metadata.controller_ref
+    return None if owner is None else owner.raw
 
 
 def pod_services(pod: Pod, listers: Listers) -> list[Mapping[str, Any]]:
     """The Services of the pod's namespace whose selector matches it; a Service without a selector matches
     nothing (upstream GetPodServices)."""
-    namespace = (pod.get("metadata") or {}).get("namespace") or ""
+    namespace = PodView(pod).metadata.namespace
     pod_labels = _labels(pod)
     matched = []
     for service in listers.services.list(namespace):
-        selector = (service.get("spec") or {}).get("selector")
-        if selector is None:
+        selector = Service(service).spec.raw.get("selector")
+        if selector is None:  # nil matches nothing, an empty map everything
             continue
         if labels.selector_from_set(selector).matches(pod_labels):
             matched.append(service)
@@ -62,23 +64,23 @@ def default_selector(pod: Pod, listers: Listers) -> labels.Selector:
     (`empty`) when nothing selects the pod."""
     label_set: dict[str, str] = {}
     for service in pod_services(pod, listers):
-        label_set.update((service.get("spec") or {}).get("selector") or {})
+        label_set.update(Service(service).spec.selector)
     selector = labels.selector_from_set(label_set)
     owner = controller_of(pod)
     if owner is None:
         return selector
-    namespace = (pod.get("metadata") or {}).get("namespace") or ""
+    namespace = PodView(pod).metadata.namespace
     kind = (owner.get("apiVersion"), owner.get("kind"))
     name = owner.get("name") or ""
     if kind == _RC:
         rc = listers.replication_controllers.get(namespace, name)
         if rc is not None:
-            label_set.update((rc.get("spec") or {}).get("selector") or {})
+            label_set.update(ReplicationController(rc).spec.selector)
             selector = labels.selector_from_set(label_set)
     elif kind in (_RS, _SS):
         lister = listers.replica_sets if kind == _RS else listers.stateful_sets
         workload = lister.get(namespace, name)
         if workload is not None:
-            extra = _requirements((workload.get("spec") or {}).get("selector"))
+            extra = _requirements(ReplicaSet(workload).spec.selector.raw)  # a StatefulSet's spec.selector alike
             selector = labels.Selector(tuple(sorted(selector.requirements + extra, key=lambda r: r.key)))
     return selector

@@ -3,7 +3,7 @@ have them (an image on every node says nothing about where to go).
 
 Upstream: pkg/scheduler/framework/plugins/imagelocality/image_locality.go (sum over containers and init
 containers of size · nodesWithImage / allNodes, clamped to [23 MiB, 1000 MiB · containers] and mapped to
-0-100; an image named without a tag is `:latest`). Seed 000: ImageLocalityPriority.
+0-100; an image named without a tag is `:latest`). Formerly ImageLocalityPriority.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ for anti-affinity — and of the existing pods' terms the pod matches: preferred
 required affinity by hardPodAffinityWeight; Score adds the pairs of a node; NormalizeScore maps min..max to
 0..100) and plugin.go (the namespaceSelector of the pod's own terms unrolled into namespaces through the
 namespace lister; the labels of the pod's namespace for existing pods' terms; the queueing hint on pod
-events). Seed 000: MatchInterPodAffinity and InterPodAffinityPriority.
+events). Formerly MatchInterPodAffinity and InterPodAffinityPriority.
 
 Args (InterPodAffinityArgs): hardPodAffinityWeight (default 1, 0..100), ignorePreferredTermsOfExistingPods
 (default false).
@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from control.api.typed.core import Namespace
+from control.api.typed.core import Pod as PodView
 from control.apimachinery.labels import NOTHING
 from control.scheduler.affinityterms import AffinityTerm, PodAffinityTerms, WeightedAffinityTerm, pod_affinity_terms
 from control.scheduler.cache import Snapshot
@@ -75,7 +77,7 @@ def _merge_namespaces(term: AffinityTerm, listers: Listers) -> AffinityTerm:
     become listed ones; an empty selector (every namespace) stays as it is."""
     if term.namespace_selector.empty or term.namespace_selector == NOTHING:
         return term
-    names = {(ns.get("metadata") or {}).get("name", "") for ns in listers.namespaces.list(
+    names = {Namespace(ns).metadata.name for ns in listers.namespaces.list(
         label_selector=term.namespace_selector)}
     return term.with_namespaces(names)
 
@@ -120,7 +122,7 @@ def pre_filter_state(pod: Pod, terms: PodAffinityTerms, nodes: Iterable[NodeInfo
     getIncomingAffinityAntiAffinityCounts)."""
     state = PreFilterState(pod, tuple(_merge_namespaces(term, listers) for term in terms.required_affinity),
                            tuple(_merge_namespaces(term, listers) for term in terms.required_anti_affinity),
-                           listers.namespace_labels((pod.get("metadata") or {}).get("namespace") or ""))
+                           listers.namespace_labels(PodView(pod).metadata.namespace))
     incoming = bool(state.required_affinity or state.required_anti_affinity)
     for node in nodes:
         labels = node.labels
@@ -189,7 +191,7 @@ def pod_may_fit_after_pod_change(pod: Pod, old: Pod | None, new: Pod | None) -> 
     """Upstream isSchedulableAfterPodChange, for a pending `pod` that InterPodAffinity rejected: an assigned
     pod added that matches all its required affinity terms, updated to match them or to stop matching its
     anti-affinity terms, or deleted while matching them."""
-    if any(changed is not None and not (changed.get("spec") or {}).get("nodeName") for changed in (old, new)):
+    if any(changed is not None and not PodView(changed).spec.node_name for changed in (old, new)):
         return False
     terms = pod_affinity_terms(pod)
     if old is not None and new is not None:
@@ -257,7 +259,7 @@ class InterPodAffinity:
                           for w in terms.preferred_affinity)
         preferred_anti = tuple(WeightedAffinityTerm(_merge_namespaces(w.term, listers), w.weight)
                                for w in terms.preferred_anti_affinity)
-        namespace_labels = listers.namespace_labels((pod.get("metadata") or {}).get("namespace") or "")
+        namespace_labels = listers.namespace_labels(PodView(pod).metadata.namespace)
         scores: ScoreMap = {}
         for node in state.snapshot.node_list:  # every node, as upstream's NodeInfos().List()
             labels = node.labels

@@ -3,8 +3,8 @@ preferred node affinity terms add their weights (score, normalised so the best n
 
 Upstream: pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go and
 k8s.io/component-helpers/scheduling/corev1/nodeaffinity (terms are ORed, a term's matchExpressions and
-matchFields ANDed, an empty or invalid term matches nothing; matchFields knows only metadata.name). Seed
-000: MatchNodeSelector and NodeAffinityPriority (In, NotIn, Exists, DoesNotExist, Gt, Lt). The matching
+matchFields ANDed, an empty or invalid term matches nothing; matchFields knows only metadata.name).
+Formerly MatchNodeSelector and NodeAffinityPriority (In, NotIn, Exists, DoesNotExist, Gt, Lt). The matching
 itself is control/api/nodeaffinity.py, which the DaemonSet controller shares.
 """
 

@@ -12,7 +12,7 @@ requested_to_capacity_ratio.go (utilization `requested · 100 / allocatable` thr
 scoring above 0 and is rounded; validation as upstream's validateFunctionShape), balanced_allocation.go
 (`(1 - std) · 100` of the requested fractions, with real requests; for two resources std is |f1 - f2| / 2)
 and resource_allocation.go (an extended resource the pod does not request is left out of the score).
-Seed 000: PodFitsResources, LeastRequestedPriority (its `(capacity - requested) · 10 / capacity` on
+Formerly PodFitsResources, LeastRequestedPriority (its `(capacity - requested) · 10 / capacity` on
 upstream's 0-100 scale) and BalancedResourceAllocation.
 """
 
@@ -209,9 +209,10 @@ REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
 
 def _pod_requests(state: CycleState, pod: Pod) -> _Requests:
     try:
-        return state.read("NodeResourcesFit")
+        requests: _Requests = state.read("NodeResourcesFit")
     except KeyError:
         return _Requests(pod_requests(pod), pod_requests(pod, non_zero=True))
+    return requests
 
 
 class Fit:

@@ -1,5 +1,5 @@
 """SelectorSpread: prefer nodes, and zones, with fewer pods of the same Services / RC / RS / StatefulSet
-(seed 000's SelectorSpreadPriority). Registered but not in the default profile, as upstream since 1.23
+(formerly SelectorSpreadPriority). Registered but not in the default profile, as upstream since 1.23
 (PodTopologySpread's system defaults replace it); a profile can enable it.
 
 Upstream: pkg/scheduler/framework/plugins/selectorspread/selector_spread.go (as of 1.25, its last release):
@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed.core import Node
+from control.api.typed.core import Pod as PodView
 from control.apimachinery.labels import Selector
 from control.scheduler.framework import MAX_NODE_SCORE, SKIP, SUCCESS, CycleState, Pod, Status
 from control.scheduler.nodeinfo import NodeInfo
@@ -35,7 +37,7 @@ def _first_label(node_labels: Mapping[str, str], keys: tuple[str, str]) -> str:
 
 def zone_key(node: Mapping[str, Any] | None) -> str:
     """"region:\\x00:zone", or "" for a node with neither label (upstream GetZoneKey)."""
-    node_labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+    node_labels = Node(node).metadata.labels
     region, zone = _first_label(node_labels, _REGION_LABELS), _first_label(node_labels, _ZONE_LABELS)
     if not region and not zone:
         return ""
@@ -47,9 +49,8 @@ def count_matching_pods(namespace: str, selector: Selector, node: NodeInfo) -> i
         return 0
     count = 0
     for info in node.pods.values():
-        metadata = info.pod.get("metadata") or {}
-        if (metadata.get("namespace") or "") == namespace and not metadata.get("deletionTimestamp") \
-                and selector.matches(metadata.get("labels") or {}):
+        metadata = PodView(info.pod).metadata
+        if metadata.namespace == namespace and not metadata.deletion_timestamp and selector.matches(metadata.labels):
             count += 1
     return count
 
@@ -80,13 +81,13 @@ class SelectorSpread:
     name = NAME
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
-        if (pod.get("spec") or {}).get("topologySpreadConstraints"):
+        if PodView(pod).spec.topology_spread_constraints:
             return SKIP
         state.write(PRE_SCORE_STATE_KEY, default_selector(pod, state.listers))
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
-        namespace = (pod.get("metadata") or {}).get("namespace") or ""
+        namespace = PodView(pod).metadata.namespace
         return count_matching_pods(namespace, state.read(PRE_SCORE_STATE_KEY), node)
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> None:

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from control.api.typed.core import PersistentVolumeClaim
+from control.api.typed.core import Pod as PodView
 from control.api.volumes import (
     ANN_SELECTED_NODE,
     BINDING_WAIT_FOR_FIRST_CONSUMER,
@@ -62,13 +64,13 @@ def _is_delayed(storage_class: Mapping[str, Any] | None) -> bool:
 def claims_to_annotate(pod: Pod, listers: Listers, node_name: str) -> list[Mapping[str, Any]]:
     """The pod's unbound claims of WaitForFirstConsumer classes not yet annotated with `node_name`
     (upstream AssumePodVolumes + BindPodVolumes for the claims to provision)."""
-    namespace = (pod.get("metadata") or {}).get("namespace") or ""
+    namespace = PodView(pod).metadata.namespace
     found = []
     for name in pod_claim_names(pod):
         claim = listers.persistent_volume_claims.get(namespace, name)
-        if claim is None or (claim.get("spec") or {}).get("volumeName"):
+        if claim is None or PersistentVolumeClaim(claim).spec.volume_name:
             continue
-        annotations = (claim.get("metadata") or {}).get("annotations") or {}
+        annotations = PersistentVolumeClaim(claim).metadata.annotations
         if _is_delayed(_class_of(claim, listers)) and annotations.get(ANN_SELECTED_NODE) != node_name:
             found.append(claim)
     return found
@@ -82,16 +84,16 @@ class VolumeBinding:
         if not names:
             return SKIP
         listers = state.listers
-        namespace = (pod.get("metadata") or {}).get("namespace") or ""
+        namespace = PodView(pod).metadata.namespace
         bound: list[Mapping[str, Any]] = []
         delayed: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
         for name in names:
             claim = listers.persistent_volume_claims.get(namespace, name)
             if claim is None:
                 return unschedulable(f'persistentvolumeclaim "{name}" not found', resolvable=False)
-            if (claim.get("metadata") or {}).get("deletionTimestamp"):
+            if PersistentVolumeClaim(claim).metadata.deletion_timestamp:
                 return unschedulable(f'persistentvolumeclaim "{name}" is being deleted', resolvable=False)
-            volume_name = (claim.get("spec") or {}).get("volumeName")
+            volume_name = PersistentVolumeClaim(claim).spec.volume_name
             if volume_name:
                 volume = listers.persistent_volumes.get(None, volume_name)
                 if volume is None:

@@ -2,7 +2,7 @@
 cannot be shared.
 
 Upstream: pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go (`isVolumeConflict`,
-`haveOverlap`, `needsRestrictionsCheck`, ErrReasonDiskConflict); seed 000's NoDiskConflict predicate.
+`haveOverlap`, `needsRestrictionsCheck`, ErrReasonDiskConflict); formerly the NoDiskConflict predicate.
 - gcePersistentDisk: the same `pdName` conflicts unless both mounts are `readOnly`;
 - awsElasticBlockStore: the same `volumeID` always conflicts;
 - iscsi: the same `iqn` conflicts unless both are `readOnly`;
@@ -11,7 +11,7 @@ Upstream: pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions
 
 slimkube's API keeps these volume sources as given (validation does not look inside volume sources) and its
 kubelet mounts none of them, so the rule guards what a manifest asks for. Departure: upstream's
-ReadWriteOncePod check needs PersistentVolumeClaims, which slimkube's API does not serve yet.
+ReadWriteOncePod check is not done.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed.core import Pod as PodView
 from control.scheduler.cache import Snapshot
 from control.scheduler.framework import SKIP, SUCCESS, CycleState, Pod, Status, unschedulable
 from control.scheduler.nodeinfo import NodeInfo
@@ -32,7 +33,7 @@ Volume = Mapping[str, Any]
 
 
 def _volumes(pod: Pod) -> list[Volume]:
-    return [v for v in (pod.get("spec") or {}).get("volumes") or [] if isinstance(v, Mapping)]
+    return [v.raw for v in PodView(pod).spec.volumes if isinstance(v.raw, Mapping)]
 
 
 def _source(volume: Volume, kind: str) -> Mapping[str, Any] | None:

@@ -134,7 +134,12 @@ def test_counts(hard, scopes, plural, obj, group, expected):
     pytest.param("persistentvolumeclaims", ("", "persistentvolumeclaims"), id="pvcs"),
     pytest.param("count/pods", ("", "pods"), id="count-core"),
     pytest.param("count/deployments.apps", ("apps", "deployments"), id="count-group"),
-    pytest.param("requests.storage", None, id="unknown"),
+    pytest.param("requests.storage", ("", "persistentvolumeclaims"), id="storage"),
+    pytest.param("gold.storageclass.storage.k8s.io/requests.storage", ("", "persistentvolumeclaims"),
+                 id="storage-of-a-class"),
+    pytest.param("gold.storageclass.storage.k8s.io/persistentvolumeclaims", ("", "persistentvolumeclaims"),
+                 id="claims-of-a-class"),
+    pytest.param("example.com/widgets", None, id="unknown"),
     pytest.param("count/", None, id="count-empty"),
 ])
 def test_counted_by(name, source):
@@ -166,3 +171,75 @@ def test_status_used_of_a_scoped_quota_counts_only_the_pods_in_scope():
     assert quota.status_used(q({"pods": "5"}, scopes=["BestEffort"]), {("", "pods"): pods}) == {"pods": "1"}
     assert quota.status_used(q({"pods": "5"}, scopes=["NotBestEffort"]), {("", "pods"): pods}) == {"pods": "1"}
     assert quota.status_used(q({"pods": "5"}), {("", "pods"): pods}) == {"pods": "2"}
+
+
+# -- PersistentVolumeClaims (pkg/quota/v1/evaluator/core/persistent_volume_claims.go) -----------------------
+
+
+def claim(storage=None, storage_class=None, *, beta_class=None, allocated=None):
+    spec = {"resources": {"requests": {"storage": storage}} if storage else {}}
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    metadata = {"name": "data"}
+    if beta_class is not None:
+        metadata["annotations"] = {"volume.beta.kubernetes.io/storage-class": beta_class}
+    status = {"allocatedResources": {"storage": allocated}} if allocated else {}
+    return {"metadata": metadata, "spec": spec, "status": status}
+
+
+GOLD = "gold.storageclass.storage.k8s.io/"
+
+
+@pytest.mark.parametrize("obj,expected", [
+    pytest.param(claim("1Gi", "gold"), {"persistentvolumeclaims": "1", "count/persistentvolumeclaims": "1",
+                                        "requests.storage": "1Gi", GOLD + "persistentvolumeclaims": "1",
+                                        GOLD + "requests.storage": "1Gi"}, id="class-and-request"),
+    pytest.param(claim("1Gi"), {"persistentvolumeclaims": "1", "count/persistentvolumeclaims": "1",
+                                "requests.storage": "1Gi"}, id="no-class-no-class-charge"),
+    pytest.param(claim("1Gi", ""), {"persistentvolumeclaims": "1", "count/persistentvolumeclaims": "1",
+                                    "requests.storage": "1Gi"}, id="empty-class-is-none"),
+    pytest.param(claim(None, "gold"), {"persistentvolumeclaims": "1", "count/persistentvolumeclaims": "1",
+                                       GOLD + "persistentvolumeclaims": "1"}, id="no-request-no-storage"),
+    pytest.param(claim("1Gi", "silver", beta_class="gold"),
+                 {"persistentvolumeclaims": "1", "count/persistentvolumeclaims": "1", "requests.storage": "1Gi",
+                  GOLD + "persistentvolumeclaims": "1", GOLD + "requests.storage": "1Gi"},
+                 id="beta-annotation-wins"),
+    pytest.param(claim("1Gi", "gold", allocated="2Gi"),
+                 {"persistentvolumeclaims": "1", "count/persistentvolumeclaims": "1", "requests.storage": "2Gi",
+                  GOLD + "persistentvolumeclaims": "1", GOLD + "requests.storage": "2Gi"},
+                 id="larger-allocation-counts"),
+    pytest.param(claim("2Gi", allocated="1Gi"), {"persistentvolumeclaims": "1", "count/persistentvolumeclaims": "1",
+                                                 "requests.storage": "2Gi"}, id="smaller-allocation-does-not"),
+    pytest.param(claim("1500m"), {"persistentvolumeclaims": "1", "count/persistentvolumeclaims": "1",
+                                  "requests.storage": "2"}, id="whole-bytes-rounded-up"),
+])
+def test_claim_usage(obj, expected):
+    assert quota.usage("persistentvolumeclaims", obj) == {k: Quantity(v) for k, v in expected.items()}
+
+
+def test_claims_are_checked_against_storage_and_per_class_limits():
+    hard = {"requests.storage": "10Gi", GOLD + "requests.storage": "3Gi", GOLD + "persistentvolumeclaims": "2"}
+    gold_quota = q(hard, name="storage")
+    existing = [claim("2Gi", "gold"), claim("4Gi", "silver")]
+    used = quota.used_in("persistentvolumeclaims", existing)
+    assert quota.counts(gold_quota, "persistentvolumeclaims", claim("1Gi", "gold"))
+    assert quota.check(gold_quota, used, quota.usage("persistentvolumeclaims", claim("1Gi", "gold"))) is None
+    assert quota.check(gold_quota, used, quota.usage("persistentvolumeclaims", claim("2Gi", "gold"))) == (
+        f"exceeded quota: storage, requested: {GOLD}requests.storage=2Gi, used: {GOLD}requests.storage=2Gi, "
+        f"limited: {GOLD}requests.storage=3Gi")
+    # Another class is held only by the total.
+    assert quota.check(gold_quota, used, quota.usage("persistentvolumeclaims", claim("4Gi", "silver"))) is None
+    assert quota.check(gold_quota, used, quota.usage("persistentvolumeclaims", claim("5Gi", "silver"))) == (
+        "exceeded quota: storage, requested: requests.storage=5Gi, used: requests.storage=6Gi, "
+        "limited: requests.storage=10Gi")
+
+
+def test_status_used_counts_claims_as_admission_does():
+    claims = [claim("2Gi", "gold"), claim("4Gi", "silver"), claim(None, "gold")]
+    hard = {"persistentvolumeclaims": "5", "requests.storage": "10Gi", GOLD + "requests.storage": "3Gi",
+            GOLD + "persistentvolumeclaims": "4", "count/persistentvolumeclaims": "5"}
+    used = quota.status_used(q(hard), {("", "persistentvolumeclaims"): claims})
+    admitted = quota.used_in("persistentvolumeclaims", claims)
+    assert used == {name: str(admitted[name]) for name in hard}
+    assert used == {"persistentvolumeclaims": "3", "requests.storage": "6Gi", GOLD + "requests.storage": "2Gi",
+                    GOLD + "persistentvolumeclaims": "2", "count/persistentvolumeclaims": "3"}

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from control.apiserver import admission
-from control.apiserver.registry import Registry
+from control.apiserver.admission import plugins as admission
+from control.apiserver.registry.store import Registry
 from control.apiserver.resources import Resource, by_path
 from control.apiserver.status import APIError
 from control.storage.sqlite import SQLiteStorage
@@ -167,8 +167,8 @@ PRIORITY_CLASSES = by_path("scheduling.k8s.io", "v1", "priorityclasses")
 
 
 def test_priority_admission_through_the_registry(tmp_path):
-    from control.apiserver.bootstrap import bootstrap
-    from control.apiserver.registry import DeleteOptions
+    from control.apiserver.controlplane.bootstrap import bootstrap
+    from control.apiserver.registry.store import DeleteOptions
 
     storage = SQLiteStorage(str(tmp_path / "state.db"))
     try:

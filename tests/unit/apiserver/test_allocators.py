@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from control.apiserver.allocators import AllocationError, ClusterIPAllocator, NodePortAllocator
+from control.apiserver.registry.allocators import AllocationError, ClusterIPAllocator, NodePortAllocator
 from control.storage.sqlite import SQLiteStorage
 
 

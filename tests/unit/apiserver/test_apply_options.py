@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from control.apiserver import request as req
+from control.apiserver.endpoints import request as req
 from control.apiserver.status import APIError
 
 KUBECTL = "kubectl/v1.33.1 (linux/amd64) kubernetes/8adc0f0"

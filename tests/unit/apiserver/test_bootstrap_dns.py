@@ -1,10 +1,10 @@
-"""control/apiserver/bootstrap.py: the `kube-system/kube-dns` Service on the service CIDR's tenth address,
+"""control/apiserver/controlplane/bootstrap.py: the `kube-system/kube-dns` Service on the service CIDR's tenth address,
 made once, and left alone when the address is already another Service's."""
 
 from __future__ import annotations
 
-from control.apiserver.bootstrap import SERVICES, bootstrap, cluster_dns_ip
-from control.apiserver.registry import DeleteOptions, Registry
+from control.apiserver.controlplane.bootstrap import SERVICES, bootstrap, cluster_dns_ip
+from control.apiserver.registry.store import DeleteOptions, Registry
 from control.storage.sqlite import SQLiteStorage
 
 

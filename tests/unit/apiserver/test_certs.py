@@ -1,5 +1,6 @@
 """The serving certificate names what clients dial, including the advertise address (`up --nodes`' node
-bridge address); a kept certificate lacking it is issued again by the same CA (control/apiserver/certs.py)."""
+bridge address); a kept certificate lacking it is issued again by the same CA
+(control/apiserver/authentication/certs.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import shutil
 
 import pytest
 
-from control.apiserver import certs
+from control.apiserver.authentication import certs
 from control.util import openssl
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from control.apiserver import codec
-from control.apiserver.jsonwire import encode_json, wire
-from control.apiserver.registry import Registry, decode, encode, with_revision
+from control.apiserver.codec import jsoncodec as codec
+from control.apiserver.codec.jsonwire import encode_json, wire
+from control.apiserver.endpoints.watch import EventLines
+from control.apiserver.registry.store import Registry, decode, encode, with_revision
 from control.apiserver.resources import by_path
-from control.apiserver.selection import parse_filter
-from control.apiserver.watch import EventLines
+from control.apiserver.storage.selection import parse_filter
 from control.storage.interface import Event, EventType
 from control.storage.sqlite import SQLiteStorage
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from control.apiserver import tables
 from control.apiserver.crd import cel, definitions, jsonpath
+from control.apiserver.endpoints import tables
 from tests.support.crd_objects import WIDGET_SCHEMA, widget_crd
 
 NOW = "2026-01-01T00:00:00Z"

@@ -9,10 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from control.apiserver import discovery, resources
+from control.apiserver import resources
 from control.apiserver.crd.controller import CRDS, CRDController
 from control.apiserver.crd.strategies import CustomResourceStrategy
-from control.apiserver.registry import DeleteOptions, Registry
+from control.apiserver.endpoints import discovery
+from control.apiserver.registry.store import DeleteOptions, Registry
 from control.apiserver.resources import by_kind, by_path
 from control.apiserver.status import APIError
 from control.storage.sqlite import SQLiteStorage
@@ -229,7 +230,7 @@ def test_openapi_documents_with_the_crd_kind_and_a_published_custom_kind():
     document must still build, and the custom kind gets its own v3 document."""
     import json
 
-    from control.apiserver import openapi
+    from control.apiserver.openapi import spec as openapi
 
     documents = openapi.OpenAPIDocuments()
     documents.add_custom("example.com", "v1", "Widget", widget_crd()["spec"]["versions"][0]["schema"][

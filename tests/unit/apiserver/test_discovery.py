@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from control.apiserver import discovery
+from control.apiserver.endpoints import discovery
 from control.util.version import KUBERNETES_MINOR, KUBERNETES_VERSION
 
 

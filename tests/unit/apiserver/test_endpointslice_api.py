@@ -9,10 +9,11 @@ import pytest
 
 from control.api.defaults import apply_defaults
 from control.api.validation import validate
-from control.apiserver import protobuf, tables
-from control.apiserver.gnostic import encode_varint, length_delimited
+from control.apiserver.codec import protobuf
+from control.apiserver.endpoints import tables
+from control.apiserver.openapi.gnostic import encode_varint, length_delimited
+from control.apiserver.registry.strategies import strategy_for
 from control.apiserver.resources import by_path
-from control.apiserver.strategies import strategy_for
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 SLICES = by_path("discovery.k8s.io", "v1", "endpointslices")

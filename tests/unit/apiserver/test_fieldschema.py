@@ -1,12 +1,12 @@
-"""The apply schema read from the vendored upstream types: list and map semantics as upstream's OpenAPI
+"""The apply schema read from the table of upstream's API types: list and map semantics as upstream's OpenAPI
 carries them, and agreement with the strategic merge patch's hand-kept table (one set of facts)."""
 
 from __future__ import annotations
 
 import pytest
 
-from control.apiserver import patch
-from control.apiserver.fieldschema import DEDUCED, Schema, Type, parse_markers, schema
+from control.apiserver.fieldmanager import patch
+from control.apiserver.fieldmanager.fieldschema import DEDUCED, Schema, Type, schema
 
 
 def at(path: str, api_version: str = "v1", kind: str = "Pod") -> Type:
@@ -30,6 +30,8 @@ def at(path: str, api_version: str = "v1", kind: str = "Pod") -> Type:
         pytest.param("subsets", "v1", "Endpoints", "atomic", (), id="untagged-atomic"),
         pytest.param("spec.template.spec.volumes", "apps/v1", "Deployment", "map", ("name",), id="volumes"),
         pytest.param("status.conditions", "apps/v1", "Deployment", "map", ("type",), id="conditions-by-type"),
+        pytest.param("status.conditions", "apiregistration.k8s.io/v1", "APIService", "map", ("type",),
+                     id="kube-aggregator-markers"),
     ],
 )
 def test_list_semantics(path: str, api_version: str, kind: str, list_type: str, keys: tuple[str, ...]) -> None:
@@ -56,23 +58,6 @@ def test_zero_object_is_what_go_writes_for_an_empty_struct() -> None:
         "status": {}}
 
 
-def test_markers_are_read_from_the_comment_block_of_each_field() -> None:
-    text = '''
-// +structType=atomic
-type Sel struct {
-	// +listType=map
-	// +listMapKey=a
-	// +listMapKey=b
-	Items []Item `json:"items" protobuf:"bytes,1,rep,name=items"`
-	Plain []string `json:"plain" patchStrategy:"merge" protobuf:"bytes,2,rep,name=plain"`
-}
-'''
-    fields, atomic = parse_markers(text)
-    assert atomic == {"Sel"}
-    assert fields["Sel"][1].list_type == "map" and fields["Sel"][1].keys == ("a", "b")
-    assert fields["Sel"][2].strategy == "merge" and fields["Sel"][2].list_type == ""
-
-
 def _walk_patch_table(s: Schema, type_name: str, node: Type, where: str, seen: list[str]) -> None:
     for key, field in patch.TYPES.get(type_name, {}).items():
         child = s.field(node, key)[0]
@@ -88,8 +73,9 @@ def _walk_patch_table(s: Schema, type_name: str, node: Type, where: str, seen: l
             _walk_patch_table(s, field.type, child, f"{where}.{key}", seen)
 
 
-def test_the_strategic_merge_table_agrees_with_the_vendored_markers() -> None:
-    """Every list patch.py's table names has the same tags in the vendored types.go, and is keyed by the same
+def test_the_strategic_merge_table_agrees_with_the_upstream_markers() -> None:
+    """Every list patch.py's table names has the same tags in upstream's types.go (as the table
+    records them), and is keyed by the same
     field for apply unless upstream marks it otherwise (`+listType=atomic` on PodStatus.hostIPs)."""
     s = schema()
     seen: list[str] = []

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from control.apiserver import fieldset
-from control.apiserver.fieldschema import schema
+from control.apiserver.fieldmanager import fieldset
+from control.apiserver.fieldmanager.fieldschema import schema
 
 S = schema()
 DEPLOYMENT = S.root("apps/v1", "Deployment")

@@ -7,9 +7,11 @@ import contextvars
 
 import pytest
 
-from control.apiserver import fieldvalidation, openapi, request
-from control.apiserver.fieldvalidation import Directive, Validation
-from control.apiserver.registry import Registry
+from control.apiserver.codec import fieldvalidation
+from control.apiserver.codec.fieldvalidation import Directive, Validation
+from control.apiserver.endpoints import request
+from control.apiserver.openapi import spec as openapi
+from control.apiserver.registry.store import Registry
 from control.apiserver.resources import by_path
 from control.apiserver.status import APIError
 from control.storage.sqlite import SQLiteStorage

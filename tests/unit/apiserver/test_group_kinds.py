@@ -10,12 +10,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from control.apiserver import authn, autoregister, componentstatus, printers, tables
-from control.apiserver.registry import Registry
+from control.apiserver.authentication import tokens as authn
+from control.apiserver.controlplane import autoregister
+from control.apiserver.endpoints import printers, tables
+from control.apiserver.registry import componentstatus
+from control.apiserver.registry.store import Registry
+from control.apiserver.registry.strategies import strategy_for
+from control.apiserver.registry.strategies.certificates import CertificateSigningRequestStrategy
 from control.apiserver.resources import by_path
 from control.apiserver.status import APIError
-from control.apiserver.strategies import strategy_for
-from control.apiserver.strategies.certificates import CertificateSigningRequestStrategy
 from control.storage.sqlite import SQLiteStorage
 from tests.unit.api.test_validation_groups import VALID
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from prometheus_client import generate_latest
 
-from control.apiserver import aggregated_discovery, health, metrics
+from control.apiserver.endpoints import aggregated_discovery, health, metrics
 from control.apiserver.resources import by_path
 from control.storage.sqlite import SQLiteStorage
 

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from control.apiserver import authn, certs, kubeletcerts
-from control.apiserver.kubeletclient import NodeConnection, node_connection
+from control.apiserver.authentication import certs, kubeletcerts
+from control.apiserver.authentication import tokens as authn
 from control.apiserver.status import APIError
+from control.apiserver.streaming.kubeletclient import NodeConnection, node_connection
 from control.util import openssl
 
 needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from control.apiserver import managedfields as mf
-from control.apiserver.fieldschema import schema
+from control.apiserver.fieldmanager import managedfields as mf
+from control.apiserver.fieldmanager.fieldschema import schema
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=1)

@@ -1,4 +1,4 @@
-"""control/apiserver/master_endpoints.py: the `kubernetes` Endpoints object, the advertised address
+"""control/apiserver/controlplane/master_endpoints.py: the `kubernetes` Endpoints object, the advertised address
 (--advertise-address, a specific --bind-address, else the default route's interface) and the reconcile
 that writes only when the object differs."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from control.apiserver import master_endpoints
-from control.apiserver.bootstrap import bootstrap
-from control.apiserver.master_endpoints import advertise_address, choose_address
-from control.apiserver.master_endpoints import master_endpoints as build
-from control.apiserver.registry import Registry
+from control.apiserver.controlplane import master_endpoints
+from control.apiserver.controlplane.bootstrap import bootstrap
+from control.apiserver.controlplane.master_endpoints import advertise_address, choose_address
+from control.apiserver.controlplane.master_endpoints import master_endpoints as build
+from control.apiserver.registry.store import Registry
 from control.storage.sqlite import SQLiteStorage
 
 ROUTES = """Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT

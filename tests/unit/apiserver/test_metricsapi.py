@@ -1,4 +1,4 @@
-"""metrics.k8s.io from the kubelets' Summaries (control/apiserver/metricsapi.py): cpu rated over two scrapes
+"""metrics.k8s.io from the kubelets' Summaries (control/apiserver/registry/metricsapi.py): cpu rated over two scrapes
 as metrics-server does (the kubelet's own rate when there is no earlier sample), quantities and windows as
 metrics-server prints them, a pod only with every container, and scrapes reused within the resolution."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from control.apiserver import metricsapi
-from control.apiserver.metricsapi import MetricsAPI, Usage, cpu_quantity, memory_quantity, pod_metrics, usages
+from control.apiserver.registry import metricsapi
+from control.apiserver.registry.metricsapi import MetricsAPI, Usage, cpu_quantity, memory_quantity, pod_metrics, usages
 
 
 def _summary(time: str, node_cpu: int, containers: dict[str, tuple[int, int, int | None]]) -> dict[str, Any]:

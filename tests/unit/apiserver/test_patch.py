@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from control.apiserver.patch import (
+from control.apiserver.fieldmanager.patch import (
     PATCH_CONTENT_TYPES,
     PatchError,
     json_merge_patch,

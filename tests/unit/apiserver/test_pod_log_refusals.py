@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from control.apiserver.handlers import _kubelet_refusal
+from control.apiserver.endpoints.handlers import _kubelet_refusal
 
 
 @pytest.mark.parametrize("code, text, reason, message", [

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from control.apiserver import protobuf
-from control.apiserver.gnostic import encode_varint, length_delimited
+from control.apiserver.codec import protobuf
+from control.apiserver.openapi.gnostic import encode_varint, length_delimited
 
 
 def entry(key: str, value: bytes) -> bytes:

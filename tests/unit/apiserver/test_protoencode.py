@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from control.apiserver import protobuf, protoencode, resources
+from control.apiserver import resources
+from control.apiserver.codec import protobuf, protoencode
 
 BODIES = Path(__file__).with_name("kubectl_bodies")
 

@@ -6,10 +6,10 @@ import pytest
 from multidict import MultiDict
 
 from control.apimachinery.labels import SelectorError
-from control.apiserver import request as req
+from control.apiserver.endpoints import request as req
 from control.apiserver.resources import by_path
-from control.apiserver.selection import parse_filter
 from control.apiserver.status import APIError
+from control.apiserver.storage.selection import parse_filter
 
 PODS = by_path("", "v1", "pods")
 

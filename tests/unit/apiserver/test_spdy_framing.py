@@ -1,4 +1,4 @@
-"""SPDY/3.1 framing (control/apiserver/spdy.py): frames round-trip through bytes cut anywhere, header blocks
+"""SPDY/3.1 framing (control/apiserver/streaming/spdy.py): frames round-trip through bytes cut anywhere, header blocks
 use SPDY/3's dictionary and one zlib context per direction, windows allow what the peer granted."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from control.apiserver import spdy
+from control.apiserver.streaming import spdy
 
 FRAMES = [
     pytest.param(spdy.SynStream(1, {"streamtype": "error", "port": "8080", "requestid": "0"}), id="syn-stream"),

@@ -1,4 +1,4 @@
-"""The API server's SPDY/3.1 streams translated to a kubelet's WebSocket (control/apiserver/spdystreaming.py),
+"""The API server's SPDY/3.1 streams translated to a kubelet's WebSocket (control/apiserver/streaming/spdystreaming.py),
 driven by a SPDY client built from the framing module against a fake kubelet speaking the WebSocket
 protocols of nodeagent/streaming (exec: v5 channels; port-forward: port-prefixed channels)."""
 
@@ -12,9 +12,10 @@ import aiohttp
 from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestServer
 
-from control.apiserver import spdy, streaming
-from control.apiserver.kubeletclient import KubeletClient, NodeConnection
 from control.apiserver.status import APIError
+from control.apiserver.streaming import spdy
+from control.apiserver.streaming import websocket as streaming
+from control.apiserver.streaming.kubeletclient import KubeletClient, NodeConnection
 
 
 class PlainKubelet(KubeletClient):

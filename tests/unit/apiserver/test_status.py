@@ -6,7 +6,7 @@ import pytest
 
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
-from control.apiserver.jsonwire import encode_json
+from control.apiserver.codec.jsonwire import encode_json
 
 
 @pytest.mark.parametrize(

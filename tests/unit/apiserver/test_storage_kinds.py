@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from control.apiserver import printers
-from control.apiserver.bootstrap import bootstrap
-from control.apiserver.registry import Registry
+from control.apiserver.controlplane.bootstrap import bootstrap
+from control.apiserver.endpoints import printers
+from control.apiserver.endpoints.tables import printer_for
+from control.apiserver.registry.store import Registry
 from control.apiserver.resources import by_path
 from control.apiserver.status import APIError
-from control.apiserver.tables import printer_for
 from control.storage.sqlite import SQLiteStorage
 
 PVS = by_path("", "v1", "persistentvolumes")

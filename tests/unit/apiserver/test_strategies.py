@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 import pytest
 
 from control.api.qos import qos_class
-from control.apiserver import strategies
+from control.apiserver.registry import strategies
+from control.apiserver.registry.strategies import base, strategy_for
+from control.apiserver.registry.strategies.pods import assign_node, graceful_pod_seconds
+from control.apiserver.registry.strategies.services import ServiceStrategy
 from control.apiserver.resources import RESOURCES, by_path
 from control.apiserver.status import APIError
-from control.apiserver.strategies import base, strategy_for
-from control.apiserver.strategies.pods import assign_node, graceful_pod_seconds
-from control.apiserver.strategies.services import ServiceStrategy
 from control.storage.sqlite import SQLiteStorage
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

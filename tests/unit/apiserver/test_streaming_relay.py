@@ -1,4 +1,4 @@
-"""What the API server's streaming relay refuses before it dials a kubelet (control/apiserver/streaming.py):
+"""What the API server's streaming relay refuses before it dials a kubelet (control/apiserver/streaming/websocket.py):
 a request that is no upgrade, a SPDY upgrade without a stream protocol in common, and a WebSocket offering
 only protocols neither the kubelets nor the SPDY tunnel speak — each a 400 Status, so a client falls back
 or stops at once instead of hanging."""
@@ -12,9 +12,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from control.apiserver import streaming
-from control.apiserver.kubeletclient import KubeletClient, NodeConnection
 from control.apiserver.status import APIError
+from control.apiserver.streaming import websocket as streaming
+from control.apiserver.streaming.kubeletclient import KubeletClient, NodeConnection
 
 
 class NoKubelet(KubeletClient):

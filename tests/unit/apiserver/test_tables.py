@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from control.apiserver import printers, tables
+from control.apiserver.endpoints import printers, tables
 from control.apiserver.resources import RESOURCES, by_path
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)

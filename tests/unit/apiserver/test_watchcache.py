@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from control.apiserver.watchcache import TooOld, WatchCache
+from control.apiserver.storage.watchcache import TooOld, WatchCache
 from control.storage.interface import EventType
 from control.storage.sqlite import SQLiteStorage
 

@@ -1,4 +1,4 @@
-"""The work queue's seed-004 guarantees (FIFO; many adds before processing → processed once; never two
+"""The work queue's guarantees (FIFO; many adds before processing → processed once; never two
 workers on one item; re-add while processing → processed again after done; shutdown wakes every getter),
 under real threads and against a model (hypothesis state machine); delays on a fake clock; the rate-limited
 queue and the controller worker loop (upstream: client-go util/workqueue queue.go, delaying_queue.go,

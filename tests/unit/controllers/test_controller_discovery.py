@@ -1,11 +1,11 @@
 """ServerDiscovery (control/controllers/shared/discovery.py) over the real server's discovery documents
-(control/apiserver/discovery.py builds them from the resource table): each group's preferred version,
+(control/apiserver/endpoints/discovery.py builds them from the resource table): each group's preferred version,
 subresources left out, a failing group version reported (ErrGroupDiscoveryFailed's message) and the rest
 kept; and the controllers of this part registered under upstream's names with the manager's settings."""
 
 from __future__ import annotations
 
-from control.apiserver import discovery as documents
+from control.apiserver.endpoints import discovery as documents
 from control.apiserver.resources import COMPONENT_STATUSES, METRICS_RESOURCES, RESOURCES
 from control.client.errors import ApiError, NotFound
 from control.controllers.manager import CONTROLLERS, ControllerManagerConfiguration

@@ -17,6 +17,7 @@ from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.controllers.deployment import util
 from control.controllers.deployment.controller import DeploymentController
+from control.controllers.shared.helpers import compute_hash
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.fake_clock import FakeClock
 from tests.support.polling import wait_until
@@ -138,7 +139,7 @@ def test_create_makes_one_owned_replica_set_with_the_hash(h: Harness):
     created = h.client.create(DEPLOYMENTS, deployment())
     d = h.sync()
     rs = only(h.replica_sets())
-    pod_hash = util.compute_hash(created["spec"]["template"], None)
+    pod_hash = compute_hash(created["spec"]["template"], None)
     assert rs["metadata"]["name"] == f"web-{pod_hash}"
     assert rs["metadata"]["labels"] == {"app": "web", "pod-template-hash": pod_hash}
     assert rs["spec"]["selector"] == {"matchLabels": {"app": "web", "pod-template-hash": pod_hash}}
@@ -310,7 +311,7 @@ def test_adopts_matching_orphans_and_releases_what_no_longer_matches(h: Harness)
 
 def test_a_name_taken_by_another_template_bumps_the_collision_count(h: Harness):
     spec = deployment()
-    pod_hash = util.compute_hash(spec["spec"]["template"], None)
+    pod_hash = compute_hash(spec["spec"]["template"], None)
     h.client.create(RSS, {"metadata": {"name": f"web-{pod_hash}", "namespace": "ns", "labels": {"app": "other"}},
                           "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "other"}},
                                    "template": {"metadata": {"labels": {"app": "other"}}, "spec": {}}}})
@@ -320,7 +321,7 @@ def test_a_name_taken_by_another_template_bumps_the_collision_count(h: Harness):
     d = h.deployment()
     assert d["status"]["collisionCount"] == 1
     h.sync()
-    other_hash = util.compute_hash(spec["spec"]["template"], 1)
+    other_hash = compute_hash(spec["spec"]["template"], 1)
     assert f"web-{other_hash}" in h.replica_sets()
 
 

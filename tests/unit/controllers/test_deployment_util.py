@@ -12,6 +12,7 @@ import pytest
 
 from control.controllers.deployment import status as ds
 from control.controllers.deployment import util
+from control.controllers.shared import helpers
 
 NOW = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -61,21 +62,21 @@ def test_max_surge_and_unavailable_by_strategy() -> None:
     recreate = deployment(4, strategy="Recreate")
     assert (util.max_surge(recreate), util.max_unavailable(recreate)) == (0, 0)
     with pytest.raises(ValueError):
-        util.scaled_value("abc", 10, round_up=True)
+        helpers.scaled_value("abc", 10, round_up=True)
 
 
 def test_pod_template_hash() -> None:
     template = deployment()["spec"]["template"]
-    first = util.compute_hash(template, None)
-    assert set(first) <= set(util.SAFE_ALPHABET) and 1 <= len(first) <= 10
+    first = helpers.compute_hash(template, None)
+    assert set(first) <= set(helpers.SAFE_ALPHABET) and 1 <= len(first) <= 10
     with_label = {**template, "metadata": {"labels": {"app": "web", "pod-template-hash": "zzz"}}}
-    assert util.compute_hash(with_label, None) == first  # the hash label itself is ignored
-    assert util.compute_hash(template, 1) != first  # collisionCount changes it
+    assert helpers.compute_hash(with_label, None) == first  # the hash label itself is ignored
+    assert helpers.compute_hash(template, 1) != first  # collisionCount changes it
     other = {**template, "spec": {"containers": [{"name": "c", "image": "busybox:2"}]}}
-    assert util.compute_hash(other, None) != first
+    assert helpers.compute_hash(other, None) != first
     zero_noise = {**template, "spec": {**template["spec"], "nodeSelector": {}, "hostNetwork": False}}
-    assert util.compute_hash(zero_noise, None) == first  # Go zero values are no difference
-    assert util.safe_encode("0123456789") == "456789bcdf"
+    assert helpers.compute_hash(zero_noise, None) == first  # Go zero values are no difference
+    assert helpers.safe_encode("0123456789") == "456789bcdf"
 
 
 def test_new_and_old_replica_sets() -> None:
@@ -162,7 +163,7 @@ def test_calculate_status_and_availability() -> None:
     old["status"] = rs_status(2, 1, 1)
     later = {**d, "status": status}
     status2 = ds.calculate_status(later, [old, new], new, NOW + timedelta(minutes=1))
-    available = ds.get_condition(status2, "Available")
+    available = helpers.status_condition(status2, "Available")
     assert available is not None and available["reason"] == "MinimumReplicasUnavailable"
     assert available["message"] == "Deployment does not have minimum availability."
 
@@ -171,7 +172,7 @@ def test_progressing_conditions() -> None:
     d = deployment(2, generation=1, status=rs_status(0, 0, 0))
     new = replica_set("web-abc", 2, status=rs_status(1, 1, 0))
     status = ds.rollout_status(d, [new], new, NOW)
-    progressing = ds.get_condition(status, "Progressing")
+    progressing = helpers.status_condition(status, "Progressing")
     assert progressing is not None
     assert (progressing["reason"], progressing["message"]) == ("ReplicaSetUpdated",
                                                                'ReplicaSet "web-abc" is progressing.')
@@ -179,13 +180,13 @@ def test_progressing_conditions() -> None:
     stuck = {**d, "status": status}
     assert ds.requeue_after(stuck, status, NOW + timedelta(seconds=100)) == 500.0
     timed_out = ds.rollout_status(stuck, [new], new, NOW + timedelta(seconds=601))
-    condition = ds.get_condition(timed_out, "Progressing")
+    condition = helpers.status_condition(timed_out, "Progressing")
     assert condition is not None and (condition["status"], condition["reason"], condition["message"]) == (
         "False", "ProgressDeadlineExceeded", 'ReplicaSet "web-abc" has timed out progressing.')
     # Complete: every replica updated and available.
     new["status"] = rs_status(2, 2, 2)
     done = ds.rollout_status(stuck, [new], new, NOW + timedelta(seconds=30))
-    condition = ds.get_condition(done, "Progressing")
+    condition = helpers.status_condition(done, "Progressing")
     assert condition is not None and (condition["reason"], condition["message"]) == (
         "NewReplicaSetAvailable", 'ReplicaSet "web-abc" has successfully progressed.')
     assert ds.requeue_after({**d, "status": done}, done, NOW) is None
@@ -195,12 +196,13 @@ def test_paused_and_resumed_conditions() -> None:
     d = deployment(paused=True)
     status = ds.paused_condition(d, NOW)
     assert status is not None
-    assert ds.get_condition(status, "Progressing") == {
+    assert helpers.status_condition(status, "Progressing") == {
         "type": "Progressing", "status": "Unknown", "reason": "DeploymentPaused", "message": "Deployment is paused",
         "lastUpdateTime": "2024-01-01T12:00:00Z", "lastTransitionTime": "2024-01-01T12:00:00Z"}
     assert ds.paused_condition({**d, "status": status}, NOW) is None
     resumed = ds.paused_condition({**deployment(), "status": status}, NOW)
-    assert resumed is not None and (ds.get_condition(resumed, "Progressing") or {})["reason"] == "DeploymentResumed"
+    assert resumed is not None
+    assert (helpers.status_condition(resumed, "Progressing") or {})["reason"] == "DeploymentResumed"
 
 
 def test_replica_failure_moves_up() -> None:
@@ -208,4 +210,4 @@ def test_replica_failure_moves_up() -> None:
                "lastTransitionTime": "2024-01-01T11:00:00Z"}
     new = replica_set("n", 1, status={**rs_status(0, 0, 0), "conditions": [failure]})
     status = ds.rollout_status(deployment(1), [new], new, NOW)
-    assert (ds.get_condition(status, "ReplicaFailure") or {})["reason"] == "FailedCreate"
+    assert (helpers.status_condition(status, "ReplicaFailure") or {})["reason"] == "FailedCreate"

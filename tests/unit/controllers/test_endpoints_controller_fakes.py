@@ -17,7 +17,8 @@ from control.client.errors import Conflict
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
 from control.controllers.endpoints.controller import EndpointsController
-from control.controllers.endpoints.subsets import OVER_CAPACITY_ANNOTATION, TRIGGER_TIME_ANNOTATION
+from control.controllers.endpoints.subsets import OVER_CAPACITY_ANNOTATION
+from control.controllers.shared.endpoint_util import TRIGGER_TIME_ANNOTATION
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.polling import wait_until
 

@@ -10,17 +10,19 @@ from typing import Any
 import pytest
 
 from control.controllers.endpoints.subsets import (
-    HEADLESS_LABEL,
     MAX_CAPACITY,
     OVER_CAPACITY_ANNOTATION,
-    TRIGGER_TIME_ANNOTATION,
     compute_subsets,
     desired_endpoints,
-    find_port,
     repack_subsets,
+    truncate_subsets,
+)
+from control.controllers.shared.endpoint_util import (
+    HEADLESS_LABEL,
+    TRIGGER_TIME_ANNOTATION,
+    find_port,
     selects,
     should_pod_be_in_endpoints,
-    truncate_subsets,
 )
 
 

@@ -1,4 +1,4 @@
-"""control/controllers/endpointslice/reconciler.py: endpoint conditions, ports, labels and owner of new
+"""control/controllers/shared/endpointslice_reconciler.py: endpoint conditions, ports, labels and owner of new
 slices, and upstream's placement (keep what is in place, fill slices being updated, closest fit, new
 slices of at most max endpoints, create+delete → update, the placeholder)."""
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from control.controllers.endpoints.subsets import TRIGGER_TIME_ANNOTATION
-from control.controllers.endpointslice.reconciler import (
+from control.controllers.shared.endpoint_util import TRIGGER_TIME_ANNOTATION
+from control.controllers.shared.endpointslice_reconciler import (
     CONTROLLER_NAME,
     MANAGED_BY_LABEL,
     SERVICE_NAME_LABEL,

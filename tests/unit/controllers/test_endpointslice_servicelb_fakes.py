@@ -13,8 +13,8 @@ import pytest
 
 from control.client.informer import InformerFactory
 from control.controllers.endpointslice.controller import EndpointSliceController
-from control.controllers.endpointslice.reconciler import CONTROLLER_NAME, MANAGED_BY_LABEL, SERVICE_NAME_LABEL
 from control.controllers.servicelb.controller import ServiceLBController, allocate, parse_pool, ready_node_addresses
+from control.controllers.shared.endpointslice_reconciler import CONTROLLER_NAME, MANAGED_BY_LABEL, SERVICE_NAME_LABEL
 from tests.support.fake_apiserver import FakeAPIServer
 from tests.support.polling import wait_for
 

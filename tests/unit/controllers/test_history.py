@@ -8,11 +8,11 @@ import pytest
 from control.apimachinery.labels import selector_from_set
 from control.client.informer import InformerFactory
 from control.controllers.shared import history
+from control.controllers.shared.helpers import fnv32
 from control.controllers.shared.history import (
     CONTROLLER_REVISION_HASH_LABEL,
     History,
     equal_revision,
-    fnv32,
     hash_revision,
     max_revision,
     new_controller_revision,

@@ -255,8 +255,10 @@ def test_the_node_back_before_the_toleration_ends_keeps_the_pods(h: Harness):
 def test_handlers_enqueue_the_pods_of_a_node_whose_noexecute_taints_change(h: Harness):
     h.api.add(pod("a", tolerations=default_tolerations()))
     h.settle()
-    while len(h.eviction.queue):  # the pod's own add
-        h.eviction.queue.done(h.eviction.queue.get())
+    # The informer's store is current once settle() returns, but its handlers may still be running: wait for
+    # the pod's own add to be queued before draining it, or it could arrive after the drain.
+    assert wait_until(lambda: len(h.eviction.queue) == 1, interval=0.005)
+    h.eviction.queue.done(h.eviction.queue.get())
     h.sync_nodes()  # no taint change: nothing queued
     assert len(h.eviction.queue) == 0
     h.clock.step(GRACE + 1)

@@ -1,6 +1,7 @@
 """ResourceQuotaController and DisruptionController (control/controllers/resourcequota/controller.py,
 disruption/controller.py) against the shared fake API server with real informers: quota status follows
-creates, deletes and usage changes, and is not rewritten when true; PDB status follows pod readiness and the
+creates, deletes and usage changes (claims counted by storage and StorageClass as admission counts them),
+and is not rewritten when true; PDB status follows pod readiness and the
 pods' controllers' scale (a ReplicaSet owned by a Deployment counts as the Deployment), unmanaged pods are
 reported, a pod of no scalable controller fails safe. Workers are not run: the test syncs the keys itself."""
 
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from control.api import quota
 from control.apimachinery.meta import key_of
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
@@ -50,7 +52,7 @@ class Harness:
         """Wait until the informers hold what the server holds."""
         def caught_up() -> bool:
             for version, plural in (("v1", "resourcequotas"), ("v1", "pods"), ("v1", "services"),
-                                    ("policy/v1", "poddisruptionbudgets")):
+                                    ("v1", "persistentvolumeclaims"), ("policy/v1", "poddisruptionbudgets")):
                 informer = self.factory.informer(version, plural)
                 items = self.client.list(resource_path(version, plural))["items"]
                 cached = {key: obj["metadata"]["resourceVersion"] for key, obj in informer.store.items().items()}
@@ -152,6 +154,32 @@ def test_quota_status_is_not_rewritten_when_true_and_hard_follows_spec(h: Harnes
     assert "ns/q" in h.queued(h.quota)
     assert h.sync_quota()["status"] == {"hard": {"pods": "3", "count/deployments.apps": "1"},
                                         "used": {"pods": "0", "count/deployments.apps": "0"}}
+
+
+def test_quota_counts_claims_by_storage_and_class_as_admission_does(h: Harness):
+    claims = resource_path("v1", "persistentvolumeclaims", namespace="ns")
+    gold = "gold.storageclass.storage.k8s.io/"
+    hard = {"persistentvolumeclaims": "5", "requests.storage": "10Gi", gold + "requests.storage": "5Gi",
+            gold + "persistentvolumeclaims": "2"}
+    h.client.create(QUOTAS, {"metadata": {"name": "q"}, "spec": {"hard": hard}})
+    for name, size, storage_class in (("a", "1Gi", "gold"), ("b", "2Gi", "silver"), ("c", "500Mi", None)):
+        spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}
+        if storage_class:
+            spec["storageClassName"] = storage_class
+        h.client.create(claims, {"metadata": {"name": name}, "spec": spec})
+    stored = h.client.list(claims)["items"]
+    admitted = quota.used_in("persistentvolumeclaims", stored)  # what quota admission would count
+    used = h.sync_quota()["status"]["used"]
+    assert used == {name: str(admitted[name]) for name in hard}
+    assert used == {"persistentvolumeclaims": "3", "requests.storage": "3572Mi", gold + "requests.storage": "1Gi",
+                    gold + "persistentvolumeclaims": "1"}
+    h.queued(h.quota)
+
+    h.client.delete(f"{claims}/a")  # replenishment: the claim's namespace is recounted
+    h.settle()
+    assert h.queued(h.quota) == {"ns/q"}
+    assert h.sync_quota()["status"]["used"] == {"persistentvolumeclaims": "2", "requests.storage": "2548Mi",
+                                                gold + "requests.storage": "0", gold + "persistentvolumeclaims": "0"}
 
 
 # -- disruption -------------------------------------------------------------------------------------------

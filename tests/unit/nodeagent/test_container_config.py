@@ -17,8 +17,14 @@ from nodeagent.runtime.container_config import (
     milli_cpu_to_shares,
     security_options,
 )
-from nodeagent.runtime.docker import DockerRuntime, docker_create_args, resource_kwargs, security_kwargs
-from nodeagent.runtime.interface import Mount
+from nodeagent.runtime.cri import Mount
+from nodeagent.runtime.docker import (
+    DockerRuntime,
+    container_docker_labels,
+    docker_create_args,
+    resource_kwargs,
+    security_kwargs,
+)
 from nodeagent.runtime.pod_files import (
     DNSSettings,
     ensure_termination_log,
@@ -244,7 +250,7 @@ def read_termination_message(pod_dir, name, attempt):
     config = build_container_config(POD, {"name": name}, env=[], mounts=[], image="img:1", pod_dir=str(pod_dir),
                                     attempt=attempt)
     api = FakeDockerAPI()
-    labels = L.container_labels(POD, {"name": name}, node="n", sandbox_id="sb", attempt=attempt, spec_hash="h")
+    labels = container_docker_labels(config, node="n", sandbox_id="sb")
     api.add("cid", labels, state="exited", binds=docker_create_args(config)[1]["binds"])
     identity = L.parse_labels(labels)
     return DockerRuntime(api, node_name="n").inspect_status("cid", identity).message

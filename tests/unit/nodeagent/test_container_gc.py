@@ -1,5 +1,5 @@
-"""Container GC selection (nodeagent/gc/containers.py): one table row per rule of seeds 000/001 and
-upstream kuberuntime_gc.go, then the manager's removal steps against a fake runtime."""
+"""Container GC selection (nodeagent/gc/containers.py): one table row per rule of upstream's
+kuberuntime_gc.go, then the manager's removal steps against a fake runtime."""
 
 from __future__ import annotations
 

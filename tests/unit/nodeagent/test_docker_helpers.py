@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from nodeagent.runtime import labels as L
-from nodeagent.runtime.docker import pod_hostname, split_reference
+from nodeagent.runtime.docker import split_reference
 from nodeagent.runtime.docker_status import (
     assemble,
     container_status,
@@ -18,6 +18,7 @@ from nodeagent.runtime.docker_status import (
 )
 from nodeagent.runtime.interface import InvalidImageNameError
 from nodeagent.runtime.types import ContainerState
+from tests.support.cri_configs import container_docker_labels, sandbox_docker_labels
 
 
 @pytest.mark.parametrize(
@@ -38,12 +39,6 @@ def test_split_reference(image, expected):
 def test_invalid_image_names(image):
     with pytest.raises(InvalidImageNameError):
         split_reference(image)
-
-
-def test_pod_hostname_prefers_spec_hostname_and_truncates():
-    assert pod_hostname({"metadata": {"name": "web"}}) == "web"
-    assert pod_hostname({"metadata": {"name": "web"}, "spec": {"hostname": "db-0"}}) == "db-0"
-    assert pod_hostname({"metadata": {"name": "a" * 62 + "-b"}}) == "a" * 62
 
 
 def test_parse_time():
@@ -69,10 +64,10 @@ def inspect(cid: str, second: int, *, running: bool = True) -> dict:
 
 def test_assemble_orders_newest_first_and_takes_the_ready_sandboxes_ip():
     pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u"}}
-    sb = L.parse_labels(L.sandbox_labels(pod, node="n", attempt=0))
-    sb1 = L.parse_labels(L.sandbox_labels(pod, node="n", attempt=1))
-    app0 = L.parse_labels(L.container_labels(pod, {"name": "app"}, node="n", sandbox_id="s", attempt=0, spec_hash="h"))
-    app1 = L.parse_labels(L.container_labels(pod, {"name": "app"}, node="n", sandbox_id="s", attempt=1, spec_hash="h"))
+    sb = L.parse_labels(sandbox_docker_labels(pod, node="n", attempt=0))
+    sb1 = L.parse_labels(sandbox_docker_labels(pod, node="n", attempt=1))
+    app0, app1 = (L.parse_labels(container_docker_labels(pod, {"name": "app"}, node="n", sandbox_id="s",
+                                                         attempt=attempt, spec_hash="h")) for attempt in (0, 1))
     items = [
         (sb, sandbox_status(sb, inspect("s0", 1, running=False))),
         (app0, container_status(app0, inspect("a0", 2, running=False), message="m")),

@@ -12,6 +12,7 @@ from nodeagent.pleg import EventType, GenericPLEG, PodLifecycleEvent
 from nodeagent.runtime import labels as L
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.types import ContainerState, SandboxState
+from tests.support.cri_configs import container_docker_labels, sandbox_docker_labels
 from tests.support.fake_docker import FakeDockerAPI
 from tests.support.polling import wait_until
 
@@ -28,12 +29,12 @@ class Clock:
 
 
 def sandbox_labels(node: str = "n1", pod=POD) -> dict:
-    return L.sandbox_labels(pod, node=node, attempt=0)
+    return sandbox_docker_labels(pod, node=node, attempt=0)
 
 
 def app_labels(name: str = "app", attempt: int = 0, policy: str = "File", pod=POD) -> dict:
     spec = {"name": name, "terminationMessagePolicy": policy}
-    return L.container_labels(pod, spec, node="n1", sandbox_id="sb", attempt=attempt, spec_hash="h")
+    return container_docker_labels(pod, spec, node="n1", sandbox_id="sb", attempt=attempt, spec_hash="h")
 
 
 @pytest.fixture

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from nodeagent.pod_sync import PodSync
+from nodeagent.pod_lifecycle import PodLifecycle
 from nodeagent.pod_workers import WorkItem
 from nodeagent.prober.manager import ProbeManager
 from nodeagent.prober.types import ProbeSpec, ProbeType, Result
 from nodeagent.prober.worker import Worker
 from nodeagent.runtime.actions import KillReason, PodActions
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState, SandboxStatus
-from nodeagent.sync import SyncResult, probe_kill_grace
+from nodeagent.runtime_sync import SyncResult, probe_kill_grace
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -230,24 +230,24 @@ def test_pod_sync_feeds_probe_results_to_the_syncer_and_the_status() -> None:
                         (ContainerStatus("c1", "app", ContainerState.RUNNING, "i"),))
     syncer, status = Syncer(), StatusWriter()
     manager = ProbeManager(FakeProber(), status_of=status.get, spawn=lambda w: None)
-    pod_sync = PodSync(Cache(runtime), syncer, status, relist_period=1.0, probes=manager)
-    pod_sync.sync(WorkItem("u1", pod, False, 0.0))
+    lifecycle = PodLifecycle(Cache(runtime), syncer, status, relist_period=1.0, probes=manager)
+    lifecycle.sync(WorkItem("u1", pod, False, 0.0))
     assert len(manager.workers()) == 2 and syncer.failed == [(frozenset(), frozenset())]
     assert status.flags == [({}, {})]
     manager.results[ProbeType.LIVENESS].set("c1", Result.FAILURE, "u1")
     manager.results[ProbeType.READINESS].set("c1", Result.SUCCESS, "u1")
-    pod_sync.sync(WorkItem("u1", pod, False, 0.0))
+    lifecycle.sync(WorkItem("u1", pod, False, 0.0))
     assert syncer.failed[-1] == (frozenset({"c1"}), frozenset()) and status.flags[-1] == ({"app": True}, {})
 
     status.last = {"phase": "Succeeded"}  # a finished pod gets no new workers
     manager.remove_pod("u1")
-    pod_sync.sync(WorkItem("u1", pod, False, 0.0))
+    lifecycle.sync(WorkItem("u1", pod, False, 0.0))
     assert manager.workers() == []
 
     status.last = None
-    pod_sync.sync(WorkItem("u1", pod, False, 0.0))
+    lifecycle.sync(WorkItem("u1", pod, False, 0.0))
     deleting = {**pod, "metadata": {**pod["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
-    pod_sync.sync(WorkItem("u1", deleting, False, 0.0))
+    lifecycle.sync(WorkItem("u1", deleting, False, 0.0))
     assert manager.workers() == [("u1", "app", ProbeType.READINESS)]
-    pod_sync.sync(WorkItem("u1", None, True, 0.0))
+    lifecycle.sync(WorkItem("u1", None, True, 0.0))
     assert manager.workers() == []

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from nodeagent.runtime import labels as L
+from nodeagent.runtime.cri import PodSandboxMetadata
+from tests.support.cri_configs import container_docker_labels, sandbox_docker_labels
 
 POD = {
     "metadata": {"name": "web", "namespace": "prod", "uid": "0b6c-11"},
@@ -19,9 +21,10 @@ CONTAINER = {
 
 
 def test_names_follow_the_dockershim_scheme():
-    assert L.make_name("app", POD, 3) == "k8s_app_web_prod_0b6c-11_3"
-    assert L.sandbox_name(POD, 0) == "k8s_POD_web_prod_0b6c-11_0"
-    assert L.sandbox_name({"metadata": {"name": "p", "uid": "u"}}, 1) == "k8s_POD_p_default_u_1"
+    assert L.make_name("app", L.sandbox_metadata(POD, 0), 3) == "k8s_app_web_prod_0b6c-11_3"
+    assert L.sandbox_name(L.sandbox_metadata(POD, 0)) == "k8s_POD_web_prod_0b6c-11_0"
+    assert L.sandbox_name(L.sandbox_metadata({"metadata": {"name": "p", "uid": "u"}}, 1)) == "k8s_POD_p_default_u_1"
+    assert L.sandbox_metadata(POD, 4) == PodSandboxMetadata(name="web", uid="0b6c-11", namespace="prod", attempt=4)
 
 
 @pytest.mark.parametrize(
@@ -39,8 +42,8 @@ def test_parse_name(name, expected):
 
 
 def test_container_labels_round_trip_through_a_list_entry():
-    labels = L.container_labels(POD, CONTAINER, node="n1", sandbox_id="sb", attempt=2, spec_hash="abc",
-                                extra={"slimkube.test": "run1", L.POD_UID: "must-not-win"})
+    labels = container_docker_labels(POD, CONTAINER, node="n1", sandbox_id="sb", attempt=2, spec_hash="abc",
+                                     extra={"slimkube.test": "run1", L.POD_UID: "must-not-win"})
     assert labels["slimkube.test"] == "run1"
     assert labels[L.POD_UID] == "0b6c-11"
     assert labels[L.CONTAINER_TYPE] == "container"
@@ -55,7 +58,7 @@ def test_container_labels_round_trip_through_a_list_entry():
 
 
 def test_sandbox_labels_round_trip_through_an_inspect():
-    labels = L.sandbox_labels(POD, node="n1", attempt=4)
+    labels = sandbox_docker_labels(POD, node="n1", attempt=4)
     identity = L.parse_entry({"Id": "s", "Name": "/k8s_POD_web_prod_0b6c-11_4", "Config": {"Labels": labels}})
     assert (identity.kind, identity.container_name, identity.attempt) == (L.Kind.SANDBOX, "POD", 4)
     assert identity.grace_period == 5
@@ -63,8 +66,8 @@ def test_sandbox_labels_round_trip_through_an_inspect():
 
 
 def test_defaults_when_the_spec_leaves_fields_out():
-    labels = L.container_labels({"metadata": {"name": "p", "uid": "u"}}, {"name": "c"}, node="n", sandbox_id="s",
-                                attempt=0, spec_hash="h")
+    labels = container_docker_labels({"metadata": {"name": "p", "uid": "u"}}, {"name": "c"}, node="n", sandbox_id="s",
+                                     attempt=0, spec_hash="h")
     identity = L.parse_labels(labels)
     assert identity.grace_period == 30 and identity.namespace == "default"
     assert identity.termination_message_path == "/dev/termination-log"

@@ -1,6 +1,6 @@
 """The kubelet's serving certificate (nodeagent/servingcert.py): the names it must carry, a CSR signed
-through the injected `sign` (here by a real CA with control/apiserver/certs.sign), kept while it chains to
-the CA and names everything, asked for again when an address is new or the CA changed; self-signed with no
+through the injected `sign` (here by a real CA with control/apiserver/authentication/certs.sign), kept while it
+chains to the CA and names everything, asked for again when an address is new or the CA changed; self-signed with no
 CA."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from control.apiserver import certs, kubeletcerts
+from control.apiserver.authentication import certs, kubeletcerts
 from control.util import openssl
 from nodeagent import servingcert
 

@@ -193,7 +193,7 @@ def test_local_policy_without_local_endpoints_drops_external_traffic() -> None:
 
 
 def test_upstream_line_shapes() -> None:
-    """The lines the issue spells out, byte for byte as upstream writes them."""
+    """Upstream's line shapes (affinity, probability, masquerade, jumps), byte for byte as upstream writes them."""
     st = state((replace(WEB, session_affinity_seconds=10800), eps("10.244.1.2:8080", "10.244.2.3:8080",
                                                                   "10.244.3.4:8080")))
     lines = render(st, NODE).text.splitlines()

@@ -1,4 +1,4 @@
-"""`slimkube proxy`'s command line (DESIGN.md: `slimkube proxy (--kubeconfig FILE | --server URL --token
+"""`slimkube proxy`'s command line (`slimkube proxy (--kubeconfig FILE | --server URL --token
 TOKEN) [--config FILE] [--cleanup]`): bad combinations and config values are usage errors (exit 2) before
 anything starts; `--cleanup` needs no API server. And the hook `up` starts the proxy from: after the node
 is registered, with the kubelet stopped if the proxy cannot start."""

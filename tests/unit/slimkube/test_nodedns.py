@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nodeagent.config import KubeletConfig
-from slimkube.cli import _dns_overrides, _with_default_cluster_dns
 from slimkube.nodedns import KubeletWithDNS, dns_config
+from slimkube.upplan import cluster_dns_flag, with_default_cluster_dns
 
 
 @dataclass
@@ -56,11 +56,11 @@ def test_order_and_a_dns_that_cannot_start():
 
 
 def test_cluster_dns_defaults_and_flags():
-    assert _with_default_cluster_dns(KubeletConfig(), "10.100.0.0/16").cluster_dns == ("10.100.0.10",)
-    assert _with_default_cluster_dns(KubeletConfig(cluster_dns=("1.2.3.4",)), "10.96.0.0/12").cluster_dns == (
+    assert with_default_cluster_dns(KubeletConfig(), "10.100.0.0/16").cluster_dns == ("10.100.0.10",)
+    assert with_default_cluster_dns(KubeletConfig(cluster_dns=("1.2.3.4",)), "10.96.0.0/12").cluster_dns == (
         "1.2.3.4",)
-    assert _dns_overrides("10.0.0.10, 10.0.0.11", None) == {"cluster_dns": ("10.0.0.10", "10.0.0.11"),
-                                                             "cluster_domain": None}
+    assert cluster_dns_flag("10.0.0.10, 10.0.0.11") == ("10.0.0.10", "10.0.0.11")
+    assert cluster_dns_flag(None) is None
     config = dns_config(KubeletConfig(node_name="n1", node_ip="10.250.0.2", cluster_dns=("10.96.0.10",)))
     assert (config.address, config.service_address, config.forward_from) == ("10.250.0.2", "10.96.0.10",
                                                                              ("10.244.0.0/16",))

@@ -1,4 +1,4 @@
-"""`open_storage`: the --datastore URL forms of shared/DESIGN.md, and clear refusals of the rest."""
+"""`open_storage`: the --datastore URL forms (docs/storage.md), and clear refusals of the rest."""
 
 from __future__ import annotations
 

@@ -18,6 +18,8 @@ from typing import Any
 
 from control.api.nodeaffinity import required_matches
 from control.api.taints import taints_of, tolerates, tolerations_of
+from control.api.typed.core import Node
+from control.api.typed.core import Pod as PodView
 from control.apimachinery import labels
 from control.scheduler.framework import Listers, Pod
 from control.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -66,11 +68,11 @@ class Constraint:
 
 
 def pod_labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    return (pod.get("metadata") or {}).get("labels") or {}
+    return PodView(pod).metadata.labels
 
 
 def node_labels(node: Mapping[str, Any] | None) -> Mapping[str, str]:
-    return ((node or {}).get("metadata") or {}).get("labels") or {}
+    return Node(node).metadata.labels
 
 
 def _merge_match_label_keys(keys: Iterable[str], labels_of_pod: Mapping[str, str],

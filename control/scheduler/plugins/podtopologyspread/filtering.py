@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from control.api.typed.core import Pod as PodView
 from control.scheduler.framework import Code, Pod, Status
 from control.scheduler.nodeinfo import NodeInfo
 from control.scheduler.plugins.podtopologyspread.common import (
@@ -80,9 +81,9 @@ class PreFilterState:
     def update_with_pod(self, updated: Pod, preemptor: Pod, node: NodeInfo, delta: int) -> None:
         """Count `updated` (+1 added, -1 removed) where it matches (upstream updateWithPod)."""
         node_obj = node.node
-        namespace = (updated.get("metadata") or {}).get("namespace") or ""
+        namespace = PodView(updated).metadata.namespace
         if (node_obj is None or not self.constraints
-                or namespace != ((preemptor.get("metadata") or {}).get("namespace") or "")):
+                or namespace != (PodView(preemptor).metadata.namespace)):
             return
         labels_of_node = node_labels(node_obj)
         if not node_labels_match_spread_constraints(labels_of_node, self.constraints):
@@ -106,7 +107,7 @@ def cal_pre_filter_state(pod: Pod, constraints: Iterable[Constraint], nodes: Ite
     state = PreFilterState(constraints, [], [{} for _ in constraints])
     if not constraints:
         return state
-    namespace = (pod.get("metadata") or {}).get("namespace") or ""
+    namespace = PodView(pod).metadata.namespace
     for info in nodes:
         node = info.node
         if node is None:

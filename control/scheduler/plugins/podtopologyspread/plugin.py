@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed.core import Pod as PodView
 from control.apimachinery.labels import SelectorError
 from control.scheduler.cache import Snapshot
 from control.scheduler.framework import SKIP, SUCCESS, Code, CycleState, Pod, Status
@@ -61,7 +62,7 @@ class PodTopologySpread:
                 raise ValueError("PodTopologySpread: defaultConstraints must not have a labelSelector")
 
     def _constraints(self, state: CycleState, pod: Pod, action: str) -> list[Constraint]:
-        own = (pod.get("spec") or {}).get("topologySpreadConstraints") or []
+        own = PodView(pod).spec.topology_spread_constraints
         if own:
             return filter_constraints(own, pod_labels(pod), action)
         return build_default_constraints(pod, self.default_constraints, state.listers, action)
@@ -105,7 +106,7 @@ class PodTopologySpread:
             return SKIP
         # Only pods with constraints of their own (or a List default) need every topology key on a node, so
         # nodes without a zone label still spread by hostname under the system defaults.
-        require_all = bool((pod.get("spec") or {}).get("topologySpreadConstraints")) or not self.system_defaulted
+        require_all = bool(PodView(pod).spec.topology_spread_constraints) or not self.system_defaulted
         state.write(PRE_SCORE_STATE_KEY, cal_pre_score_state(pod, constraints, nodes, all_nodes,
                                                              require_all_topologies=require_all))
         return SUCCESS

@@ -19,6 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from control.api.typed.core import Pod as PodView
 from control.scheduler.framework import MAX_NODE_SCORE, Pod
 from control.scheduler.nodeinfo import NodeInfo
 from control.scheduler.plugins.podtopologyspread.common import (
@@ -75,7 +76,7 @@ def cal_pre_score_state(pod: Pod, constraints: Sequence[Constraint], filtered: S
         if constraint.topology_key == LABEL_HOSTNAME:
             size = len(filtered) - len(state.ignored_nodes)
         state.topology_normalizing_weight.append(topology_normalizing_weight(size))
-    namespace = (pod.get("metadata") or {}).get("namespace") or ""
+    namespace = PodView(pod).metadata.namespace
     for info in all_nodes:
         node = info.node
         if node is None:
@@ -99,7 +100,7 @@ def score_node(state: PreScoreState, pod: Pod, node: NodeInfo) -> int:
     if node.name in state.ignored_nodes:
         return 0
     labels_of_node = node_labels(node.node)
-    namespace = (pod.get("metadata") or {}).get("namespace") or ""
+    namespace = PodView(pod).metadata.namespace
     score = 0.0
     for index, constraint in enumerate(state.constraints):
         value = labels_of_node.get(constraint.topology_key)

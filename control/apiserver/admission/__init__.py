@@ -1,0 +1,3 @@
+"""Admission: the plugins a write passes before it reaches storage (upstream: k8s.io/apiserver/pkg/admission,
+plugin/pkg/admission).
+"""

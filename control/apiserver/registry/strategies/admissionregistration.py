@@ -1,0 +1,11 @@
+"""Validating- and MutatingWebhookConfigurations (upstream pkg/registry/admissionregistration/
+{validating,mutating}webhookconfiguration/strategy.go): generation starts at 1 and grows when the webhooks
+change. Stored only: no admission webhook is called yet."""
+
+from __future__ import annotations
+
+from control.apiserver.registry.strategies.base import Strategy
+
+
+class WebhookConfigurationStrategy(Strategy):
+    tracks_generation = True
