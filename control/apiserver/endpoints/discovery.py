@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from control.apiserver.resources import COMPONENT_STATUSES, METRICS_RESOURCES, Resource
+from control.apiserver.resources import COMPONENT_STATUSES, METRICS_RESOURCES, REVIEW_RESOURCES, Resource
 from control.apiserver.resources import group_versions as stored_group_versions
 from control.apiserver.resources import resources_in as stored_resources_in
 from control.util.version import KUBERNETES_MAJOR, KUBERNETES_MINOR, KUBERNETES_VERSION
@@ -26,12 +26,15 @@ CONTENT_TYPE = "application/json"
 
 
 def group_versions() -> list[tuple[str, str]]:
-    """Every (group, version) discovery lists: the stored resources' and metrics.k8s.io (metricsapi.py)."""
-    return list(dict.fromkeys([*stored_group_versions(), *((r.group, r.version) for r in METRICS_RESOURCES)]))
+    """Every (group, version) discovery lists: the stored resources', the reviews' (authorization/reviews.py)
+    and metrics.k8s.io (metricsapi.py)."""
+    return list(dict.fromkeys([*stored_group_versions(),
+                               *((r.group, r.version) for r in (*REVIEW_RESOURCES, *METRICS_RESOURCES))]))
 
 
 def resources_in(group: str, version: str) -> list[Resource]:
-    served = [r for r in (COMPONENT_STATUSES, *METRICS_RESOURCES) if (r.group, r.version) == (group, version)]
+    served = [r for r in (COMPONENT_STATUSES, *REVIEW_RESOURCES, *METRICS_RESOURCES)
+              if (r.group, r.version) == (group, version)]
     return stored_resources_in(group, version) + served
 
 
