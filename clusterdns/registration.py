@@ -28,11 +28,11 @@ SLICES = "discovery.k8s.io/v1"
 
 
 class API(Protocol):
-    def get(self, path: str) -> dict: ...
+    def get(self, path: str) -> dict[str, Any]: ...
 
-    def create(self, path: str, body: dict) -> dict: ...
+    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]: ...
 
-    def update(self, path: str, body: dict) -> dict: ...
+    def update(self, path: str, body: dict[str, Any]) -> dict[str, Any]: ...
 
     def delete(self, path: str) -> Any: ...
 
@@ -41,7 +41,7 @@ def slice_name(node_name: str) -> str:
     return f"{SERVICE}-{node_name}"[:253].rstrip("-.")
 
 
-def node_slice(node: dict, address: str, *, port: int, metrics_port: int | None) -> dict:
+def node_slice(node: dict[str, Any], address: str, *, port: int, metrics_port: int | None) -> dict[str, Any]:
     """The slice of the DNS server of `node` (a Node object) listening on `address`."""
     meta = node.get("metadata") or {}
     name = meta.get("name", "")

@@ -77,7 +77,7 @@ class DNSServer:
         self._threads: list[threading.Thread] = []
         self._pool = ThreadPoolExecutor(FORWARD_WORKERS, thread_name_prefix="dns-forward")
         self._stopped = threading.Event()
-        self._children: dict[tuple, Any] = {}
+        self._children: dict[tuple[int | str, ...], Any] = {}
 
     # ---- lifecycle ----
 
@@ -146,7 +146,7 @@ class DNSServer:
     def _child(self, metric: Any, *labels: str) -> Any:
         """The metric's child for these labels (after the server label), looked up once: `labels()` takes a
         lock and builds a tuple on every call, a visible share of answering a query."""
-        key = (id(metric), *labels)
+        key: tuple[int | str, ...] = (id(metric), *labels)
         child = self._children.get(key)
         if child is None:
             child = self._children[key] = metric.labels(self._server_label, *labels)
@@ -202,7 +202,7 @@ class DNSServer:
             if not wire:
                 continue
 
-            def reply(query: dns.message.Message, response: dns.message.Message, client=client) -> None:
+            def reply(query: dns.message.Message, response: dns.message.Message, client: Any = client) -> None:
                 udp.sendto(udp_wire(query, response), client)
 
             self.handle(wire, client[0], proto="udp", reply=reply)

@@ -115,11 +115,12 @@ def backoff_key(pod_uid: str, image: str) -> str:
     return f"{pod_uid}_{image}"
 
 
-def pull_secrets(pod: Mapping[str, Any], getter: SecretGetter, event: Callable[[str, str, str], None]) -> list[dict]:
+def pull_secrets(pod: Mapping[str, Any], getter: SecretGetter,
+                 event: Callable[[str, str, str], None]) -> list[dict[str, Any]]:
     """upstream getPullSecretsForPod: the pod's imagePullSecrets that can be read (empty names skipped);
     those that cannot are named in one FailedToRetrieveImagePullSecret event and the pull goes on."""
     namespace = Pod(pod).metadata.namespace or "default"
-    found: list[dict] = []
+    found: list[dict[str, Any]] = []
     failed: list[str] = []
     for ref in Pod(pod).spec.image_pull_secrets:
         name = ref.name

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import docker.errors
 
@@ -33,7 +33,7 @@ BUSYBOX_IMAGE = "slimkube/busybox:1"
 class ImageAPI(Protocol):
     """The slice of docker's low-level `APIClient` this module uses."""
 
-    def inspect_image(self, image: str) -> dict: ...
+    def inspect_image(self, image: str) -> dict[str, Any]: ...
 
     def import_image_from_data(
         self, data: bytes, repository: str | None = None, tag: str | None = None, changes: list[str] | None = None

@@ -97,7 +97,7 @@ class MirrorPods:
         self.client = client
         self.node_name = node_name
 
-    def sync(self, static_pods: list[dict]) -> None:
+    def sync(self, static_pods: list[dict[str, Any]]) -> None:
         """One pass: list this node's pods, then delete and create mirrors as `plan` says. API errors on
         one mirror are logged and leave the rest to go on; the next sync tries again."""
         existing = self.client.list("/api/v1/pods", params={"fieldSelector": f"spec.nodeName={self.node_name}"})

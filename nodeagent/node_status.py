@@ -182,7 +182,8 @@ def default_ip() -> str:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         try:
             probe.connect(("192.0.2.1", 9))  # TEST-NET-1: never routed anywhere real, nothing is sent
-            return probe.getsockname()[0]
+            address: str = probe.getsockname()[0]
+            return address
         except OSError:
             return "127.0.0.1"
 

@@ -33,7 +33,7 @@ import logging
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -70,7 +70,7 @@ def _quietly(close: Callable[[], object]) -> None:
 
 UNAUTHORIZED = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "Unauthorized",
                 "reason": "Unauthorized", "code": 401}
-Handler = Callable[[web.Request], Any]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def server_ssl_context(tls: ServingTLS) -> ssl.SSLContext:
@@ -90,7 +90,7 @@ class KubeletServer:
     is the TokenReview cache's `authenticate` (blocking: it may ask the API server)."""
 
     def __init__(self, address: str, port: int, *, tls: ServingTLS,
-                 authenticate_token: Callable[[str], authn.User | None], pods: Callable[[], list[dict]],
+                 authenticate_token: Callable[[str], authn.User | None], pods: Callable[[], list[dict[str, Any]]],
                  runtime: Runtime, health: Callable[[], list[str]],
                  find_container: Callable[[str, str, str], str | None],
                  pod_status: Callable[[str], Mapping[str, Any] | None] = lambda uid: None, node_name: str = "",

@@ -23,11 +23,12 @@ import socket
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from control.util import openssl
 
 PKI_DIR = "pki"
-Sign = Callable[[dict], str]  # the request body → the PEM certificate
+Sign = Callable[[dict[str, Any]], str]  # the request body → the PEM certificate
 
 
 @dataclass(frozen=True)

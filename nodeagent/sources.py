@@ -120,17 +120,18 @@ class _PollingSource:
 
     kind = ""
 
-    def __init__(self, source: str, period: float, on_update: Callable[[list[dict]], None], node_name: str) -> None:
+    def __init__(self, source: str, period: float, on_update: Callable[[list[dict[str, Any]]], None],
+                 node_name: str) -> None:
         self.source = source
         self.period = period
         self.on_update = on_update
         self.node_name = node_name
         self._seen: dict[str, str] = {}  # uid → config.seen of its first sighting
-        self._last: list[dict] | None = None
+        self._last: list[dict[str, Any]] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def read(self) -> list[dict] | None:
+    def read(self) -> list[dict[str, Any]] | None:
         """The source's pods now; None when the source could not be read (keep the last list)."""
         raise NotImplementedError
 
@@ -179,7 +180,7 @@ class FileSource(_PollingSource):
 
     kind = "file"
 
-    def read(self) -> list[dict] | None:
+    def read(self) -> list[dict[str, Any]] | None:
         if os.path.isdir(self.source):
             names = sorted(n for n in os.listdir(self.source) if not n.startswith("."))
             paths = [os.path.join(self.source, n) for n in names]
@@ -204,7 +205,7 @@ class URLSource(_PollingSource):
 
     kind = "http"
 
-    def read(self) -> list[dict] | None:
+    def read(self) -> list[dict[str, Any]] | None:
         try:
             response = requests.get(self.source, timeout=HTTP_TIMEOUT)
             if response.status_code != 200:

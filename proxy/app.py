@@ -28,7 +28,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from control.client.errors import NotFound
 from control.client.informer import InformerFactory
@@ -95,12 +95,12 @@ def apply_kernel_settings(node: NodeConfig, config: ProxyConfig, sysctl: Sysctl,
 class APIClient(ListWatchClient, Protocol):
     """What the proxy asks of the API server (RESTClient): its Node, list/watch, and close."""
 
-    def get(self, path: str, *, params: Mapping[str, str] | None = None) -> dict: ...
+    def get(self, path: str, *, params: Mapping[str, str] | None = None) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
 
 
-def fetch_node(client: APIClient, name: str) -> dict | None:
+def fetch_node(client: APIClient, name: str) -> dict[str, Any] | None:
     try:
         return client.get(f"/api/v1/nodes/{name}")
     except NotFound:

@@ -43,7 +43,8 @@ class NodeError(RuntimeError):
 
 
 class KubeletLike(Protocol):
-    node_name: str
+    @property
+    def node_name(self) -> str: ...
 
     def start(self) -> None: ...
 

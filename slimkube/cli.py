@@ -6,9 +6,26 @@ config value is a usage error (exit 2), a failure to start exit 1.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import click
 
 from control.util.version import KUBERNETES_VERSION, SLIMKUBE_VERSION
+
+if TYPE_CHECKING:  # the commands import their components when run, so `slimkube version` starts fast
+    from control.apiserver.server import APIServer
+    from control.client.kubeconfig import ClientConfig
+    from control.controllers.manager import ControllerManagerConfiguration
+    from control.util.iptables import Iptables
+    from nodeagent.config import KubeletConfig
+    from proxy.config import ProxyConfig
+    from slimkube.allinone import KubeletLike, NodeGroupLike
+    from slimkube.controlplane import SchedulerOptions
+    from slimkube.leadership import LeaderElection
+    from slimkube.nodes import NodeSpec, NodesPlan
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
 
 DEFAULT_DATA_DIR = "/var/lib/slimkube"
 DEFAULT_SERVICE_CIDR = "10.96.0.0/12"  # the server's default; an agent's cluster DNS is its tenth address
@@ -76,7 +93,7 @@ _hpa_sync_option = click.option(  # `server` and `up`; checked by _controller_se
     help="How often the horizontal pod autoscaler controller looks at each HPA's metrics and target.")
 
 
-def _scheduler_options(command):  # `server` and `up`; checked by _scheduler_settings
+def _scheduler_options(command: _Command) -> _Command:  # `server` and `up`; checked by _scheduler_settings
     for option in reversed([
         click.option("--scheduler-config", type=click.Path(dir_okay=False), metavar="FILE",
                      help="KubeSchedulerConfiguration YAML (kubescheduler.config.k8s.io/v1): profiles, plugins, "
@@ -91,7 +108,7 @@ def _scheduler_options(command):  # `server` and `up`; checked by _scheduler_set
     return command
 
 
-def _scheduler_settings(config_file: str | None, bind_address: str, port: int):  # -> SchedulerOptions
+def _scheduler_settings(config_file: str | None, bind_address: str, port: int) -> SchedulerOptions:
     """The scheduler's flags and its checked config file; a bad file or address is a usage error (exit 2)."""
     import ipaddress
 
@@ -123,6 +140,26 @@ _loadbalancer_pool_option = click.option(  # `server` and `up`; checked by _cont
     "LoadBalancer Service gets the addresses of the Ready nodes].")
 
 
+_node_cidr_mask_size_option = click.option(  # `server` and `up`; checked by _with_node_ipam
+    "--node-cidr-mask-size", default=24, show_default=True, type=click.IntRange(1, 128),
+    help="The size of the pod CIDR the node IPAM controller gives each Node out of --cluster-cidr.")
+
+
+def _with_node_ipam(settings: ControllerManagerConfiguration, *, cluster_cidr: str, service_cidr: str,
+                    node_cidr_mask_size: int) -> ControllerManagerConfiguration:
+    """The controller settings with the node IPAM's ranges; a mask size that does not fit exits 2."""
+    import dataclasses
+
+    from control.controllers.nodeipam.cidrset import CIDRSet, CIDRSetError
+
+    try:
+        CIDRSet(cluster_cidr, node_cidr_mask_size)
+    except CIDRSetError as exc:
+        raise click.BadParameter(str(exc), param_hint="--node-cidr-mask-size") from None
+    return dataclasses.replace(settings, cluster_cidr=cluster_cidr, service_cidr=service_cidr,
+                               node_cidr_mask_size=node_cidr_mask_size)
+
+
 def _positive_duration(value: str, flag: str) -> float:
     from control.util.componentconfig import ConfigError, parse_duration
 
@@ -137,9 +174,8 @@ def _positive_duration(value: str, flag: str) -> float:
 
 def _controller_settings(node_monitor_grace_period: str, resource_quota_sync_period: str, *,
                          max_endpoints_per_slice: int = 100, loadbalancer_address_pool: str = "",
-                         hpa_sync_period: str = "15s"):
-    """The controller manager's flags (Go durations, as upstream's) as its configuration; bad ones exit 2.
-    Returns a ControllerManagerConfiguration."""
+                         hpa_sync_period: str = "15s") -> ControllerManagerConfiguration:
+    """The controller manager's flags (Go durations, as upstream's) as its configuration; bad ones exit 2."""
     from control.controllers.manager import ControllerManagerConfiguration
     from control.controllers.servicelb.controller import parse_pool
 
@@ -171,7 +207,9 @@ def _parse_disable(text: str) -> frozenset[str]:
 @click.option("--datastore", default="sqlite://", show_default=True,
               help="sqlite:// (DATA_DIR/state.db), sqlite:///abs/path.db or etcd://host:port.")
 @click.option("--service-cidr", default="10.96.0.0/12", show_default=True)
-@click.option("--cluster-cidr", default="10.244.0.0/16", show_default=True)
+@click.option("--cluster-cidr", default="10.244.0.0/16", show_default=True,
+              help="Pod addresses of the whole cluster; the node IPAM controller gives each Node a part of it.")
+@_node_cidr_mask_size_option
 @click.option("--advertise-address", default=None,
               help="The IP the `kubernetes` Service's Endpoints name [default: --bind-address if it is a "
               "specific IP, else this host's address on the default route].")
@@ -190,7 +228,7 @@ def _parse_disable(text: str) -> frozenset[str]:
 @_scheduler_options
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
-           advertise_address: str | None, disable: str, node_monitor_grace_period: str,
+           node_cidr_mask_size: int, advertise_address: str | None, disable: str, node_monitor_grace_period: str,
            resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
            horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
@@ -221,6 +259,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
                                     max_endpoints_per_slice=max_endpoints_per_slice,
                                     loadbalancer_address_pool=loadbalancer_address_pool,
                                     hpa_sync_period=horizontal_pod_autoscaler_sync_period)
+    settings = _with_node_ipam(settings, cluster_cidr=cluster_cidr, service_cidr=service_cidr,
+                               node_cidr_mask_size=node_cidr_mask_size)
     election = _leader_election(leader_elect, leader_elect_lease_duration, leader_elect_renew_deadline,
                                 leader_elect_retry_period)
     scheduler = _scheduler_settings(scheduler_config, scheduler_bind_address, scheduler_port)
@@ -242,7 +282,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         raise click.UsageError(str(exc)) from None
 
 
-def _leader_election(enabled: bool, lease_duration: str, renew_deadline: str, retry_period: str):  # -> LeaderElection
+def _leader_election(enabled: bool, lease_duration: str, renew_deadline: str,
+                     retry_period: str) -> LeaderElection:
     """The --leader-elect* flags (Go durations, as upstream's), checked as the elector will check them."""
     from control.client.leaderelection import check_timings
     from control.util.componentconfig import ConfigError, parse_duration
@@ -271,9 +312,10 @@ def _say(line: str) -> None:
     click.echo(line, err=True)
 
 
-def _kubelet_config(config_file: str | None, **overrides: object):  # -> KubeletConfig
+def _kubelet_config(config_file: str | None, **overrides: object) -> KubeletConfig:
     """The kubelet's settings: the file, then the flags given; a bad value is a usage error (exit 2)."""
-    from nodeagent.config import ConfigError, load
+    from control.util.componentconfig import ConfigError
+    from nodeagent.config import load
 
     try:
         return load(config_file, overrides=overrides)
@@ -281,13 +323,13 @@ def _kubelet_config(config_file: str | None, **overrides: object):  # -> Kubelet
         raise click.UsageError(str(exc)) from None
 
 
-def _kubelet_options(command):  # the flags `agent` and `up` share, mapped to KubeletConfig fields
+def _kubelet_options(command: _Command) -> _Command:  # the flags `agent` and `up` share, as KubeletConfig fields
     for option in reversed([
         click.option("--config", "config_file", type=click.Path(dir_okay=False),
                       help="KubeletConfiguration YAML (kubelet.config.k8s.io/v1beta1 names); flags override it."),
         click.option("--node-name", help="Node name [default: this host's name]."),
-        click.option("--pod-cidr", help="This node's pod CIDR [default: the Node's spec.podCIDR; for up, the "
-                     "cluster CIDR's first /24]."),
+        click.option("--pod-cidr", help="This node's pod CIDR, which must match the Node's spec.podCIDR if it has "
+                     "one [default: the Node's spec.podCIDR, given by the node IPAM controller]."),
         click.option("--node-ip", help="The InternalIP to report [default: the address routing to the server]."),
         click.option("--cluster-dns", help="Comma-separated cluster DNS addresses pods get under dnsPolicy "
                      "ClusterFirst [default: the service CIDR's tenth address, 10.96.0.10]."),
@@ -300,7 +342,8 @@ def _kubelet_options(command):  # the flags `agent` and `up` share, mapped to Ku
     return command
 
 
-def _make_kubelet(config, client_config, *, serve_dns: bool = False, tag: str = "agent"):
+def _make_kubelet(config: KubeletConfig, client_config: ClientConfig, *, serve_dns: bool = False,
+                  tag: str = "agent") -> KubeletLike:
     """The kubelet, with this node's cluster DNS beside it unless --no-serve-dns (slimkube/nodedns.py)."""
     from control.client.rest import RESTClient
     from nodeagent.kubelet import Kubelet
@@ -319,7 +362,7 @@ def _check_credentials(kubeconfig: str | None, server: str | None, token: str | 
 
 
 def _client_config(kubeconfig: str | None, server: str | None, token: str | None, ca_file: str | None, *,
-                   data_dir: str, tag: str):  # -> ClientConfig
+                   data_dir: str, tag: str) -> ClientConfig:
     """The credential from a kubeconfig, or by joining with the node token (nodeagent/bootstrap.py: the CA
     from /cacerts is checked against the K10 token's hash and kept under DATA_DIR/agent)."""
     from control.client.kubeconfig import KubeconfigError, load_kubeconfig
@@ -400,6 +443,7 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
 @click.option("--nodes-cidr", default="10.250.0.0/24", show_default=True,
               help="With --nodes: the network joining the node namespaces to this host (this host takes the "
               "first address, node i the i-th).")
+@_node_cidr_mask_size_option
 @_disable_option
 @_node_monitor_grace_option
 @_resource_quota_sync_option
@@ -409,7 +453,8 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
 @_scheduler_options
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
-       kubelet_port: int | None, node_count: int, nodes_cidr: str, disable: str, node_monitor_grace_period: str,
+       kubelet_port: int | None, node_count: int, nodes_cidr: str, node_cidr_mask_size: int, disable: str,
+       node_monitor_grace_period: str,
        resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
        horizontal_pod_autoscaler_sync_period: str, scheduler_config: str | None, scheduler_bind_address: str,
        scheduler_port: int, config_file: str | None, node_name: str | None, pod_cidr: str | None,
@@ -454,15 +499,19 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
         raise click.UsageError(str(exc)) from None
     for note in plan.notes:
         _say(note)
+    settings = _with_node_ipam(settings, cluster_cidr=plan.kubelet.cluster_cidr, service_cidr=service_cidr,
+                               node_cidr_mask_size=node_cidr_mask_size)
     _logging(verbose)
 
-    def join_local(api):  # the kubelet joins exactly as an agent would, trusting the CA it just made
+    def join_local(api: APIServer) -> ClientConfig:
+        # the kubelet joins exactly as an agent would, trusting the CA it just made
         try:
             return join(api.url, api.node_token, data_dir=data_dir, ca_file=api.certs.ca_path if api.certs else None)
         except BootstrapError as exc:
             raise NodeError(str(exc)) from exc
 
-    def make_nodes(api):  # nodes 2..N join through the node bridge with the node token, as workers do
+    def make_nodes(api: APIServer) -> NodeGroupLike:
+        # nodes 2..N join through the node bridge with the node token, as workers do
         from slimkube.multinode import node_group
 
         assert plan.nodes is not None
@@ -471,7 +520,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     try:
         with NodeLock(data_dir) as lock, StopOnSignal() as signals:
             lock.acquire(what="running `up` again")
-            _say(f"[up] data dir {data_dir}; node {plan.kubelet.node_name}, pod CIDR {plan.kubelet.pod_cidr}")
+            _say(f"[up] data dir {data_dir}; node {plan.kubelet.node_name}, pod CIDR "
+                 f"{plan.kubelet.pod_cidr or 'from the node IPAM controller'}")
             if plan.nodes is not None:
                 _start_node_network(data_dir, plan.nodes)
             run_up(plan.server, lambda client_config: _make_kubelet(plan.kubelet, client_config,
@@ -486,7 +536,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
         raise click.UsageError(str(exc)) from None
 
 
-def _start_node_network(data_dir: str, plan) -> None:
+def _start_node_network(data_dir: str, plan: NodesPlan) -> None:
     from slimkube.allinone import NodeError
     from slimkube.multinode import start_network
     from slimkube.nodenet import NodeNetError
@@ -552,7 +602,7 @@ def node() -> None:
     """
 
 
-def _node_of(data_dir: str, name: str):  # -> NodeSpec of a running `up --nodes`
+def _node_of(data_dir: str, name: str) -> NodeSpec:  # a node of a running `up --nodes`
     from slimkube.multinode import find_node
     from slimkube.nodelock import LockHeld, NodeLock
 
@@ -598,9 +648,9 @@ def node_start(name: str, data_dir: str) -> None:
     _say(f"[node {name}] kubelet started (pid {pid})")
 
 
-def _proxy_config(config_file: str | None, **overrides: object):  # -> ProxyConfig
+def _proxy_config(config_file: str | None, **overrides: object) -> ProxyConfig:
     """The proxy's settings: the KubeProxyConfiguration file, then the flags given; bad values exit 2."""
-    from nodeagent.config import ConfigError
+    from control.util.componentconfig import ConfigError
     from proxy.config import load
 
     try:
@@ -609,7 +659,7 @@ def _proxy_config(config_file: str | None, **overrides: object):  # -> ProxyConf
         raise click.UsageError(str(exc)) from None
 
 
-def _cleanup_proxy_rules(iptables, tag: str) -> bool:
+def _cleanup_proxy_rules(iptables: Iptables, tag: str) -> bool:
     """Remove the proxy's chains and jumps; False (after saying why) if that failed."""
     from control.util.iptables import IptablesError
     from proxy.app import run_cleanup

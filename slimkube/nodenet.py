@@ -27,10 +27,10 @@ class NodeNetError(RuntimeError):
     """An `ip` command failed; the message has the command and its error."""
 
 
-Run = Callable[[Sequence[str]], subprocess.CompletedProcess]
+Run = Callable[[Sequence[str]], subprocess.CompletedProcess[str]]
 
 
-def run_ip(args: Sequence[str]) -> subprocess.CompletedProcess:
+def run_ip(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from control.apimachinery.validation import is_dns1123_subdomain
 
@@ -69,13 +70,13 @@ class NodesPlan:
         """(destination, gateway) routes the host needs: each node's pod CIDR via its address."""
         return tuple((node.pod_cidr, node.node_ip) for node in self.nodes)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"bridge": self.bridge, "nodesCIDR": self.nodes_cidr, "hostIP": self.host_ip,
                 "nodes": [{"index": n.index, "name": n.name, "nodeIP": n.node_ip, "podCIDR": n.pod_cidr,
                            "hostVeth": n.host_veth, "dataDir": n.data_dir} for n in self.nodes]}
 
     @classmethod
-    def from_json(cls, document: dict) -> NodesPlan:
+    def from_json(cls, document: dict[str, Any]) -> NodesPlan:
         network = ipaddress.IPv4Network(document["nodesCIDR"])
         return cls(bridge=document["bridge"], nodes_cidr=str(network), host_ip=document["hostIP"],
                    prefixlen=network.prefixlen,

@@ -19,11 +19,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, MutableSequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:Z|([+-])(\d{2}):(\d{2}))", re.ASCII
 )
+
+_J = TypeVar("_J")  # a JSON-shaped value
 
 
 def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -164,12 +166,12 @@ def parse_timestamp(text: str) -> datetime:
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}") from None
 
 
-def deep_copy(obj: Any) -> Any:
+def deep_copy(obj: _J) -> _J:
     """A copy of a JSON-shaped value (dicts, lists, scalars); much faster than copy.deepcopy for them."""
     if isinstance(obj, dict):
-        return {key: deep_copy(value) for key, value in obj.items()}
+        return {key: deep_copy(value) for key, value in obj.items()}  # type: ignore[return-value]
     if isinstance(obj, list):
-        return [deep_copy(item) for item in obj]
+        return [deep_copy(item) for item in obj]  # type: ignore[return-value]
     return obj
 
 

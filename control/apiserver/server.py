@@ -20,7 +20,7 @@ an agent given only the URL and the token verifies the server before sending the
 one today) is held to RBAC (authorization/, docs/authorization.md), whose bootstrap policy is reconciled at
 every start. `/healthz`,
 `/livez`, `/readyz`, `/version` answer without a token, as upstream's public-info-viewer role allows.
-Who a token is (authn.py) is what `POST /apis/authentication.k8s.io/v1/tokenreviews` tells kubelets.
+Who a token is (authentication/tokens.py) is what `POST /apis/authentication.k8s.io/v1/tokenreviews` tells kubelets.
 
 Kubelets: at start, beside the CA, the API server's kubelet client certificate
 (`DIR/tls/apiserver-kubelet-client.{crt,key}`, certs.py) that every call to a kubelet presents
@@ -221,9 +221,9 @@ class APIServer:
         self.port = config.port
         self.certs: certs.ServingCerts | None = None
         self.advertise_address: str | None = None
-        self._endpoints_task: asyncio.Task | None = None
+        self._endpoints_task: asyncio.Task[None] | None = None
         self._crds: CRDController | None = None
-        self._crd_task: asyncio.Task | None = None
+        self._crd_task: asyncio.Task[None] | None = None
         self.authorizer: Chain | None = None  # system:masters, the node credential, RBAC (authorization/)
         # `kubectl get cs`: the store's check is this server's own; the composition root adds the others
         self.components = componentstatus.ComponentStatuses()
@@ -430,6 +430,7 @@ class APIServer:
         kubelet = KubeletClient(ca_file=self.certs.ca_path if self.certs else None,
                                 cert_file=self.certs.kubelet_client_cert_path if self.certs else None,
                                 key_file=self.certs.kubelet_client_key_path if self.certs else None)
+        served = self.registry.resources  # what this server serves, custom resources included
         resources = ResourceHandlers(self.registry, self._cache, kubelet=kubelet,
                                      bookmark_seconds=self.config.bookmark_seconds,
                                      watch_events=self.metrics.watch_events)
@@ -441,13 +442,15 @@ class APIServer:
 
         async def get_api(request: web.Request) -> web.Response:
             if (aggregated := aggregated_discovery.negotiate(request.headers.get("Accept"))) is not None:
-                return _aggregated(aggregated_discovery.discovery_list(core=True, version=aggregated), aggregated)
+                return _aggregated(aggregated_discovery.discovery_list(served, core=True,
+                                                                       version=aggregated), aggregated)
             return json_response(discovery.api_versions(request.host))
 
         async def get_apis(request: web.Request) -> web.Response:
             if (aggregated := aggregated_discovery.negotiate(request.headers.get("Accept"))) is not None:
-                return _aggregated(aggregated_discovery.discovery_list(core=False, version=aggregated), aggregated)
-            return json_response(discovery.api_group_list())
+                return _aggregated(aggregated_discovery.discovery_list(served, core=False,
+                                                                       version=aggregated), aggregated)
+            return json_response(discovery.api_group_list(served))
 
         async def get_core(request: web.Request) -> web.Response:
             return await self._resource_list("", "v1")
@@ -489,16 +492,16 @@ class APIServer:
         app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", resources.handle)
         return app
 
-    @staticmethod
-    async def _resource_list(group: str, version: str) -> web.Response:
-        body = discovery.api_resource_list(group, version)
+    async def _resource_list(self, group: str, version: str) -> web.Response:
+        assert self.registry is not None
+        body = discovery.api_resource_list(self.registry.resources, group, version)
         if body is None:
             raise web.HTTPNotFound()
         return json_response(body)
 
-    @staticmethod
-    async def _group(request: web.Request) -> web.Response:
-        body = discovery.api_group(request.match_info["group"])
+    async def _group(self, request: web.Request) -> web.Response:
+        assert self.registry is not None
+        body = discovery.api_group(self.registry.resources, request.match_info["group"])
         if body is None:
             raise web.HTTPNotFound()
         return json_response(body)

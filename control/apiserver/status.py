@@ -13,6 +13,7 @@ client-go and the Python client switch on `reason` (AlreadyExists vs Conflict ar
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from control.apimachinery.validation import FieldError
 
@@ -20,7 +21,7 @@ from control.apimachinery.validation import FieldError
 class APIError(Exception):
     """An error with its HTTP code; `status` is the wire body."""
 
-    def __init__(self, code: int, reason: str, message: str, *, details: dict | None = None) -> None:
+    def __init__(self, code: int, reason: str, message: str, *, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
@@ -28,11 +29,11 @@ class APIError(Exception):
         self.details = details
 
     @property
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """The body in metav1.Status's field order (kind, apiVersion, metadata, status, message, reason,
         details, code) — Go encodes struct fields in declaration order, so a client comparing bytes sees
         upstream's; `reason` is left out when empty, `details` when the error has none (omitempty)."""
-        body: dict = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                       "message": self.message}
         if self.reason:
             body["reason"] = self.reason
@@ -42,7 +43,7 @@ class APIError(Exception):
         return body
 
 
-def success_status(*, details: dict | None = None) -> dict:
+def success_status(*, details: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a DELETE that removed the object at once answers with when it has nothing else to return."""
     body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
     if details is not None:
@@ -54,7 +55,7 @@ def _qualified(resource: str, group: str) -> str:
     return f"{resource}.{group}" if group else resource
 
 
-def _details(name: str, resource: str, group: str) -> dict:
+def _details(name: str, resource: str, group: str) -> dict[str, Any]:
     """metav1.StatusDetails in its field order: name, group, kind, (uid, causes, retryAfterSeconds)."""
     details = {"name": name}
     if group:
@@ -86,7 +87,7 @@ def invalid(kind: str, name: str, errors: Sequence[FieldError], *, group: str = 
     messages = [e.message for e in errors]
     listed = messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
     qualified = f"{kind}.{group}" if group else kind
-    details: dict = {"name": name}
+    details: dict[str, Any] = {"name": name}
     if group:
         details["group"] = group
     details["kind"] = kind

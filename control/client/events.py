@@ -49,9 +49,9 @@ SLEEP_SECONDS = 10.0
 class EventClient(Protocol):
     """The part of RESTClient the recorder uses."""
 
-    def create(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict: ...
+    def create(self, path: str, body: dict[str, Any], *, params: Mapping[str, str] | None = None) -> dict[str, Any]: ...
 
-    def patch(self, path: str, patch: dict | list, *, patch_type: str = "merge") -> dict: ...
+    def patch(self, path: str, patch: dict[str, Any] | list[Any], *, patch_type: str = "merge") -> dict[str, Any]: ...
 
 
 def object_reference(obj: Mapping[str, Any], *, field_path: str | None = None) -> dict[str, str]:
@@ -184,7 +184,7 @@ class EventRecorder:
             self.dropped += 1
         log.error("unable to write event %s (gave up)", correlation.event["metadata"]["name"])
 
-    def _write(self, event: dict[str, Any], patch: dict | None, key: tuple[str, ...]) -> bool:
+    def _write(self, event: dict[str, Any], patch: dict[str, Any] | None, key: tuple[str, ...]) -> bool:
         """recordEvent: True when written or abandoned, False when worth another try."""
         namespace = event["metadata"]["namespace"]
         try:

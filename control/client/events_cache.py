@@ -231,7 +231,7 @@ class EventCorrelator:
             int(stored.get("count") or 1), stored.get("firstTimestamp") or "", metadata.get("name", ""),
             metadata.get("resourceVersion", "")))
 
-    def _observe(self, event: dict[str, Any], key: tuple[str, ...]) -> tuple[dict[str, Any], dict | None]:
+    def _observe(self, event: dict[str, Any], key: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """eventObserve: a key seen before becomes the same Event with count + 1 and a patch to send."""
         observed = {**event, "metadata": dict(event["metadata"])}
         last = self._observed.get("\x00".join(key))

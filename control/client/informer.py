@@ -72,7 +72,7 @@ class _Broadcast:
     """The reflector's handler: queues each change for the handlers registered at that moment (a handler
     registered later has already been given the store's contents, which include the change)."""
 
-    def __init__(self, events: queue.SimpleQueue) -> None:
+    def __init__(self, events: queue.SimpleQueue[Any]) -> None:
         self.events = events
         self.handlers: tuple[EventHandler, ...] = ()
 
@@ -104,7 +104,7 @@ class SharedInformer:
             params["fieldSelector"] = field_selector
         self.store = Store(indexers={NAMESPACE_INDEX: index_by_namespace, **(indexers or {})})
         self._lock = threading.RLock()  # held by the reflector while it changes the store and queues
-        self._events: queue.SimpleQueue = queue.SimpleQueue()
+        self._events: queue.SimpleQueue[Any] = queue.SimpleQueue()  # changes, sync markers and the stop
         self._broadcast = _Broadcast(self._events)
         self._synced = threading.Event()
         self._started = False

@@ -183,10 +183,10 @@ class RESTClient:
 
     # -- verbs ---------------------------------------------------------------------------------------
 
-    def get(self, path: str, *, params: Mapping[str, str] | None = None) -> dict:
+    def get(self, path: str, *, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         return self._json("GET", path, params=params)
 
-    def list(self, path: str, *, params: Mapping[str, str] | None = None) -> dict:
+    def list(self, path: str, *, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         """A List; with `limit` in `params`, every page joined (all at the first page's revision)."""
         query = dict(params or {})
         result = self._json("GET", path, params=query)
@@ -207,13 +207,14 @@ class RESTClient:
         metadata.pop("remainingItemCount", None)
         return {**result, "metadata": metadata, "items": items}
 
-    def create(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict:
+    def create(self, path: str, body: dict[str, Any], *, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         return self._json("POST", path, params=params, body=body)
 
-    def update(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict:
+    def update(self, path: str, body: dict[str, Any], *, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         return self._json("PUT", path, params=params, body=body)
 
-    def patch(self, path: str, patch: dict | builtins.list, *, patch_type: str = "merge") -> dict:
+    def patch(self, path: str, patch: dict[str, Any] | builtins.list[Any], *,
+              patch_type: str = "merge") -> dict[str, Any]:
         try:
             content_type = PATCH_CONTENT_TYPES[patch_type]
         except KeyError:
@@ -221,7 +222,7 @@ class RESTClient:
         return self._json("PATCH", path, body=patch, content_type=content_type)
 
     def delete(self, path: str, *, grace_period_seconds: int | None = None, propagation_policy: str | None = None,
-               preconditions: dict | None = None) -> dict:
+               preconditions: dict[str, Any] | None = None) -> dict[str, Any]:
         options: dict[str, Any] = {}
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
@@ -333,7 +334,7 @@ class RESTClient:
         return delay, None
 
     def _json(self, method: str, path: str, *, params: Mapping[str, str] | None = None, body: Any = None,
-              content_type: str = "application/json") -> dict:
+              content_type: str = "application/json") -> dict[str, Any]:
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         headers = {"Content-Type": content_type} if data is not None else None
         failures = 0

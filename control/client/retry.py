@@ -68,7 +68,7 @@ def backoff(policy: RetryPolicy, failures: int, *, retry_after: float | None = N
     """Seconds to wait after the `failures`-th consecutive failure (1-based)."""
     if retry_after is not None and retry_after >= 0:
         return min(retry_after, policy.cap)
-    step = min(policy.cap, policy.base * 2 ** max(0, failures - 1))
+    step = min(policy.cap, policy.base * 2.0 ** max(0, failures - 1))
     return step * (0.5 + 0.5 * rand())
 
 

@@ -82,7 +82,7 @@ def backoff_seconds(attempts: int, *, initial: float = INITIAL_BACKOFF_SECONDS,
     """initial · 2^(attempts-1), at most `maximum` (upstream calculateBackoffDuration)."""
     if attempts <= 0:
         return 0.0
-    return min(maximum, initial * 2 ** (attempts - 1))
+    return min(maximum, initial * 2.0 ** (attempts - 1))
 
 
 def _scheduling_relevant(pod: Mapping[str, Any]) -> Mapping[str, Any]:

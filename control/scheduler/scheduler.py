@@ -86,12 +86,12 @@ VOLUME_PLUGINS = frozenset({VOLUME_BINDING})
 class SchedulerClient(Protocol):
     """The verbs the scheduler writes with (RESTClient and tests/support/fake_apiserver.py have them)."""
 
-    def create(self, path: str, body: dict, *, params: Mapping[str, str] | None = None) -> dict: ...
+    def create(self, path: str, body: dict[str, Any], *, params: Mapping[str, str] | None = None) -> dict[str, Any]: ...
 
-    def patch(self, path: str, patch: dict | list, *, patch_type: str = "merge") -> dict: ...
+    def patch(self, path: str, patch: dict[str, Any] | list[Any], *, patch_type: str = "merge") -> dict[str, Any]: ...
 
     def delete(self, path: str, *, grace_period_seconds: int | None = None, propagation_policy: str | None = None,
-               preconditions: dict | None = None) -> dict: ...
+               preconditions: dict[str, Any] | None = None) -> dict[str, Any]: ...
 
 
 def scheduler_name(pod: Mapping[str, Any]) -> str:
@@ -110,7 +110,7 @@ def _pod_labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
     return Pod(pod).metadata.labels
 
 
-def _node_scheduling_properties(node: Mapping[str, Any]) -> tuple:
+def _node_scheduling_properties(node: Mapping[str, Any]) -> tuple[Any, ...]:
     """What of a Node a filter or score reads (upstream nodeSchedulingPropertiesChange)."""
     spec, status = node.get("spec") or {}, node.get("status") or {}
     return (spec.get("unschedulable"), spec.get("taints"), status.get("allocatable"),

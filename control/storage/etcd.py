@@ -128,7 +128,8 @@ class EtcdStorage:
         try:
             if path == "kv/txn":
                 return dict(self._client.transaction(payload))  # a TypedDict: the same keys, read the same way
-            return self._client.post(self._client.get_url(path), json=payload)
+            answer: dict[str, Any] = self._client.post(self._client.get_url(path), json=payload)
+            return answer
         except (exceptions.ConnectionFailedError, exceptions.ConnectionTimeoutError) as exc:
             raise Unavailable(f"etcd {self._endpoint}: {exc.detail_text or exc}") from exc
         except exceptions.InternalServerError as exc:
@@ -141,7 +142,7 @@ class EtcdStorage:
         except requests.RequestException as exc:  # a gateway answer that is not JSON, a broken stream
             raise Unavailable(f"etcd {self._endpoint}: {exc}") from exc
 
-    def _txn(self, compare: list[dict], success: dict, key: str) -> dict[str, Any]:
+    def _txn(self, compare: list[dict[str, Any]], success: dict[str, Any], key: str) -> dict[str, Any]:
         """A txn whose failure branch reads `key`: the answer says who won a race in one round trip."""
         payload = {"compare": compare, "success": [success], "failure": [{"request_range": {"key": _b64(key)}}]}
         return self._call("kv/txn", payload)

@@ -39,7 +39,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from control.storage.interface import (
     Compacted,
@@ -351,11 +351,13 @@ class SQLiteStorage:
 
     def revision(self) -> int:
         with self._snapshot() as conn:
-            return conn.execute(_REVISION).fetchone()[0]
+            revision: int = conn.execute(_REVISION).fetchone()[0]
+            return revision
 
     def compact_revision(self) -> int:
         with self._snapshot() as conn:
-            return conn.execute(_COMPACT_REVISION).fetchone()[0]
+            revision: int = conn.execute(_COMPACT_REVISION).fetchone()[0]
+            return revision
 
     def get(self, key: str) -> Record | None:
         with self._snapshot() as conn:
@@ -378,7 +380,8 @@ class SQLiteStorage:
         with self._snapshot() as conn:
             at = conn.execute(_REVISION).fetchone()[0]
             args = (prefix, upper, at, at) if upper is not None else (prefix, at, at)
-            return conn.execute(_COUNT[upper is not None], args).fetchone()[0]
+            count: int = conn.execute(_COUNT[upper is not None], args).fetchone()[0]
+            return count
 
     def create(self, key: str, value: bytes) -> Record:
         return _record(self._append(key, lambda latest, rev: plan_create(key, value, latest, rev)))
@@ -433,14 +436,14 @@ class SQLiteStorage:
                 log.exception("compacting %s failed", self._path)
 
 
-def _fetch_row(conn: sqlite3.Connection, sql: str, args: tuple) -> _Row | None:
+def _fetch_row(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> _Row | None:
     found = conn.execute(sql, args).fetchone()
     return None if found is None else _Row._make(found)
 
 
 def _read_revision(conn: sqlite3.Connection, revision: int) -> int:
     """The revision a read is served at (0: now); `Compacted` or a future-revision error otherwise."""
-    current = conn.execute(_REVISION).fetchone()[0]
+    current: int = conn.execute(_REVISION).fetchone()[0]
     if not revision:
         return current
     compacted = conn.execute(_COMPACT_REVISION).fetchone()[0]

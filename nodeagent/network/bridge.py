@@ -47,6 +47,7 @@ def ensure_bridge(name: str, gateway_cidr: str, *, mtu: int | None = None) -> in
                 if exc.code != errno.EEXIST:
                     raise
             found = ipr.link_lookup(ifname=name)
+        index: int
         (index,) = found
         (link,) = ipr.get_links(index)
         if link.get_nested("IFLA_LINKINFO", "IFLA_INFO_KIND") != "bridge":

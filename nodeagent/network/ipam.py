@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 STATE_VERSION = 1
 
@@ -116,7 +117,7 @@ def retain_only(state: IPAMState, live_owners: Iterable[str]) -> tuple[IPAMState
     return replace(state, allocations=kept), freed
 
 
-def to_document(state: IPAMState) -> dict:
+def to_document(state: IPAMState) -> dict[str, Any]:
     return {
         "version": STATE_VERSION,
         "cidr": state.cidr,

@@ -123,7 +123,8 @@ def _configure_inside(path: str, *, ip: str, prefix_len: int, gateway: str) -> s
             inside.link("set", index=eth0, state="up")
             inside.route("add", dst="0.0.0.0/0", gateway=gateway, oif=eth0)
             (link,) = inside.get_links(eth0)
-            return link.get_attr("IFLA_ADDRESS")
+            mac: str = link.get_attr("IFLA_ADDRESS")
+            return mac
 
     return call_in_netns(path, configure)
 

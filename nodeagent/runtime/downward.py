@@ -1,5 +1,5 @@
 """The downward API's values: `fieldRef` (pod fields) and `resourceFieldRef` (container resources), shared
-by env vars (env.py) and downwardAPI volumes (nodeagent/volumes.py).
+by env vars (env.py) and downwardAPI volumes (nodeagent/volumes/).
 
 Upstream: pkg/kubelet/kubelet_pods.go podFieldSelectorRuntimeValue, pkg/fieldpath/fieldpath.go
 (ExtractFieldPathAsString, FormatMap), pkg/api/v1/resource/helpers.go (ExtractContainerResourceValue,
@@ -91,6 +91,7 @@ def field_value(pod: Mapping[str, Any], field_path: str, *, pod_ips: Sequence[st
 
 def _container_named(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     spec = pod.get("spec") or {}
+    container: Mapping[str, Any]
     for container in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
         if container.get("name") == name:
             return container

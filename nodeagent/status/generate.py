@@ -255,7 +255,8 @@ def _containers_ready(apps: dict[str, dict[str, Any]], phase: str) -> dict[str, 
     return _condition("ContainersReady", True)
 
 
-def _ready(pod: Mapping[str, Any], containers_ready: dict[str, Any], others: Sequence[Mapping[str, Any]]) -> dict:
+def _ready(pod: Mapping[str, Any], containers_ready: dict[str, Any],
+           others: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """GeneratePodReadyCondition: ContainersReady, then every spec.readinessGates condition True."""
     if containers_ready["status"] != "True":
         return {**containers_ready, "type": "Ready"}

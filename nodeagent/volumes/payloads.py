@@ -88,6 +88,7 @@ def downward_payload(items: Sequence[Mapping[str, Any]], pod: Mapping[str, Any],
 
 def _named_container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     spec = pod.get("spec") or {}
+    container: Mapping[str, Any]
     for container in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
         if container.get("name") == name:
             return container

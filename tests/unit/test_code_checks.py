@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,3 +24,8 @@ def test_ruff_finds_nothing():
 def test_mypy_finds_nothing():
     result = _run("mypy", timeout=600)  # `files` in [tool.mypy]: the product packages
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_runs_in_strict_mode():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert config["strict"] is True

@@ -89,7 +89,8 @@ class Check:
         return result
 
     def integer(self, parent: Mapping[str, Any], key: str, path: str) -> int | None:
-        return self._typed(parent, key, path, int)
+        value: int | None = self._typed(parent, key, path, int)
+        return value
 
     def strings(self, parent: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
         """A map of strings (labels, selectors, configmap data); entries of other types are reported."""

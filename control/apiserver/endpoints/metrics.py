@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily
@@ -41,6 +41,7 @@ COMPONENT = "apiserver"
 REQUEST_LABELS = ("verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component")
 _CONNECT_SUBRESOURCES = frozenset({"exec", "attach", "portforward", "proxy"})
 _APPLY = "application/apply-patch+yaml"
+_T = TypeVar("_T")
 
 
 def group_resource(resource: Resource) -> str:
@@ -185,7 +186,7 @@ class MeteredStorage:
         self.inner = inner
         self._histogram = histogram
 
-    def _timed(self, operation: str, key: str, call: Callable[[], Any]) -> Any:
+    def _timed(self, operation: str, key: str, call: Callable[[], _T]) -> _T:
         start = time.perf_counter()
         try:
             return call()

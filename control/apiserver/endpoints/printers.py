@@ -72,7 +72,8 @@ def _age(obj: Obj, now: datetime) -> str:
 
 
 def _name(obj: Obj) -> str:
-    return (obj.get("metadata") or {}).get("name", "")
+    name: str = (obj.get("metadata") or {}).get("name", "")
+    return name
 
 
 def _spec(obj: Obj) -> Mapping[str, Any]:
@@ -113,7 +114,8 @@ def _is_true(obj: Obj, condition_type: str) -> bool:
 
 def _terminated_reason(terminated: Mapping[str, Any], prefix: str) -> str:
     if terminated.get("reason"):
-        return prefix + terminated["reason"]
+        reason: str = terminated["reason"]
+        return prefix + reason
     if terminated.get("signal"):
         return f"{prefix}Signal:{terminated['signal']}"
     return f"{prefix}ExitCode:{terminated.get('exitCode', 0)}"
@@ -236,7 +238,8 @@ def _service_external_ip(service: Obj) -> str:
         addresses = sorted({entry.get("ip") or entry.get("hostname") for entry in ingress} - {None, ""})
         return ",".join(addresses + external_ips) or "<pending>"
     if service_type == "ExternalName":
-        return spec.get("externalName", "")
+        external_name: str = spec.get("externalName", "")
+        return external_name
     return "<unknown>"
 
 

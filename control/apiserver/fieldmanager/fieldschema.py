@@ -3,7 +3,7 @@ which are maps (free keys), which lists are atomic, sets, or maps keyed by some 
 which structs and maps are atomic (upstream: the schema sigs.k8s.io/structured-merge-diff reads, converted by
 k8s.io/kube-openapi/pkg/schemaconv from the OpenAPI document generated out of the Go types).
 
-The facts come from the table the protobuf codec reads (protoschema.py, generated from upstream's
+The facts come from the table the protobuf codec reads (codec/protoschema.py, generated from upstream's
 `generated.proto` and `types.go`): every message's fields, `repeated` and `map<string, V>`, and the markers and
 struct tags of the Go types, read as the OpenAPI generator reads them:
 - `+listType=atomic|set|map` with `+listMapKey=...` (several keys in order), on the field;
@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 from control.apiserver.codec import protoschema
 from control.apiserver.codec.protoschema import Markers
@@ -72,7 +73,7 @@ class Schema:
     kinds: dict[tuple[str, str], str]
     zero_fields: dict[str, tuple[tuple[str, str, object], ...]]  # message → (json, nested message, value)
 
-    def zero(self, api_version: str, kind: str) -> dict:
+    def zero(self, api_version: str, kind: str) -> dict[str, Any]:
         """The empty object of a kind as Go's JSON encoder writes it: non-pointer structs present, fields
         without `omitempty` present as their zero value (null for lists, maps and pointers). Upstream
         compares a create with this, so only what is new to it (labels, a pointer struct such as
@@ -80,7 +81,7 @@ class Schema:
         message = self.kinds.get((api_version, kind))
         return self._zero(message) if message else {}
 
-    def _zero(self, message: str) -> dict:
+    def _zero(self, message: str) -> dict[str, Any]:
         return {name: self._zero(nested) if nested else copy.deepcopy(value)
                 for name, nested, value in self.zero_fields.get(message, ())}
 

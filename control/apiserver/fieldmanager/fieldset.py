@@ -243,7 +243,7 @@ def _merge(schema: Schema, t: Type, lhs: Any, rhs: Any) -> Any:
     return result
 
 
-def _merge_list(schema: Schema, t: Type, lhs: list, rhs: list) -> list:
+def _merge_list(schema: Schema, t: Type, lhs: list[Any], rhs: list[Any]) -> list[Any]:
     """typed/merge.go visitListItems: the live order, with the configuration's elements in the
     configuration's order, each shared element merged where the configuration puts it."""
     element = schema.element(t)

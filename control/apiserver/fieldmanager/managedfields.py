@@ -336,7 +336,8 @@ def _prune(merged: dict[str, Any], dropped: set[Path], managers: Managed, ctx: C
     remove = {p for p in dropped if p not in owned and p not in ancestors}
     if not remove:
         return merged
-    return fieldset.remove_items(ctx.schema, ctx.type, merged, remove)
+    pruned: dict[str, Any] = fieldset.remove_items(ctx.schema, ctx.type, merged, remove)
+    return pruned
 
 
 def _last_applied_fields(live: dict[str, Any] | None, ctx: Context) -> set[Path]:

@@ -198,7 +198,8 @@ def _json_equal(a: Any, b: Any) -> bool:
         return isinstance(b, dict) and a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return isinstance(b, list) and len(a) == len(b) and all(map(_json_equal, a, b))
-    return a == b
+    equal: bool = a == b
+    return equal
 
 
 # --- strategic merge patch: schema ---------------------------------------------------------------
@@ -288,14 +289,14 @@ _SET_ORDER = "$setElementOrder/"
 _DELETE_FROM = "$deleteFromPrimitiveList/"
 
 
-def strategic_merge_patch(target: dict, patch: dict, *, kind: str) -> dict:
+def strategic_merge_patch(target: dict[str, Any], patch: dict[str, Any], *, kind: str) -> dict[str, Any]:
     """Apply a strategic merge patch to `target`, an object of `kind`, the way the API server does."""
     if not isinstance(patch, dict):
         raise PatchError("a strategic merge patch must be a JSON object", code=400)
     return _merge_map(copy.deepcopy(target), copy.deepcopy(patch), KIND_TYPES.get(kind))
 
 
-def _merge_map(original: dict, patch: dict, type_name: str | None) -> dict:
+def _merge_map(original: dict[str, Any], patch: dict[str, Any], type_name: str | None) -> dict[str, Any]:
     """mergeMap: both arguments are private copies and are modified; returns the merged map."""
     directive = patch.pop("$patch", "merge")
     if directive == "delete":
@@ -332,7 +333,7 @@ def _merge_map(original: dict, patch: dict, type_name: str | None) -> dict:
     return original
 
 
-def _retain_keys(original: dict, patch: dict) -> None:
+def _retain_keys(original: dict[str, Any], patch: dict[str, Any]) -> None:
     """`$retainKeys`: drop live keys not listed, so switching a volume from emptyDir to configMap does not
     leave both. Every key the patch sets must itself be listed."""
     keep = patch.pop("$retainKeys")
@@ -355,7 +356,7 @@ def _merge_value(original: Any, patch: Any, field: Field) -> Any:
     return [_merge_map({}, e, field.type) if isinstance(e, dict) else e for e in patch]
 
 
-def _merge_list(original: list, patch: list, field: Field) -> list:
+def _merge_list(original: list[Any], patch: list[Any], field: Field) -> list[Any]:
     """mergeSlice for a list with strategy merge: primitives union, maps merge by the merge key."""
     elements = original + patch
     if any(isinstance(e, list) for e in elements):
@@ -385,7 +386,7 @@ def _merge_list(original: list, patch: list, field: Field) -> list:
     return _normalize_order(merged, patch, original, key)
 
 
-def _special_elements(original: list, patch: list, merge_key: str) -> tuple[list, list]:
+def _special_elements(original: list[Any], patch: list[Any], merge_key: str) -> tuple[list[Any], list[Any]]:
     """mergeSliceWithSpecialElements: `{"$patch": "delete", <key>: v}` removes the live element(s) with
     that key; a `{"$patch": "replace"}` element makes the other patch elements the whole list."""
     plain, replace = [], False
@@ -409,18 +410,19 @@ def _element_key(merge_key: str) -> Callable[[Any], Any]:
     return lambda element: element.get(merge_key, _MISSING) if isinstance(element, dict) else _MISSING
 
 
-def _normalize_order(merged: list, patch_order: list, live_order: list, key: Callable[[Any], Any]) -> list:
+def _normalize_order(merged: list[Any], patch_order: list[Any], live_order: list[Any],
+                     key: Callable[[Any], Any]) -> list[Any]:
     """normalizeElementOrder + mergeSortedSlice: elements named in `patch_order` come in that order,
     the others in their live order, and the two runs interleave by live position, so an element the
     patch only modifies stays where it was."""
     patch_keys = [key(e) for e in patch_order]
     live_keys = [key(e) for e in live_order]
 
-    def position(keys: list, element: Any) -> int:
+    def position(keys: list[Any], element: Any) -> int:
         k = key(element)
         return keys.index(k) if k in keys else -1
 
-    def sort_key(keys: list) -> Callable[[Any], int]:
+    def sort_key(keys: list[Any]) -> Callable[[Any], int]:
         return lambda element: position(keys, element) if key(element) in keys else len(keys)
 
     patched = sorted((e for e in merged if key(e) in patch_keys), key=sort_key(patch_keys))

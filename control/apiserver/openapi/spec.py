@@ -59,7 +59,8 @@ _ALL_MEDIA = "*/*"
 @functools.cache
 def upstream_spec() -> dict[str, Any]:
     """The data file, read once per process (about 1.7 MB of JSON)."""
-    return json.loads(gzip.decompress(DATA_FILE.read_bytes()))
+    spec: dict[str, Any] = json.loads(gzip.decompress(DATA_FILE.read_bytes()))
+    return spec
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +192,8 @@ class OpenAPIDocuments:
 
     def definitions(self) -> Mapping[str, Any]:
         """Every definition of the v2 document by name (field validation walks these)."""
-        return self._current().v2["definitions"]
+        definitions: Mapping[str, Any] = self._current().v2["definitions"]
+        return definitions
 
     def definition_for(self, group: str, version: str, kind: str) -> str | None:
         """The name of the definition of a served kind (None when the server has none for it)."""

@@ -70,7 +70,8 @@ def _with_resource_version(options: DeleteOptions, resource_version: str) -> Del
                          precondition_resource_version=resource_version, dry_run=options.dry_run)
 
 
-def _delete_ignoring_pdb(registry: Registry, namespace: str, name: str, options: DeleteOptions) -> dict | None:
+def _delete_ignoring_pdb(registry: Registry, namespace: str, name: str,
+                         options: DeleteOptions) -> dict[str, Any] | None:
     """Step 2: the pod, when it is not one a PDB can protect (None once deleted)."""
     assert PODS is not None
     for _ in range(RETRIES):

@@ -54,7 +54,7 @@ class Discovery(Protocol):
 
 
 class Getter(Protocol):
-    def get(self, path: str, *, params: Mapping[str, str] | None = None) -> dict: ...
+    def get(self, path: str, *, params: Mapping[str, str] | None = None) -> dict[str, Any]: ...
 
 
 def resources_of(api_version: str, document: Mapping[str, Any]) -> list[APIResource]:

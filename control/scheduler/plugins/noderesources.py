@@ -209,9 +209,10 @@ REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
 
 def _pod_requests(state: CycleState, pod: Pod) -> _Requests:
     try:
-        return state.read("NodeResourcesFit")
+        requests: _Requests = state.read("NodeResourcesFit")
     except KeyError:
         return _Requests(pod_requests(pod), pod_requests(pod, non_zero=True))
+    return requests
 
 
 class Fit:

@@ -121,7 +121,7 @@ def test_storage_key_refuses_incomplete_keys(namespace, name):
 
 
 def test_group_versions_core_first_and_plurals_unique():
-    assert resources.group_versions() == [
+    assert resources.ServedResources().group_versions() == [
         ("", "v1"), ("apps", "v1"), ("batch", "v1"), ("autoscaling", "v2"), ("autoscaling", "v1"),
         ("certificates.k8s.io", "v1"), ("networking.k8s.io", "v1"),
         ("storage.k8s.io", "v1"), ("admissionregistration.k8s.io", "v1"), ("apiregistration.k8s.io", "v1"),

@@ -6,7 +6,13 @@ kept; and the controllers of this part registered under upstream's names with th
 from __future__ import annotations
 
 from control.apiserver.endpoints import discovery as documents
-from control.apiserver.resources import COMPONENT_STATUSES, METRICS_RESOURCES, RESOURCES, REVIEW_RESOURCES
+from control.apiserver.resources import (
+    COMPONENT_STATUSES,
+    METRICS_RESOURCES,
+    RESOURCES,
+    REVIEW_RESOURCES,
+    ServedResources,
+)
 from control.client.errors import ApiError, NotFound
 from control.controllers.manager import CONTROLLERS, ControllerManagerConfiguration
 from control.controllers.shared.discovery import ServerDiscovery
@@ -20,13 +26,13 @@ class DocumentGetter:
 
     def get(self, path, *, params=None):
         if path == "/apis":
-            return documents.api_group_list()
+            return documents.api_group_list(ServedResources())
         group_version = path.removeprefix("/api/").removeprefix("/apis/")
         if group_version in self.broken:
             raise ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request")
         for group, version in {(r.group, r.version) for r in RESOURCES + METRICS_RESOURCES + REVIEW_RESOURCES}:
             if group_version == (f"{group}/{version}" if group else version):
-                return documents.api_resource_list(group, version)
+                return documents.api_resource_list(ServedResources(), group, version)
         raise NotFound(404, "NotFound", path)
 
 

@@ -24,10 +24,12 @@ from functools import lru_cache
 from typing import Any
 
 import celpy
+from celpy.adapter import json_to_cel
+from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, CELSyntaxError, CELUnsupportedError
 
 from control.apimachinery.validation import ErrorType, FieldError
-from control.apiserver.crd import schema as structural
+from control.apiserver.apiextensions import schema as structural
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
 _REASONS = {"FieldValueInvalid": ErrorType.INVALID, "FieldValueForbidden": ErrorType.FORBIDDEN,
@@ -43,7 +45,7 @@ class CELError(Exception):
 def _program(rule: str) -> Any:
     try:
         return _ENV.program(_ENV.compile(rule))
-    except (celpy.CELParseError, CELSyntaxError, CELUnsupportedError, CELEvalError, ValueError, TypeError) as exc:
+    except (CELParseError, CELSyntaxError, CELUnsupportedError, CELEvalError, ValueError, TypeError) as exc:
         raise CELError(str(exc).strip()) from None
 
 
@@ -141,11 +143,11 @@ def _validate(value: Any, old: Any, schema: Mapping[str, Any], path: str, errors
 def _activation(value: Any, old: Any, schema: Mapping[str, Any], *, root: bool) -> dict[str, Any]:
     if root and isinstance(value, dict):
         value = {k: v for k, v in value.items() if k not in ("metadata",)}
-    names = {"self": celpy.json_to_cel(_typed(value, schema))}
+    names = {"self": json_to_cel(_typed(value, schema))}
     if old is not _MISSING:
         if root and isinstance(old, dict):
             old = {k: v for k, v in old.items() if k not in ("metadata",)}
-        names["oldSelf"] = celpy.json_to_cel(_typed(old, schema))
+        names["oldSelf"] = json_to_cel(_typed(old, schema))
     return names
 
 
