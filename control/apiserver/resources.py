@@ -18,10 +18,11 @@ differs only for a few historical names (`/registry/services/specs/`, `/registry
 expecting upstream's. Plurals are unique across the served groups, so the group is not needed in the key.
 
 Custom resources (apiextensions.k8s.io CustomResourceDefinitions) are added and taken away while the
-server runs: `RUNTIME` is that layer, and `by_path`, `by_kind`, `group_versions` and `resources_in`
-consult it after the static table (a built-in always wins). Their keys are upstream's
-`/registry/{group}/{plural}/...`: a CRD may pick a plural a built-in group already uses (`foos.a.io` and
-`foos.b.io`, or `pods.example.com`), and a plural never contains a dot, so the two layouts cannot meet.
+server runs: each server's `ServedResources` (owned by its registry) holds them after the static table
+(a built-in always wins); the module's `by_path` and `by_kind` answer for the static table alone. Their
+keys are upstream's `/registry/{group}/{plural}/...`: a CRD may pick a plural a built-in group already uses
+(`foos.a.io` and `foos.b.io`, or `pods.example.com`), and a plural never contains a dot, so the two layouts
+cannot meet.
 Every version of one custom resource shares one prefix: objects are stored once, at the storage version.
 """
 
@@ -69,7 +70,7 @@ class Resource:
     categories: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
     subresources: Mapping[str, SubResource] = field(default_factory=lambda: MappingProxyType({}))
-    custom: bool = False  # served for a CustomResourceDefinition (the run-time layer below), not built in
+    custom: bool = False  # served for a CustomResourceDefinition (ServedResources below), not built in
     # A version served as a converted view of the stored one (control/apiserver/endpoints/versionviews.py):
     # the version the objects are stored in, "" for the storage version itself.
     storage_version: str = ""
@@ -171,6 +172,11 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", True),
     Resource("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", True,
              short_names=("pdb",), subresources=_subresources(status=_status("PodDisruptionBudget"))),
+    Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False),
+    Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding",
+             False),
+    Resource("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True),
+    Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", True),
     Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
              "CustomResourceDefinition", False, short_names=("crd", "crds"), categories=("api-extensions",),
              subresources=_subresources(status=_status("CustomResourceDefinition"))),
@@ -188,85 +194,107 @@ METRICS_RESOURCES: tuple[Resource, ...] = (
     Resource("metrics.k8s.io", "v1beta1", "pods", "", "PodMetrics", True, verbs=("get", "list")),
 )
 
+# Served by control/apiserver/authorization/reviews.py (and authentication/tokens.py for TokenReviews): created
+# and answered, never stored (upstream pkg/registry/authorization, pkg/registry/authentication), so in discovery
+# (kubectl auth can-i and whoami look for them there) but not in RESOURCES.
+REVIEW_RESOURCES: tuple[Resource, ...] = (
+    Resource("authentication.k8s.io", "v1", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", False,
+             verbs=("create",)),
+    Resource("authentication.k8s.io", "v1", "tokenreviews", "tokenreview", "TokenReview", False, verbs=("create",)),
+    Resource("authorization.k8s.io", "v1", "localsubjectaccessreviews", "localsubjectaccessreview",
+             "LocalSubjectAccessReview", True, verbs=("create",)),
+    Resource("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "selfsubjectaccessreview",
+             "SelfSubjectAccessReview", False, verbs=("create",)),
+    Resource("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "selfsubjectrulesreview",
+             "SelfSubjectRulesReview", False, verbs=("create",)),
+    Resource("authorization.k8s.io", "v1", "subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview",
+             False, verbs=("create",)),
+)
+
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 _BY_KIND = {(r.group, r.version, r.kind): r for r in RESOURCES}
 
 
-class RuntimeResources:
-    """The resources served for CustomResourceDefinitions, installed and removed while the server runs.
+class ServedResources:
+    """The resources one API server serves: the static table, then the custom resources installed while it
+    runs (every served version of each CustomResourceDefinition, by definition name). Each server's
+    registry owns one, so two servers in one process never see each other's custom resources.
 
-    Entries are kept per (owner, definition name): the owner is the registry that installed them, so
-    servers sharing a test process can each drop theirs when they stop. Lookups see every owner's
-    entries; readers get immutable snapshots, writers replace them under a lock (reads are lock-free).
+    A built-in always wins a lookup. Readers get immutable snapshots, writers replace them under a lock
+    (reads are lock-free).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[tuple[int, str], tuple[Resource, ...]] = {}
+        self._entries: dict[str, tuple[Resource, ...]] = {}
         self._by_path: Mapping[tuple[str, str, str], Resource] = MappingProxyType({})
         self._by_kind: Mapping[tuple[str, str, str], Resource] = MappingProxyType({})
-        self._all: tuple[Resource, ...] = ()
+        self._custom: tuple[Resource, ...] = ()
+        self._served: tuple[Resource, ...] = RESOURCES
 
-    def install(self, owner: int, name: str, resources: Iterable[Resource]) -> None:
+    def install(self, name: str, resources: Iterable[Resource]) -> None:
         """Serve `resources` (every served version of one definition) in place of what `name` served."""
         with self._lock:
-            self._entries[(owner, name)] = tuple(resources)
+            self._entries[name] = tuple(resources)
             self._rebuild()
 
-    def remove(self, owner: int, name: str | None = None) -> None:
-        """Stop serving one definition's resources, or (no name) everything `owner` installed."""
+    def remove(self, name: str | None = None) -> None:
+        """Stop serving one definition's resources, or (no name) every one installed."""
         with self._lock:
-            for key in [k for k in self._entries if k[0] == owner and (name is None or k[1] == name)]:
+            for key in [k for k in self._entries if name is None or k == name]:
                 del self._entries[key]
             self._rebuild()
 
     def _rebuild(self) -> None:
         everything = tuple(r for entries in self._entries.values() for r in entries)
-        self._all = everything
         self._by_path = MappingProxyType({(r.group, r.version, r.plural): r for r in everything})
         self._by_kind = MappingProxyType({(r.group, r.version, r.kind): r for r in everything})
+        self._custom = tuple(r for r in everything if (r.group, r.version, r.plural) not in _BY_PATH)
+        self._served = RESOURCES + self._custom if self._custom else RESOURCES
 
     def by_path(self, group: str, version: str, plural: str) -> Resource | None:
-        return self._by_path.get((group, version, plural))
+        """The resource a URL names (`/apis/{group}/{version}/.../{plural}`); group "" is `/api/v1`."""
+        key = (group, version, plural)
+        return _BY_PATH.get(key) or self._by_path.get(key)
 
-    def by_kind(self, group: str, version: str, kind: str) -> Resource | None:
-        return self._by_kind.get((group, version, kind))
+    def by_kind(self, api_version: str, kind: str) -> Resource | None:
+        """The resource an object's `apiVersion`/`kind` belong to (None also for a malformed apiVersion)."""
+        try:
+            group, version = group_version(api_version)
+        except ValueError:
+            return None
+        key = (group, version, kind)
+        return _BY_KIND.get(key) or self._by_kind.get(key)
 
-    def all(self) -> tuple[Resource, ...]:
-        return self._all
+    def custom(self) -> tuple[Resource, ...]:
+        """The custom resources served now (minus any a built-in shadows)."""
+        return self._custom
 
+    def served(self) -> tuple[Resource, ...]:
+        """The static table, then the custom resources."""
+        return self._served
 
-RUNTIME = RuntimeResources()
+    def group_versions(self) -> list[tuple[str, str]]:
+        """Every served (group, version) in table order, the core group first, custom groups last; discovery
+        lists them so (each definition's versions are installed in upstream's priority order)."""
+        return list(dict.fromkeys((r.group, r.version) for r in self._served))
+
+    def resources_in(self, group: str, version: str) -> list[Resource]:
+        return [r for r in self._served if (r.group, r.version) == (group, version)]
 
 
 def by_path(group: str, version: str, plural: str) -> Resource | None:
-    """The resource a URL names (`/apis/{group}/{version}/.../{plural}`); group "" is `/api/v1`."""
-    return _BY_PATH.get((group, version, plural)) or RUNTIME.by_path(group, version, plural)
+    """The built-in resource a URL names; a server's custom resources are its `ServedResources`'."""
+    return _BY_PATH.get((group, version, plural))
 
 
 def by_kind(api_version: str, kind: str) -> Resource | None:
-    """The resource an object's `apiVersion`/`kind` belong to (None also for a malformed apiVersion)."""
+    """The built-in resource of an `apiVersion`/`kind` (None also for a malformed apiVersion)."""
     try:
         group, version = group_version(api_version)
     except ValueError:
         return None
-    return _BY_KIND.get((group, version, kind)) or RUNTIME.by_kind(group, version, kind)
-
-
-def served() -> tuple[Resource, ...]:
-    """The static table, then the custom resources (minus any a built-in shadows)."""
-    custom = tuple(r for r in RUNTIME.all() if (r.group, r.version, r.plural) not in _BY_PATH)
-    return RESOURCES + custom if custom else RESOURCES
-
-
-def group_versions() -> list[tuple[str, str]]:
-    """Every served (group, version) in table order, the core group first, custom groups last; discovery
-    lists them so (the run-time layer keeps each definition's versions in upstream's priority order)."""
-    return list(dict.fromkeys((r.group, r.version) for r in served()))
-
-
-def resources_in(group: str, version: str) -> list[Resource]:
-    return [r for r in served() if (r.group, r.version) == (group, version)]
+    return _BY_KIND.get((group, version, kind))
 
 
 def storage_resource(resource: Resource) -> Resource:

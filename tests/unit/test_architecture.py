@@ -168,3 +168,53 @@ def test_the_shared_base_imports_only_at_module_level():
              if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
              for node in ast.walk(function) if isinstance(node, ast.Import | ast.ImportFrom)]
     assert found == []
+
+
+CUSTOM_STRATEGY = "CustomResourceStrategy"
+CRD_PACKAGE = ROOT / "control" / "apiserver" / "crd"
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+
+
+def class_checks(source: str, class_name: str) -> list[int]:
+    """Lines of `source` that check an object's class against `class_name`: isinstance/issubclass with it,
+    or `type(x)` compared with it."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2
+                and class_name in _names_in(node.args[1])):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            calls_type = any(isinstance(s, ast.Call) and isinstance(s.func, ast.Name) and s.func.id == "type"
+                             for s in sides)
+            if calls_type and any(class_name in _names_in(s) for s in sides if not isinstance(s, ast.Call)):
+                lines.append(node.lineno)
+    return lines
+
+
+@pytest.mark.parametrize("source,found", [
+    pytest.param("if isinstance(s, CustomResourceStrategy): pass", [1], id="isinstance"),
+    pytest.param("ok = isinstance(s, (Strategy, crd.CustomResourceStrategy))", [1], id="isinstance-tuple"),
+    pytest.param("x = 1\nif type(s) is CustomResourceStrategy: pass", [2], id="type-is"),
+    pytest.param("if isinstance(s, Strategy) and s.list_kind: pass", [], id="other-class"),
+])
+def test_class_checks_finds_checks_on_the_class(source: str, found: list[int]):
+    assert class_checks(source, CUSTOM_STRATEGY) == found
+
+
+def test_only_the_crd_package_checks_the_custom_resource_strategy_class():
+    """Handlers, tables and the store ask a strategy through its methods (list kind, printer columns,
+    scale); only control/apiserver/crd/ knows the custom-resource strategy's class."""
+    offenders = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if CRD_PACKAGE in path.parents:
+                continue
+            for line in class_checks(path.read_text(), CUSTOM_STRATEGY):
+                offenders.append(f"{path.relative_to(ROOT)}:{line}")
+    assert not offenders, f"{CUSTOM_STRATEGY} class checked outside {CRD_PACKAGE.relative_to(ROOT)}: {offenders}"

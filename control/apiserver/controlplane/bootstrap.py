@@ -102,4 +102,5 @@ def bootstrap(registry: Registry, *, api_port: int) -> None:
         except APIError as exc:
             if exc.code != 409:
                 log.warning("no kube-system/kube-dns Service on %s: %s", dns_ip, exc)
-    autoregister.register(registry, discovery.group_versions(), now=format_timestamp(registry.clock()))
+    autoregister.register(registry, discovery.group_versions(registry.resources),
+                          now=format_timestamp(registry.clock()))

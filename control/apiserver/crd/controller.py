@@ -22,10 +22,11 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from control.apimachinery.meta import deep_copy, format_timestamp
+from control.apiserver.apiextensions import definitions
 from control.apiserver.controlplane import autoregister
-from control.apiserver.crd import definitions
+from control.apiserver.crd.strategies import CustomResourceStrategy
 from control.apiserver.registry.store import DeleteOptions, Registry
-from control.apiserver.resources import RUNTIME, by_path
+from control.apiserver.resources import by_path
 from control.apiserver.status import APIError
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ class CRDController:
     def _api_services(self) -> None:
         """upstream crdregistration_controller: an APIService per served custom group-version (Local,
         automanaged "true", priority 1000/100), deleted when no CRD serves it any more."""
-        served = sorted({(r.group, r.version) for r in RUNTIME.all() if self.registry.serves_custom(r)})
+        served = sorted({(r.group, r.version) for r in self.registry.resources.custom()})
         if served == self._registered:
             return
         autoregister.register(self.registry, served, now=format_timestamp(self.registry.clock()),
@@ -127,7 +128,7 @@ class CRDController:
             return
         versions = definitions.served_versions(crd)
         if versions:
-            self.registry.serve_custom(name, versions)
+            self.registry.serve_custom(name, [CustomResourceStrategy(v) for v in versions])
             self._served[name] = fingerprint
             self._publish(name, versions, versions[0].list_kind)
             log.info("serving %s (versions %s)", name, ", ".join(v.resource.version for v in versions))

@@ -1,4 +1,4 @@
-"""The strategy of custom objects (the CRD's own is strategies/customresourcedefinitions.py).
+"""The strategy of custom objects (the CRD's own is registry/strategies/customresourcedefinitions.py).
 
 Upstream: k8s.io/apiextensions-apiserver/pkg/registry/customresource/strategy.go, status_strategy.go
 and the scale REST in etcd.go.
@@ -18,6 +18,7 @@ Custom objects, per served version (`CustomResourceStrategy`):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -25,9 +26,9 @@ from typing import Any
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import ErrorType, FieldError
 from control.apiserver import status
-from control.apiserver.crd import cel, definitions, jsonpath
-from control.apiserver.crd import schema as structural
-from control.apiserver.registry.strategies.base import Strategy, prepare_for_status_update, spec_of
+from control.apiserver.apiextensions import cel, definitions, jsonpath
+from control.apiserver.apiextensions import schema as structural
+from control.apiserver.registry.strategies.base import PrinterColumn, Strategy, prepare_for_status_update, spec_of
 from control.apiserver.status import APIError
 
 
@@ -90,6 +91,15 @@ class CustomResourceStrategy(Strategy):
             errors += cel.validate_object(obj, old, schema)
         return errors
 
+    @property
+    def list_kind(self) -> str:
+        return self.version.list_kind or super().list_kind
+
+    def printer_columns(self) -> tuple[PrinterColumn, ...]:
+        """NAME is the table's; then the definition's additionalPrinterColumns (Age alone when it names none)."""
+        return tuple(PrinterColumn(c.name, c.type, c.description, functools.partial(_find, c.json_path),
+                                   c.priority, c.format) for c in self.version.columns)
+
     # -- the scale subresource ----------------------------------------------------------------------
 
     def scale_of(self, obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,6 +138,14 @@ def _blocks_cel(error: FieldError) -> bool:
     would only fail on it again with a less helpful message."""
     return error.type is ErrorType.NOT_SUPPORTED or (
         error.type is ErrorType.INVALID and " in body must be of type " in error.detail)
+
+
+def _find(path: str, obj: Mapping[str, Any]) -> list[Any]:
+    """What a printer column's JSONPath finds in `obj` (nothing for a path it cannot follow)."""
+    try:
+        return jsonpath.find(obj, path)
+    except ValueError:
+        return []
 
 
 def _integer(found: list[Any]) -> int:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from control.apiserver.endpoints.discovery import group_versions, resources_in
-from control.apiserver.resources import Resource
+from control.apiserver.resources import Resource, ServedResources
 
 GROUP = "apidiscovery.k8s.io"
 VERSIONS = ("v2", "v2beta1")  # the server's preference
@@ -70,21 +70,21 @@ def _resource(resource: Resource) -> dict[str, Any]:
     return entry
 
 
-def _group(group: str, versions: list[str]) -> dict[str, Any]:
+def _group(table: ServedResources, group: str, versions: list[str]) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": group} if group else {}
     metadata["creationTimestamp"] = None  # ObjectMeta's creationTimestamp has no omitempty
     return {"metadata": metadata, "versions": [{
         "version": version,
-        "resources": [_resource(r) for r in sorted(resources_in(group, version), key=lambda r: r.plural)],
+        "resources": [_resource(r) for r in sorted(resources_in(table, group, version), key=lambda r: r.plural)],
         "freshness": "Current",
     } for version in versions]}
 
 
-def discovery_list(*, core: bool, version: str) -> dict[str, Any]:
+def discovery_list(table: ServedResources, *, core: bool, version: str) -> dict[str, Any]:
     """`/api` (core: the legacy group alone) or `/apis` (every named group) as an APIGroupDiscoveryList."""
     groups: dict[str, list[str]] = {}
-    for group, group_version in group_versions():
+    for group, group_version in group_versions(table):
         if (group == "") == core:
             groups.setdefault(group, []).append(group_version)
     return {"kind": LIST_KIND, "apiVersion": f"{GROUP}/{version}", "metadata": {},
-            "items": [_group(group, versions) for group, versions in groups.items()]}
+            "items": [_group(table, group, versions) for group, versions in groups.items()]}

@@ -17,22 +17,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from control.apiserver.resources import COMPONENT_STATUSES, METRICS_RESOURCES, Resource
-from control.apiserver.resources import group_versions as stored_group_versions
-from control.apiserver.resources import resources_in as stored_resources_in
+from control.apiserver.resources import (
+    COMPONENT_STATUSES,
+    METRICS_RESOURCES,
+    REVIEW_RESOURCES,
+    Resource,
+    ServedResources,
+)
 from control.util.version import KUBERNETES_MAJOR, KUBERNETES_MINOR, KUBERNETES_VERSION
 
 CONTENT_TYPE = "application/json"
 
 
-def group_versions() -> list[tuple[str, str]]:
-    """Every (group, version) discovery lists: the stored resources' and metrics.k8s.io (metricsapi.py)."""
-    return list(dict.fromkeys([*stored_group_versions(), *((r.group, r.version) for r in METRICS_RESOURCES)]))
+def group_versions(table: ServedResources) -> list[tuple[str, str]]:
+    """Every (group, version) discovery lists: the stored resources' of one server's table, the reviews'
+    (authorization/reviews.py) and metrics.k8s.io (registry/metricsapi.py)."""
+    return list(dict.fromkeys([*table.group_versions(),
+                               *((r.group, r.version) for r in (*REVIEW_RESOURCES, *METRICS_RESOURCES))]))
 
 
-def resources_in(group: str, version: str) -> list[Resource]:
-    served = [r for r in (COMPONENT_STATUSES, *METRICS_RESOURCES) if (r.group, r.version) == (group, version)]
-    return stored_resources_in(group, version) + served
+def resources_in(table: ServedResources, group: str, version: str) -> list[Resource]:
+    served = [r for r in (COMPONENT_STATUSES, *REVIEW_RESOURCES, *METRICS_RESOURCES)
+              if (r.group, r.version) == (group, version)]
+    return table.resources_in(group, version) + served
 
 
 def version_info(*, platform: str, python_version: str, compiler: str = "cpython", git_commit: str = "",
@@ -66,23 +73,23 @@ def api_versions(server_address: str) -> dict[str, Any]:
     }
 
 
-def _group_entry(group: str) -> dict[str, Any]:
+def _group_entry(table: ServedResources, group: str) -> dict[str, Any]:
     versions = [{"groupVersion": f"{group}/{version}", "version": version}
-                for g, version in group_versions() if g == group]
+                for g, version in group_versions(table) if g == group]
     return {"name": group, "versions": versions, "preferredVersion": versions[0]}
 
 
-def api_group_list() -> dict[str, Any]:
+def api_group_list(table: ServedResources) -> dict[str, Any]:
     """`/apis` (APIGroupList): every named group; the core group is only under `/api`."""
-    groups = list(dict.fromkeys(group for group, _ in group_versions() if group))
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group_entry(group) for group in groups]}
+    groups = list(dict.fromkeys(group for group, _ in group_versions(table) if group))
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group_entry(table, group) for group in groups]}
 
 
-def api_group(group: str) -> dict[str, Any] | None:
+def api_group(table: ServedResources, group: str) -> dict[str, Any] | None:
     """`/apis/{group}` (APIGroup), or None for a group that is not served (the server answers 404)."""
-    if not group or all(g != group for g, _ in group_versions()):
+    if not group or all(g != group for g, _ in group_versions(table)):
         return None
-    return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group)}
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(table, group)}
 
 
 def _resource_entries(resource: Resource) -> list[dict[str, Any]]:
@@ -110,12 +117,12 @@ def _resource_entries(resource: Resource) -> list[dict[str, Any]]:
     return entries
 
 
-def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
+def api_resource_list(table: ServedResources, group: str, version: str) -> dict[str, Any] | None:
     """`/api/v1` (group "") or `/apis/{group}/{version}` (APIResourceList); None when not served.
 
     Entries are sorted by name as upstream sorts them, which also puts `pods/status` right after `pods`.
     """
-    resources = resources_in(group, version)
+    resources = resources_in(table, group, version)
     if not resources:
         return None
     entries = sorted((e for r in resources for e in _resource_entries(r)), key=lambda e: e["name"])

@@ -7,7 +7,7 @@ the answer: the object, a List, or — when the Accept header asks for it — a 
 follow upstream: 201 for create, 200/201 for update (201 when it created), 200 for a delete that removed
 the object and 202 for one that only marked it (graceful pod, finalizers, terminating namespace).
 A client that accepts only `application/vnd.kubernetes.protobuf` gets the same answers re-encoded as
-protobuf (protoencode.py), or 406 for one without a protobuf form; every other client gets JSON.
+protobuf (codec/protoencode.py), or 406 for one without a protobuf form; every other client gets JSON.
 """
 
 from __future__ import annotations
@@ -26,14 +26,12 @@ from multidict import MultiMapping
 from prometheus_client import Counter
 
 from control.api import podlogoptions
-from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
-from control.apimachinery.meta import deep_copy
+from control.apimachinery.labels import SelectorError
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
 from control.apiserver.codec import jsoncodec as codec
 from control.apiserver.codec import protoencode
 from control.apiserver.codec.jsonwire import encode_json, go_escape
-from control.apiserver.crd.strategies import CustomResourceStrategy
 from control.apiserver.endpoints import request as req
 from control.apiserver.endpoints import tables
 from control.apiserver.endpoints import versionviews as views
@@ -57,38 +55,6 @@ _VERB_FOR_METHOD = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "p
 
 def json_response(body: Any, code: int = 200) -> web.Response:
     return web.Response(body=encode_json(body), status=code, content_type="application/json")
-
-
-def _scale_selector(obj: Mapping[str, Any]) -> str:
-    selector = (obj.get("spec") or {}).get("selector")
-    try:
-        if obj.get("kind") == "ReplicationController":
-            return str(selector_from_set(selector or {}))
-        return str(selector_from_label_selector(selector))
-    except (SelectorError, AttributeError, TypeError):
-        return ""
-
-
-def scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The autoscaling/v1 Scale view of a workload (upstream: the `scale` REST of apps registries)."""
-    metadata = obj.get("metadata") or {}
-    return {
-        "kind": "Scale", "apiVersion": "autoscaling/v1",
-        "metadata": {k: metadata[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-                     if k in metadata},
-        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
-        "status": {"replicas": (obj.get("status") or {}).get("replicas", 0), "selector": _scale_selector(obj)},
-    }
-
-
-def _apply_scale(obj: dict[str, Any], scale: dict[str, Any]) -> dict[str, Any]:
-    replicas = (scale.get("spec") or {}).get("replicas") if isinstance(scale.get("spec"), dict) else None
-    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-        raise status.invalid("Scale", (obj.get("metadata") or {}).get("name", ""), [FieldError.invalid(
-            "spec.replicas", replicas, "must be greater than or equal to 0")], group="autoscaling")
-    new = deep_copy(obj)
-    new.setdefault("spec", {})["replicas"] = replicas
-    return new
 
 
 class ResourceHandlers:
@@ -118,7 +84,7 @@ class ResourceHandlers:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         group = request.match_info.get("group", "")
         version = request.match_info.get("version", "v1")
-        target = req.parse_target(group, version, request.match_info.get("tail", ""))
+        target = req.parse_target(self.registry.resources, group, version, request.match_info.get("tail", ""))
         resource = target.resource
         method = request.method
         verb = _VERB_FOR_METHOD.get(method)
@@ -187,10 +153,7 @@ class ResourceHandlers:
 
     def _list_kind(self, resource: Resource) -> str:
         """`{Kind}List`, or the listKind a CRD accepted."""
-        strategy = self.registry.strategy(resource)
-        if isinstance(strategy, CustomResourceStrategy) and strategy.version.list_kind:
-            return strategy.version.list_kind
-        return f"{resource.kind}List"
+        return self.registry.strategy(resource).list_kind
 
     def _printer(self, target: req.Target) -> tables.Printer:
         return tables.printer_for(target.resource, self.registry.strategy(target.resource))
@@ -282,7 +245,7 @@ class ResourceHandlers:
                                                target.name, options)
         return json_response(obj, 200 if removed else 202)
 
-    # -- a version served as a view of the stored one (views.py) -----------------------------------
+    # -- a version served as a view of the stored one (versionviews.py) ---------------------------
 
     async def _view(self, request: web.Request, target: req.Target, view: views.View) -> web.StreamResponse:
         """Serve `target` (a view's resource) through the stored resource, converting in and out."""
@@ -374,8 +337,7 @@ class ResourceHandlers:
     async def _scale(self, request: web.Request, target: req.Target) -> web.StreamResponse:
         args = (target.resource, target.namespace, target.name)
         strategy = self.registry.strategy(target.resource)
-        to_scale, from_scale = ((strategy.scale_of, strategy.apply_scale) if isinstance(
-            strategy, CustomResourceStrategy) else (scale_of, _apply_scale))
+        to_scale, from_scale = strategy.scale_of, strategy.apply_scale
         if request.method == "GET":
             return json_response(to_scale(await asyncio.to_thread(self.registry.must_get, *args)))
         if request.method == "PUT":
@@ -441,7 +403,7 @@ class ResourceHandlers:
 
     async def _stream(self, request: web.Request, target: req.Target) -> web.StreamResponse:
         """`pods/exec`, `pods/attach`, `pods/portforward`: relayed to the kubelet's WebSocket endpoint
-        (streaming.py)."""
+        (streaming/websocket.py)."""
         if target.subresource == "portforward":
             assert PODS is not None
             pod = await asyncio.to_thread(self.registry.must_get, PODS, target.namespace, target.name)

@@ -20,7 +20,7 @@ from control.apimachinery.validation import FieldError
 from control.apiserver import status
 from control.apiserver.codec import fieldvalidation, protobuf
 from control.apiserver.fieldmanager import managedfields
-from control.apiserver.resources import Resource, by_path
+from control.apiserver.resources import Resource, ServedResources
 from control.apiserver.status import APIError
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # upstream's maxRequestBodyBytes
@@ -45,15 +45,15 @@ class Target:
     subresource: str = ""
 
 
-def parse_target(group: str, version: str, tail: str) -> Target:
-    """`tail` is the path after `/api/v1/` or `/apis/{group}/{version}/`."""
+def parse_target(table: ServedResources, group: str, version: str, tail: str) -> Target:
+    """`tail` is the path after `/api/v1/` or `/apis/{group}/{version}/`; `table` is what the server serves."""
     parts = tail.strip("/").split("/") if tail.strip("/") else []
     namespace = ""
     if len(parts) >= 3 and parts[0] == "namespaces" and parts[2] not in _NAMESPACE_SUBRESOURCES:
         namespace, parts = parts[1], parts[2:]
     if not parts or len(parts) > 3:
         raise _path_not_found()
-    resource = by_path(group, version, parts[0])
+    resource = table.by_path(group, version, parts[0])
     if resource is None:
         raise _path_not_found()
     name = parts[1] if len(parts) > 1 else ""

@@ -27,10 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from control.apiserver.crd import definitions, jsonpath
-from control.apiserver.crd.strategies import CustomResourceStrategy
 from control.apiserver.endpoints import printers
-from control.apiserver.registry.strategies.base import Strategy
+from control.apiserver.registry.strategies.base import PrinterColumn, Strategy
 from control.apiserver.resources import Resource
 
 TABLE_GROUP = "meta.k8s.io"
@@ -427,19 +425,18 @@ DEFAULT_PRINTER = Printer((NAME, Column("Created At", "date", AGE_DOC)), printer
 
 
 def printer_for(resource: Resource, strategy: Strategy | None = None) -> Printer:
-    """The printer of a built-in resource, or of a custom one from its version's printer columns."""
-    if isinstance(strategy, CustomResourceStrategy):
-        return custom_printer(strategy.version.columns)
+    """The printer of a resource: from the columns its strategy defines (a custom resource's printer
+    columns), else the built-in one."""
+    columns = strategy.printer_columns() if strategy is not None else None
+    if columns is not None:
+        return custom_printer(columns)
     return PRINTERS.get((resource.group, resource.plural), DEFAULT_PRINTER)
 
 
-def _custom_cell(column: definitions.Column, obj: Obj, now: datetime) -> Any:
-    """Upstream's CRD table convertor: the first value the JSONPath finds (None when it finds none, which
-    kubectl prints as `<none>`); a `date` column shows the age of the timestamp it finds."""
-    try:
-        found = jsonpath.find(obj, column.json_path)
-    except ValueError:
-        return None
+def _custom_cell(column: PrinterColumn, obj: Obj, now: datetime) -> Any:
+    """Upstream's CRD table convertor: the first value the column's path finds (None when it finds none,
+    which kubectl prints as `<none>`); a `date` column shows the age of the timestamp it finds."""
+    found = column.find(obj)
     if not found or found[0] is None:
         return None
     value = found[0]
@@ -454,8 +451,8 @@ def _custom_cell(column: definitions.Column, obj: Obj, now: datetime) -> Any:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
-def custom_printer(columns: tuple[definitions.Column, ...]) -> Printer:
-    """NAME, then the definition's additionalPrinterColumns (Age alone when it names none)."""
+def custom_printer(columns: tuple[PrinterColumn, ...]) -> Printer:
+    """NAME, then the columns a strategy defines."""
     definitions_ = (NAME, *(Column(c.name, c.type, c.description, c.priority, c.format) for c in columns))
 
     def cells(obj: Obj, now: datetime) -> list[Any]:

@@ -1,7 +1,9 @@
 """The generic REST store between the HTTP handlers and `Storage` (upstream: k8s.io/apiserver/pkg/registry/
 generic/registry/store.go — Create, Update with `GuaranteedUpdate`, Delete with graceful deletion and
 finalizers). It knows no kind by name: what differs per kind is asked of the resource's strategy
-(strategies/, in the order strategies/base.py documents), what every create passes is in admission.py.
+(strategies/, in the order strategies/base.py documents); every write enters the admission chain
+(control/apiserver/admission/) once, with the strategy's prepare step between its mutating and validating
+plugins and the strategy's validation as the first validating one.
 
 Design notes
 - Blocking and thread-safe, like `Storage`: the aiohttp handlers call it through `asyncio.to_thread`, so
@@ -17,12 +19,14 @@ Design notes
   Foreground (or, without one, the kind's default: orphan for v1 ReplicationControllers and batch/v1
   Jobs) are recorded as the `orphan`/`foregroundDeletion` finalizers the garbage collector acts on, also
   on an object already being deleted (strategies/base.py `gc_finalizers`, upstream store.go).
-- Field ownership (managedfields.py): a write that names its field manager (every request through the
-  handlers does; the server's own bootstrap writes do not) records it in metadata.managedFields right after
-  defaulting, before admission and the strategy, as upstream's handlers call the field manager; an apply
-  (`apply`) merges its configuration over the stored object the same way a patch does, retried on a lost race.
-- Quota admission serialises only the creates a ResourceQuota of their namespace counts, per namespace
-  (admission.QuotaAdmission); every other write runs in parallel, down to storage's compare-and-swap.
+- Field ownership (fieldmanager/managedfields.py): a write that names its field manager (every request
+  through the handlers does; the server's own bootstrap writes do not) records it in metadata.managedFields
+  right after defaulting, before admission and the strategy, as upstream's handlers call the field manager;
+  an apply (`apply`) merges its configuration over the stored object the same way a patch does, retried on
+  a lost race.
+- Quota admission, last in the chain, serialises only the creates a ResourceQuota of their namespace
+  counts, per namespace (admission/quota.py), holding its lock until the write is done; every other write
+  runs in parallel, down to storage's compare-and-swap.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import json
 import secrets
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -43,14 +48,13 @@ from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
 from control.apiserver.admission import plugins as admission
+from control.apiserver.admission.chain import Attributes, Operation
 from control.apiserver.codec import fieldvalidation
 from control.apiserver.codec import jsoncodec as codec
-from control.apiserver.crd.definitions import Version
-from control.apiserver.crd.strategies import CustomResourceStrategy
 from control.apiserver.fieldmanager import fieldschema, managedfields, patch
 from control.apiserver.registry import strategies
 from control.apiserver.registry.strategies.base import Rollback, Strategy, gc_finalizers, mark_deleting, nothing_to_undo
-from control.apiserver.resources import RUNTIME, Resource, storage_key, storage_prefix
+from control.apiserver.resources import Resource, ServedResources, storage_key, storage_prefix
 from control.apiserver.status import APIError
 from control.apiserver.storage.selection import Filter
 from control.storage.interface import Compacted, Conflict, KeyExists, KeyNotFound, Record, Storage
@@ -163,6 +167,27 @@ def decode_continue(token: str) -> tuple[int, str]:
         raise status.bad_request(f"continue key is not valid: {token[:64]}") from None
 
 
+class StrategyValidation:
+    """The kind's own validation as the first validating plugin of the admission chain: the strategy's
+    `validate` (upstream's rest.BeforeCreate/BeforeUpdate), a 422 with its field errors."""
+
+    name = "Validation"
+
+    def __init__(self, strategy_of: Callable[[Resource], Strategy]) -> None:
+        self._strategy_of = strategy_of
+
+    def validate(self, attributes: Attributes, hold: ExitStack) -> None:
+        obj = attributes.obj
+        if obj is None:
+            return
+        strategy = self._strategy_of(attributes.resource)
+        errors = strategy.validate(obj, attributes.old)
+        resource = strategy.resource
+        if errors:
+            raise status.invalid(resource.kind, (obj.get("metadata") or {}).get("name", ""), errors,
+                                 group=resource.group)
+
+
 class Registry:
     """CRUD for every resource in resources.RESOURCES over one `Storage`.
 
@@ -177,8 +202,10 @@ class Registry:
         self.storage = storage
         self._strategies = strategies.build(storage, service_cidr=service_cidr, node_port_range=node_port_range)
         self.clock = clock
-        self._quota = admission.QuotaAdmission(self)
-        self._custom: dict[tuple[str, str, str], CustomResourceStrategy] = {}
+        self.admission = admission.chain(self, validation=StrategyValidation(self.strategy))
+        # What this server serves: the static table and the custom resources `serve_custom` installs.
+        self.resources = ServedResources()
+        self._custom: dict[tuple[str, str, str], Strategy] = {}
         self._custom_by_definition: dict[str, tuple[tuple[str, str, str], ...]] = {}
 
     def strategy(self, resource: Resource) -> Strategy:
@@ -192,25 +219,21 @@ class Registry:
             return custom
         return self._strategies[resource.plural]
 
-    def serve_custom(self, definition: str, versions: builtins.list[Version]) -> None:
-        """Serve (or serve anew) the versions of one CRD: routing and discovery see them from now on
-        (resources.RUNTIME, owned by this registry), writes go through their strategies."""
-        keys = tuple((v.resource.group, v.resource.version, v.resource.plural) for v in versions)
+    def serve_custom(self, definition: str, served: builtins.list[Strategy]) -> None:
+        """Serve (or serve anew) the versions of one CRD, each through its strategy: routing and discovery
+        see them from now on (`self.resources`), writes go through the strategies."""
+        keys = tuple((s.resource.group, s.resource.version, s.resource.plural) for s in served)
         for key in self._custom_by_definition.get(definition, ()):
             if key not in keys:
                 self._custom.pop(key, None)
-        for key, version in zip(keys, versions, strict=True):
-            self._custom[key] = CustomResourceStrategy(version)
+        for key, strategy in zip(keys, served, strict=True):
+            self._custom[key] = strategy
         self._custom_by_definition[definition] = keys
-        RUNTIME.install(id(self), definition, [v.resource for v in versions])
-
-    def serves_custom(self, resource: Resource) -> bool:
-        """Whether this registry (not another server's in the same process) serves a custom resource."""
-        return (resource.group, resource.version, resource.plural) in self._custom
+        self.resources.install(definition, [s.resource for s in served])
 
     def stop_serving_custom(self, definition: str | None = None) -> None:
         """Stop serving one CRD's resources, or (None) every one this registry serves."""
-        RUNTIME.remove(id(self), definition)
+        self.resources.remove(definition)
         for name in [definition] if definition is not None else list(self._custom_by_definition):
             for key in self._custom_by_definition.pop(name, ()):
                 self._custom.pop(key, None)
@@ -326,14 +349,6 @@ class Registry:
         if name is not None:
             metadata["name"] = name
 
-    @staticmethod
-    def _validate(strategy: Strategy, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        errors = strategy.validate(obj, old)
-        resource = strategy.resource
-        if errors:
-            raise status.invalid(resource.kind, (obj.get("metadata") or {}).get("name", ""), errors,
-                                 group=resource.group)
-
     def create(self, resource: Resource, namespace: str, body: Any, *, dry_run: bool = False,
                manager: str | None = None) -> dict[str, Any]:
         """POST, in the order strategies/base.py documents; a failed write gives back what the strategy's
@@ -346,20 +361,16 @@ class Registry:
         if generate:
             metadata["name"] = generate + "".join(secrets.choice(_GENERATE_CHARS) for _ in range(5))
         name = metadata.get("name") or ""
-        if resource.namespaced:
-            admission.check_namespace(self, resource, namespace, name)
         strategy = self.strategy(resource)
         strategy.defaults(obj)
         if manager is not None:
             obj = managedfields.update(None, obj, self._fields(resource), manager=manager, now=self.clock())
             metadata = obj["metadata"]
-        admission.mutate(self, resource, obj, None, name=generate or name)
-        strategy.prepare_for_create(obj, now=self.clock(), uid=str(uuid.uuid4()))
-        self._validate(strategy, obj, None)
-        admission.validate(self, resource, obj, None)
+        attributes = Attributes(Operation.CREATE, resource, namespace, name, obj, generate_name=generate or "")
         rollback: Rollback = nothing_to_undo
         try:
-            with self._quota.admit(resource, namespace, obj):
+            with self.admission.admit(attributes, prepare=lambda: strategy.prepare_for_create(
+                    obj, now=self.clock(), uid=str(uuid.uuid4()))):
                 if dry_run:
                     if self._record(resource, namespace, name):
                         raise status.already_exists(resource.plural, name, group=resource.group)
@@ -535,11 +546,17 @@ class Registry:
             if manager is not None:
                 new = managedfields.update(old, new, self._fields(resource, fields_subresource),
                                            manager=manager, now=self.clock())
-            admission.mutate(self, resource, new, old, name=name)
-            strategy.prepare_for_update(new, old)
-        self._validate(strategy, new, old)
-        if not subresource:
-            admission.validate(self, resource, new, old)
+        attributes = Attributes(Operation.UPDATE, resource, namespace, name, new, old, subresource=subresource)
+        with self.admission.admit(attributes, prepare=None if subresource else (
+                lambda: strategy.prepare_for_update(new, old))):
+            return self._write_admitted(resource, namespace, record, strategy, new, old, subresource=subresource,
+                                        dry_run=dry_run)
+
+    def _write_admitted(self, resource: Resource, namespace: str, record: Record, strategy: Strategy,
+                        new: dict[str, Any], old: dict[str, Any], *, subresource: str,
+                        dry_run: bool) -> dict[str, Any]:
+        """The storage write of an admitted update."""
+        name = old["metadata"]["name"]
         if encode(new) == encode(old):
             strategy.decorate(old)
             return old
@@ -575,7 +592,11 @@ class Registry:
                options: DeleteOptions) -> tuple[dict[str, Any], bool]:
         """Returns (object, removed now). Not removed now means marked deleting: graceful pod, finalizers,
         or a namespace waiting for its controller."""
-        admission.check_delete(resource, name)
+        with self.admission.admit(Attributes(Operation.DELETE, resource, namespace, name)):
+            return self._delete_admitted(resource, namespace, name, options)
+
+    def _delete_admitted(self, resource: Resource, namespace: str, name: str,
+                         options: DeleteOptions) -> tuple[dict[str, Any], bool]:
         for _ in range(_PATCH_ATTEMPTS):
             record = self._record(resource, namespace, name)
             if record is None:

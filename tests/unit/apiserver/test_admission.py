@@ -1,16 +1,20 @@
-"""Namespace lifecycle and quota admission (admission.py): which creates a quota serialises, per
-namespace, and that a quota is never exceeded under concurrent creates through the real registry."""
+"""Namespace lifecycle and quota admission (control/apiserver/admission/) and the chain's order: which
+creates a quota serialises, per namespace, and that a quota is never exceeded under concurrent creates through
+the real registry."""
 
 from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
 
-from control.apiserver.admission import plugins as admission
-from control.apiserver.registry.store import Registry
+from control.apiserver.admission.chain import Attributes, Chain, Operation
+from control.apiserver.admission.lifecycle import check_delete, check_namespace
+from control.apiserver.admission.quota import QuotaAdmission
+from control.apiserver.registry.store import DeleteOptions, Registry
 from control.apiserver.resources import Resource, by_path
 from control.apiserver.status import APIError
 from control.storage.sqlite import SQLiteStorage
@@ -23,7 +27,7 @@ WAIT = 5.0
 
 
 class DictReader:
-    """admission.Reader over {(plural, namespace): [objects]}; `add` is what a create's write does."""
+    """admission.chain.Reader over {(plural, namespace): [objects]}; `add` is what a create's write does."""
 
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -51,7 +55,7 @@ def quota(**hard: str) -> dict[str, Any]:
 
 def _both_inside(reader: DictReader, resource: Resource, objs: list[dict[str, Any]], *, namespaces: list[str]) -> bool:
     """Whether two creates can be inside `admit` at once (not serialised)."""
-    quota_admission = admission.QuotaAdmission(reader)
+    quota_admission = QuotaAdmission(reader)
     barrier = threading.Barrier(2, timeout=0.5)
 
     def create(index: int) -> bool:
@@ -92,7 +96,7 @@ def test_counted_creates_in_different_namespaces_are_not_serialised():
 def test_counted_creates_in_one_namespace_are_serialised_and_see_each_others_write():
     reader = DictReader()
     reader.add(QUOTAS, "ns", quota(pods="1"))
-    quota_admission = admission.QuotaAdmission(reader)
+    quota_admission = QuotaAdmission(reader)
     first_inside, release_first = threading.Event(), threading.Event()
     second_inside = threading.Event()
 
@@ -122,7 +126,7 @@ def test_counted_creates_in_one_namespace_are_serialised_and_see_each_others_wri
 def test_namespace_lock_is_dropped_when_unused():
     reader = DictReader()
     reader.add(QUOTAS, "ns", quota(pods="5"))
-    quota_admission = admission.QuotaAdmission(reader)
+    quota_admission = QuotaAdmission(reader)
     with quota_admission.admit(PODS, "ns", pod("a")):
         assert len(quota_admission._locks) == 1
     assert len(quota_admission._locks) == 0
@@ -155,10 +159,10 @@ def test_create_in_missing_or_terminating_namespace_is_refused():
     reader.add(NAMESPACES, "", {"metadata": {"name": "going", "deletionTimestamp": "t"},
                                 "status": {"phase": "Terminating"}})
     with pytest.raises(APIError) as missing:
-        admission.check_namespace(reader, PODS, "absent", "p")
+        check_namespace(reader, PODS, "absent", "p")
     assert missing.value.code == 404
     with pytest.raises(APIError) as terminating:
-        admission.check_namespace(reader, PODS, "going", "p")
+        check_namespace(reader, PODS, "going", "p")
     assert terminating.value.code == 403
     assert terminating.value.details["causes"][0]["reason"] == "NamespaceTerminating"
 
@@ -209,11 +213,93 @@ def test_priority_admission_through_the_registry(tmp_path):
 @pytest.mark.parametrize("name", ["default", "kube-system", "kube-public"])
 def test_immortal_namespaces_may_not_be_deleted(name):
     with pytest.raises(APIError) as caught:
-        admission.check_delete(NAMESPACES, name)
+        check_delete(NAMESPACES, name)
     assert caught.value.code == 403
     assert caught.value.message == f'namespaces "{name}" is forbidden: this namespace may not be deleted'
 
 
 def test_other_deletes_pass():
-    admission.check_delete(NAMESPACES, "kube-node-lease")
-    admission.check_delete(CONFIGMAPS, "default")
+    check_delete(NAMESPACES, "kube-node-lease")
+    check_delete(CONFIGMAPS, "default")
+
+
+class Recording:
+    """A plugin for both phases that records what it saw, to check the chain's order from outside."""
+
+    def __init__(self, name: str, seen: list[tuple[str, str, str]]) -> None:
+        self.name, self._seen = name, seen
+
+    def admit(self, attributes: Attributes) -> None:
+        self._seen.append((self.name, attributes.operation.value, attributes.resource.plural))
+
+    def validate(self, attributes: Attributes, hold: ExitStack) -> None:
+        self._seen.append((self.name, attributes.operation.value, attributes.resource.plural))
+        hold.callback(self._seen.append, (f"{self.name} released", attributes.operation.value,
+                                          attributes.resource.plural))
+
+
+def test_the_registry_enters_one_ordered_chain_once_per_write(tmp_path):
+    """Mutating plugins, then the strategy's prepare step, then validation (the kind's first), then the write;
+    what a validating plugin holds is released after the write."""
+    storage = SQLiteStorage(str(tmp_path / "state.db"))
+    try:
+        registry = Registry(storage)
+        names = [type(p).__name__ for p in registry.admission.mutating]
+        assert names == ["NamespaceLifecycle", "PodPriority", "DefaultStorageClass"]
+        names = [type(p).__name__ for p in registry.admission.validating]
+        assert names == ["StrategyValidation", "OneGlobalDefault", "QuotaAdmission"]
+        seen: list[tuple[str, str, str]] = []
+        registry.admission = Chain(
+            mutating=[*registry.admission.mutating, Recording("mutating", seen)],
+            validating=[Recording("validating", seen), *registry.admission.validating])
+        registry.create(NAMESPACES, "", {"metadata": {"name": "ns"}})
+        created = registry.create(CONFIGMAPS, "ns", {"metadata": {"name": "c"}, "data": {"a": "1"}})
+        seen.append(("written", "", created["metadata"]["resourceVersion"]))
+        registry.update(CONFIGMAPS, "ns", "c", {**created, "data": {"a": "2"}})
+        registry.delete(CONFIGMAPS, "ns", "c", DeleteOptions())
+        assert seen == [
+            ("mutating", "CREATE", "namespaces"), ("validating", "CREATE", "namespaces"),
+            ("validating released", "CREATE", "namespaces"),
+            ("mutating", "CREATE", "configmaps"), ("validating", "CREATE", "configmaps"),
+            ("validating released", "CREATE", "configmaps"), ("written", "", created["metadata"]["resourceVersion"]),
+            ("mutating", "UPDATE", "configmaps"), ("validating", "UPDATE", "configmaps"),
+            ("validating released", "UPDATE", "configmaps"),
+            ("mutating", "DELETE", "configmaps"), ("validating", "DELETE", "configmaps"),
+            ("validating released", "DELETE", "configmaps"),
+        ]
+        with pytest.raises(APIError) as missing:  # NamespaceLifecycle, first: nothing after it runs
+            registry.create(CONFIGMAPS, "absent", {"metadata": {"name": "c"}})
+        assert missing.value.code == 404
+        assert seen[-1] == ("validating released", "DELETE", "configmaps")
+        with pytest.raises(APIError) as invalid:  # the kind's validation refuses; what was held is released
+            registry.create(CONFIGMAPS, "ns", {"metadata": {"name": "Not_Valid"}})
+        assert invalid.value.code == 422
+        assert seen[-3:] == [("mutating", "CREATE", "configmaps"), ("validating", "CREATE", "configmaps"),
+                             ("validating released", "CREATE", "configmaps")]
+    finally:
+        storage.close()
+
+
+def test_a_validating_plugin_sees_what_the_prepare_step_set():
+    order: list[str] = []
+
+    class Mutating:
+        name = "m"
+
+        def admit(self, attributes: Attributes) -> None:
+            order.append("mutate")
+
+    class Validating:
+        name = "v"
+
+        def validate(self, attributes: Attributes, hold: ExitStack) -> None:
+            assert attributes.obj is not None
+            order.append(f"validate uid={attributes.obj['metadata'].get('uid')}")
+            hold.callback(order.append, "release")
+
+    obj: dict[str, Any] = {"metadata": {"name": "x"}}
+    chain = Chain(mutating=[Mutating()], validating=[Validating()])
+    with chain.admit(Attributes(Operation.CREATE, CONFIGMAPS, "ns", "x", obj),
+                     prepare=lambda: obj["metadata"].update(uid="u1")):
+        order.append("write")
+    assert order == ["mutate", "validate uid=u1", "write", "release"]

@@ -1,4 +1,4 @@
-"""CRD validation, naming, conditions and served versions (control/apiserver/crd/definitions.py); the CEL
+"""CRD validation, naming, conditions and served versions (control/apiserver/apiextensions/definitions.py); the CEL
 rules (cel.py) and the JSONPath of printer columns and scale paths (jsonpath.py)."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from control.apiserver.crd import cel, definitions, jsonpath
+from control.apiserver.apiextensions import cel, definitions, jsonpath
 from control.apiserver.endpoints import tables
+from control.apiserver.resources import by_path
 from tests.support.crd_objects import WIDGET_SCHEMA, widget_crd
 
 NOW = "2026-01-01T00:00:00Z"
@@ -230,7 +231,9 @@ def test_custom_printer_columns():
                definitions.Column("Ready", "string", '.status.conditions[?(@.type=="Ready")].status', priority=1),
                definitions.Column("Missing", "string", ".spec.nothing"),
                definitions.Column("Ports", "string", ".spec.ports"), definitions.AGE_COLUMN)
-    printer = tables.custom_printer(columns)
+    from control.apiserver.crd.strategies import CustomResourceStrategy
+    version = definitions.Version(by_path("", "v1", "configmaps"), "v1", columns=columns)  # any resource will do
+    printer = tables.custom_printer(CustomResourceStrategy(version).printer_columns())
     assert [c.name for c in printer.columns] == ["Name", "Size", "Replicas", "Ready", "Missing", "Ports", "Age"]
     assert printer.columns[3].priority == 1
     now = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)

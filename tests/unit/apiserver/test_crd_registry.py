@@ -43,29 +43,30 @@ def establish(registry: Registry, controller: CRDController, crd: dict | None = 
 
 def test_an_established_crd_is_served_and_its_removal_takes_it_away(store):
     registry, controller = store
-    assert by_path("example.com", "v1", "widgets") is None
+    assert registry.resources.by_path("example.com", "v1", "widgets") is None
     crd = establish(registry, controller)
     assert {c["type"]: c["status"] for c in crd["status"]["conditions"]} == {"NamesAccepted": "True",
                                                                               "Established": "True"}
-    v1 = by_path("example.com", "v1", "widgets")
-    assert v1 is not None and v1.custom and by_kind("example.com/v1beta1", "Widget") is not None
-    assert ("example.com", "v1") in resources.group_versions()
-    assert discovery.api_group("example.com")["preferredVersion"] == {"groupVersion": "example.com/v1",
-                                                                      "version": "v1"}
-    entries = {e["name"]: e for e in discovery.api_resource_list("example.com", "v1")["resources"]}
+    v1 = registry.resources.by_path("example.com", "v1", "widgets")
+    assert v1 is not None and v1.custom and registry.resources.by_kind("example.com/v1beta1", "Widget") is not None
+    assert ("example.com", "v1") in registry.resources.group_versions()
+    assert discovery.api_group(registry.resources, "example.com")["preferredVersion"] == {
+        "groupVersion": "example.com/v1", "version": "v1"}
+    entries = {e["name"]: e for e in discovery.api_resource_list(registry.resources, "example.com", "v1")["resources"]}
     assert entries["widgets"]["shortNames"] == ["wd"] and entries["widgets"]["categories"] == ["all"]
     assert entries["widgets/scale"]["group"] == "autoscaling" and "widgets/status" in entries
     registry.delete(CRDS, "", "widgets.example.com", DeleteOptions())
     assert controller.sync_all() is False
     assert registry.get(CRDS, "", "widgets.example.com") is None
-    assert by_path("example.com", "v1", "widgets") is None
-    assert discovery.api_group("example.com") is None
+    assert registry.resources.by_path("example.com", "v1", "widgets") is None
+    assert discovery.api_group(registry.resources, "example.com") is None
 
 
 def test_custom_objects_are_defaulted_pruned_and_stored_at_the_storage_version(store):
     registry, controller = store
     establish(registry, controller)
-    v1, v1beta1 = by_path("example.com", "v1", "widgets"), by_path("example.com", "v1beta1", "widgets")
+    v1 = registry.resources.by_path("example.com", "v1", "widgets")
+    v1beta1 = registry.resources.by_path("example.com", "v1beta1", "widgets")
     body = widget("w", api_version="example.com/v1beta1", size="small", unknown=1)
     created = registry.create(v1beta1, "ns", body)
     assert created["apiVersion"] == "example.com/v1beta1"  # v1beta1 preserves unknown fields
@@ -93,7 +94,7 @@ def test_invalid_custom_objects_are_refused_with_upstreams_message(store, spec, 
     registry, controller = store
     establish(registry, controller)
     with pytest.raises(APIError) as caught:
-        registry.create(by_path("example.com", "v1", "widgets"), "ns", widget("w", **spec))
+        registry.create(registry.resources.by_path("example.com", "v1", "widgets"), "ns", widget("w", **spec))
     assert caught.value.code == 422
     assert caught.value.status["message"] == message
     assert caught.value.status["details"]["group"] == "example.com"
@@ -102,7 +103,7 @@ def test_invalid_custom_objects_are_refused_with_upstreams_message(store, spec, 
 def test_status_subresource_and_generation(store):
     registry, controller = store
     establish(registry, controller)
-    v1 = by_path("example.com", "v1", "widgets")
+    v1 = registry.resources.by_path("example.com", "v1", "widgets")
     created = registry.create(v1, "ns", {**widget("w", size="small"), "status": {"replicas": 9}})
     assert "status" not in created  # dropped on create
     status_write, _ = registry.update(v1, "ns", "w", {**created, "spec": {"size": "large"},
@@ -120,7 +121,7 @@ def test_status_subresource_and_generation(store):
 def test_scale_subresource_reads_and_writes_the_replica_paths(store):
     registry, controller = store
     establish(registry, controller)
-    v1 = by_path("example.com", "v1", "widgets")
+    v1 = registry.resources.by_path("example.com", "v1", "widgets")
     registry.create(v1, "ns", widget("w", size="small", replicas=2))
     registry.patch(v1, "ns", "w", "merge", {"status": {"replicas": 2, "selector": "app=w"}}, subresource="status")
     strategy = registry.strategy(v1)
@@ -141,13 +142,13 @@ def test_deleting_a_crd_deletes_its_objects_first(store):
     establish(registry, controller)
     cluster = widget_crd(scope="Cluster", group="other.io", plural="pods", kind="Pod", short_names=())
     establish(registry, controller, cluster)
-    v1 = by_path("example.com", "v1", "widgets")
+    v1 = registry.resources.by_path("example.com", "v1", "widgets")
     for name in ("a", "b"):
         registry.create(v1, "ns", widget(name, size="small"))
     finalized = widget("held", size="small")
     finalized["metadata"]["finalizers"] = ["example.com/hold"]
     registry.create(v1, "ns", finalized)
-    custom_pods = by_path("other.io", "v1", "pods")
+    custom_pods = registry.resources.by_path("other.io", "v1", "pods")
     registry.create(custom_pods, "", {"metadata": {"name": "cp"}, "spec": {"size": "small"}})
     assert registry.storage.get("/registry/other.io/pods/cp") is not None  # no clash with core pods' keys
     marked, removed = registry.delete(CRDS, "", "widgets.example.com", DeleteOptions())
@@ -164,7 +165,7 @@ def test_deleting_a_crd_deletes_its_objects_first(store):
     registry.patch(v1, "ns", "held", "merge", {"metadata": {"finalizers": None}})
     assert controller.sync_all() is False
     assert registry.get(CRDS, "", "widgets.example.com") is None
-    assert by_path("example.com", "v1", "widgets") is None
+    assert registry.resources.by_path("example.com", "v1", "widgets") is None
     assert registry.storage.list("/registry/example.com/").records == []
     assert registry.must_get(custom_pods, "", "cp")["kind"] == "Pod"  # the other CRD is untouched
 
@@ -175,18 +176,18 @@ def test_a_conflicting_crd_is_not_served_until_the_name_is_free(store):
     gadgets = widget_crd(plural="gadgets", kind="Gadget")  # short name "wd" is taken
     crd = establish(registry, controller, gadgets)
     assert not any(c["type"] == "Established" and c["status"] == "True" for c in crd["status"]["conditions"])
-    assert by_path("example.com", "v1", "gadgets") is None
+    assert registry.resources.by_path("example.com", "v1", "gadgets") is None
     registry.delete(CRDS, "", "widgets.example.com", DeleteOptions())
     assert controller.sync_all() is False
     assert controller.sync_all() is False
-    assert by_path("example.com", "v1", "gadgets") is not None
+    assert registry.resources.by_path("example.com", "v1", "gadgets") is not None
 
 
 def test_stop_forgets_everything_this_registry_served(store):
     registry, controller = store
     establish(registry, controller)
     controller.stop()
-    assert by_path("example.com", "v1", "widgets") is None
+    assert registry.resources.by_path("example.com", "v1", "widgets") is None
     with pytest.raises(APIError):
         registry.strategy(resources.Resource("example.com", "v1", "widgets", "widget", "Widget", True, custom=True))
 
@@ -219,7 +220,7 @@ def test_served_versions_are_published_and_withdrawn(store):
     registry.update(CRDS, "", "widgets.example.com", crd)
     controller.sync_all()
     assert set(publisher.published) == {("example.com", "v1", "Widget")}
-    assert by_path("example.com", "v1beta1", "widgets") is None
+    assert registry.resources.by_path("example.com", "v1beta1", "widgets") is None
     registry.delete(CRDS, "", "widgets.example.com", DeleteOptions())
     controller.sync_all()
     assert publisher.published == {}
@@ -259,3 +260,21 @@ def test_served_custom_group_versions_get_local_api_services(store):
     controller.sync_all()
     assert registry.get(api_services, "", "v1.example.com") is None
     assert registry.get(api_services, "", "v1beta1.example.com") is None
+
+
+def test_two_servers_in_one_process_serve_only_their_own_custom_resources(store, tmp_path):
+    """The served-resource table is the registry's: a CRD one server serves is unknown to another (and
+    to the module's static lookups) in the same process."""
+    registry, controller = store
+    other_storage = SQLiteStorage(str(tmp_path / "other.db"))
+    try:
+        other = Registry(other_storage)
+        establish(registry, controller)
+        assert registry.resources.by_path("example.com", "v1", "widgets") is not None
+        assert other.resources.by_path("example.com", "v1", "widgets") is None
+        assert other.resources.by_kind("example.com/v1", "Widget") is None
+        assert ("example.com", "v1") not in other.resources.group_versions()
+        assert discovery.api_group(other.resources, "example.com") is None
+        assert by_path("example.com", "v1", "widgets") is None and by_kind("example.com/v1", "Widget") is None
+    finally:
+        other_storage.close()

@@ -1,5 +1,5 @@
 """Structural schemas: validation messages as upstream's, defaulting, pruning, and the schema checks at CRD
-creation (control/apiserver/crd/schema.py)."""
+creation (control/apiserver/apiextensions/schema.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from control.apiserver.crd import schema
+from control.apiserver.apiextensions import schema
 from tests.support.crd_objects import WIDGET_SCHEMA
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import pytest
 
 from control.apiserver.endpoints import discovery
+from control.apiserver.resources import ServedResources
 from control.util.version import KUBERNETES_MINOR, KUBERNETES_VERSION
+
+TABLE = ServedResources()  # the built-in table: no custom resources
 
 
 def _entries(group: str, version: str = "v1") -> dict[str, dict]:
-    return {entry["name"]: entry for entry in discovery.api_resource_list(group, version)["resources"]}
+    return {entry["name"]: entry for entry in discovery.api_resource_list(TABLE, group, version)["resources"]}
 
 
 def test_version_info():
@@ -27,11 +30,12 @@ def test_api_versions():
 
 
 def test_api_group_list_has_named_groups_with_preferred_version():
-    groups = {g["name"]: g for g in discovery.api_group_list()["groups"]}
+    groups = {g["name"]: g for g in discovery.api_group_list(TABLE)["groups"]}
     assert set(groups) == {"apps", "batch", "autoscaling", "coordination.k8s.io", "scheduling.k8s.io",
                            "discovery.k8s.io", "policy", "networking.k8s.io", "storage.k8s.io",
                            "certificates.k8s.io", "node.k8s.io", "apiregistration.k8s.io",
-                           "admissionregistration.k8s.io", "apiextensions.k8s.io", "metrics.k8s.io"}
+                           "admissionregistration.k8s.io", "apiextensions.k8s.io", "metrics.k8s.io",
+                           "rbac.authorization.k8s.io", "authentication.k8s.io", "authorization.k8s.io"}
     assert groups["apps"]["preferredVersion"] == {"groupVersion": "apps/v1", "version": "v1"}
     assert groups["apps"]["versions"] == [{"groupVersion": "apps/v1", "version": "v1"}]
     assert groups["autoscaling"]["preferredVersion"] == {"groupVersion": "autoscaling/v2", "version": "v2"}
@@ -40,9 +44,9 @@ def test_api_group_list_has_named_groups_with_preferred_version():
 
 def test_metrics_group_lists_node_and_pod_metrics_as_metrics_server_does():
     """kubectl top looks the group up in /apis, then the resources in /apis/metrics.k8s.io/v1beta1."""
-    assert discovery.api_group("metrics.k8s.io")["preferredVersion"] == {
+    assert discovery.api_group(TABLE, "metrics.k8s.io")["preferredVersion"] == {
         "groupVersion": "metrics.k8s.io/v1beta1", "version": "v1beta1"}
-    document = discovery.api_resource_list("metrics.k8s.io", "v1beta1")
+    document = discovery.api_resource_list(TABLE, "metrics.k8s.io", "v1beta1")
     assert document["resources"] == [
         {"name": "nodes", "singularName": "", "namespaced": False, "kind": "NodeMetrics", "verbs": ["get", "list"]},
         {"name": "pods", "singularName": "", "namespaced": True, "kind": "PodMetrics", "verbs": ["get", "list"]}]
@@ -55,7 +59,7 @@ def test_metrics_group_lists_node_and_pod_metrics_as_metrics_server_does():
      pytest.param("", False, id="core-is-not-a-named-group")],
 )
 def test_api_group(group, found):
-    document = discovery.api_group(group)
+    document = discovery.api_group(TABLE, group)
     assert (document is not None) == found
     if found:
         assert document["kind"] == "APIGroup" and document["name"] == group
@@ -109,11 +113,11 @@ def test_category_all_in_discovery():
 
 
 def test_resource_lists():
-    core = discovery.api_resource_list("", "v1")
+    core = discovery.api_resource_list(TABLE, "", "v1")
     assert core["groupVersion"] == "v1" and "apiVersion" not in core
     names = [entry["name"] for entry in core["resources"]]
     assert names == sorted(names)
-    apps = discovery.api_resource_list("apps", "v1")
+    apps = discovery.api_resource_list(TABLE, "apps", "v1")
     assert (apps["kind"], apps["apiVersion"], apps["groupVersion"]) == ("APIResourceList", "v1", "apps/v1")
-    assert discovery.api_resource_list("apps", "v1beta1") is None
+    assert discovery.api_resource_list(TABLE, "apps", "v1beta1") is None
     assert discovery.CONTENT_TYPE == "application/json"

@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from control.apiserver.endpoints import aggregated_discovery, health, metrics
-from control.apiserver.resources import by_path
+from control.apiserver.resources import ServedResources, by_path
 from control.storage.sqlite import SQLiteStorage
 
 
@@ -111,7 +111,7 @@ def test_negotiation(accept, version) -> None:
 
 
 def test_aggregated_documents() -> None:
-    core = aggregated_discovery.discovery_list(core=True, version="v2")
+    core = aggregated_discovery.discovery_list(ServedResources(), core=True, version="v2")
     assert (core["kind"], core["apiVersion"]) == ("APIGroupDiscoveryList", "apidiscovery.k8s.io/v2")
     (group,) = core["items"]
     assert group["metadata"] == {"creationTimestamp": None}
@@ -124,7 +124,7 @@ def test_aggregated_documents() -> None:
     eviction = next(s for s in pods["subresources"] if s["subresource"] == "eviction")
     assert eviction == {"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1",
                                                                     "kind": "Eviction"}, "verbs": ["create"]}
-    named = aggregated_discovery.discovery_list(core=False, version="v2beta1")
+    named = aggregated_discovery.discovery_list(ServedResources(), core=False, version="v2beta1")
     assert named["apiVersion"] == "apidiscovery.k8s.io/v2beta1"
     apps = next(g for g in named["items"] if g["metadata"].get("name") == "apps")
     deployments = next(r for r in apps["versions"][0]["resources"] if r["resource"] == "deployments")

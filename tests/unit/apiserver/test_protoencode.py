@@ -109,7 +109,7 @@ def test_round_trip(obj: dict[str, Any]) -> None:
 
 def test_every_served_kind_and_its_list_has_a_protobuf_form() -> None:
     """A minimal object of each served built-in kind encodes and decodes back (and so does its List)."""
-    kinds = {(resource.api_version, resource.kind) for resource in resources.served()
+    kinds = {(resource.api_version, resource.kind) for resource in resources.ServedResources().served()
               if protoencode.message_for(resource.api_version, resource.kind) is not None}
     assert {("v1", "Pod"), ("apps/v1", "Deployment"), ("v1", "ConfigMap"), ("batch/v1", "Job")} <= kinds
     for api_version, kind in kinds:

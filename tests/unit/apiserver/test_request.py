@@ -7,7 +7,7 @@ from multidict import MultiDict
 
 from control.apimachinery.labels import SelectorError
 from control.apiserver.endpoints import request as req
-from control.apiserver.resources import by_path
+from control.apiserver.resources import ServedResources, by_path
 from control.apiserver.status import APIError
 from control.apiserver.storage.selection import parse_filter
 
@@ -26,7 +26,7 @@ PODS = by_path("", "v1", "pods")
 ])
 def test_parse_target(group, tail, expected):
     version = "v1"
-    target = req.parse_target(group, version, tail)
+    target = req.parse_target(ServedResources(), group, version, tail)
     assert (target.resource.plural, target.namespace, target.name, target.subresource) == expected
 
 
@@ -41,7 +41,7 @@ def test_parse_target(group, tail, expected):
 ])
 def test_unknown_paths_are_404(group, tail):
     with pytest.raises(APIError) as caught:
-        req.parse_target(group, "v1", tail)
+        req.parse_target(ServedResources(), group, "v1", tail)
     assert caught.value.code == 404
 
 

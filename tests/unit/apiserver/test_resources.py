@@ -121,12 +121,12 @@ def test_storage_key_refuses_incomplete_keys(namespace, name):
 
 
 def test_group_versions_core_first_and_plurals_unique():
-    assert resources.group_versions() == [
+    assert resources.ServedResources().group_versions() == [
         ("", "v1"), ("apps", "v1"), ("batch", "v1"), ("autoscaling", "v2"), ("autoscaling", "v1"),
         ("certificates.k8s.io", "v1"), ("networking.k8s.io", "v1"),
         ("storage.k8s.io", "v1"), ("admissionregistration.k8s.io", "v1"), ("apiregistration.k8s.io", "v1"),
         ("node.k8s.io", "v1"), ("coordination.k8s.io", "v1"), ("scheduling.k8s.io", "v1"), ("discovery.k8s.io", "v1"),
-        ("policy", "v1"), ("apiextensions.k8s.io", "v1")]
+        ("policy", "v1"), ("rbac.authorization.k8s.io", "v1"), ("apiextensions.k8s.io", "v1")]
     plurals = [r.plural for r in RESOURCES if not r.storage_version]  # a view shares its stored version's key
     assert len(plurals) == len(set(plurals))  # storage keys carry no group
     assert resources.storage_resource(resources.by_path("autoscaling", "v1", "horizontalpodautoscalers")) is \

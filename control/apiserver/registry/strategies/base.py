@@ -2,19 +2,21 @@
 create.go, update.go and delete.go — RESTCreateStrategy, RESTUpdateStrategy, RESTDeleteStrategy,
 BeforeCreate/BeforeUpdate — plus what each pkg/registry/<group>/<kind>/strategy.go repeats).
 
-The generic store (registry.py) calls a resource's strategy and knows no kind by name; a kind with rules
-of its own subclasses `Strategy` in a module of its own (pods.py, services.py, namespaces.py, ...).
+The generic store (registry/store.py) calls a resource's strategy and knows no kind by name; a kind with
+rules of its own subclasses `Strategy` in a module of its own (pods.py, services.py, namespaces.py, ...).
 
-The store calls the hooks in this order:
-- create: identity checks (apiVersion/kind, namespace, name) → namespace lifecycle admission → `defaults`
-  → mutating admission → `prepare_for_create` → `validate` → validating admission → quota admission →
+The store calls the hooks in this order, entering the admission chain (control/apiserver/admission/) once
+per write:
+- create: identity checks (apiVersion/kind, namespace, name) → `defaults` → admission: [namespace
+  lifecycle, mutating plugins] → `prepare_for_create` → [`validate`, validating plugins, quota] →
   `begin_write` (allocations) → storage; a failed storage write runs the rollback `begin_write` returned.
-- update: identity checks → `defaults` + mutating admission + `prepare_for_update` (or
-  `prepare_for_subresource_update` for `/status`, `/finalize`) → `validate` → validating admission (main
-  resource only) → nothing changed? done → `begin_write` (main resource only) →
-  storage (a delete when `ready_to_remove`) → `after_write(old, new or None)`.
-- delete: `delete_grace_seconds` → `prepare_for_delete` → `mark_deleting` → storage (an update while not
-  `ready_to_remove`, else a delete) → `after_write(old, None)` once removed.
+- update: identity checks → `defaults` (or `prepare_for_subresource_update` for `/status`, `/finalize`)
+  → admission: [mutating plugins (main resource only)] → `prepare_for_update` (main resource only) →
+  [`validate`, validating plugins (main resource only)] → nothing changed? done → `begin_write` (main
+  resource only) → storage (a delete when `ready_to_remove`) → `after_write(old, new or None)`.
+- delete: admission: [namespace lifecycle] → `delete_grace_seconds` → `prepare_for_delete` →
+  `mark_deleting` → storage (an update while not `ready_to_remove`, else a delete) → `after_write(old,
+  None)` once removed.
 
 - read: every object a get, list or watch returns goes through `decorate` on its way out.
 
@@ -34,6 +36,7 @@ Rules kept from upstream because clients rely on them:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
@@ -44,9 +47,23 @@ from control.api.validation import validate
 from control.apimachinery.meta import deep_copy, format_timestamp
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
+from control.apiserver.registry.strategies import scale as scale_view
 from control.apiserver.resources import Resource
 
 Rollback = Callable[[], None]
+
+
+@dataclass(frozen=True, slots=True)
+class PrinterColumn:
+    """A Table column a strategy defines (upstream: a CRD's additionalPrinterColumns): its definition, and
+    `find`, the values found at the column's path in an object (the first one is printed)."""
+
+    name: str
+    type: str
+    description: str
+    find: Callable[[Mapping[str, Any]], list[Any]]
+    priority: int = 0
+    format: str = ""
 
 # Metadata only the server writes; on update the stored values win.
 _SERVER_OWNED_METADATA = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
@@ -230,6 +247,26 @@ class Strategy:
 
     def ready_to_remove(self, obj: Mapping[str, Any]) -> bool:
         return ready_to_remove(obj)
+
+    # -- what the endpoints ask of a kind beyond storing it ------------------------------------------
+
+    @property
+    def list_kind(self) -> str:
+        """The kind of a list of these objects (`{Kind}List`; a CRD may accept another)."""
+        return f"{self.resource.kind}List"
+
+    def scale_of(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """The autoscaling/v1 Scale view of an object of a kind with `/scale`."""
+        return scale_view.scale_of(obj)
+
+    def apply_scale(self, obj: dict[str, Any], scale: dict[str, Any]) -> dict[str, Any]:
+        """The object with the replicas a Scale asks for."""
+        return scale_view.apply_scale(obj, scale)
+
+    def printer_columns(self) -> tuple[PrinterColumn, ...] | None:
+        """Columns a server-side Table prints for this kind after NAME, when the kind defines its own (a
+        CRD's additionalPrinterColumns); None: the built-in printer of the resource."""
+        return None
 
 
 class CreateOnUpdateStrategy(Strategy):

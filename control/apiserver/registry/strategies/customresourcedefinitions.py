@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from control.apimachinery.validation import FieldError
-from control.apiserver.crd import definitions
+from control.apiserver.apiextensions import definitions
 from control.apiserver.registry.strategies.base import Strategy
 
 

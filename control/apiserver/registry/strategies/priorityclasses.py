@@ -1,9 +1,9 @@
 """PriorityClasses (upstream pkg/registry/scheduling/priorityclass/storage/storage.go and strategy.go).
 
-The two system classes (control/api/priority.py), created at start-up by bootstrap.py, cannot be deleted:
+The two system classes (control/api/priority.py), created at start-up by controlplane/bootstrap.py, cannot be deleted:
 upstream's REST.Delete answers 403 Forbidden "this is a system priority class and cannot be deleted".
 Everything else is the plain kind's: defaults (preemptionPolicy) and validation come from control.api,
-the one-globalDefault rule from the Priority admission plugin (admission.py).
+the one-globalDefault rule from the Priority admission plugin (admission/priority.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from control.api.priority import SYSTEM_PRIORITY_CLASS_NAMES
-from control.apiserver.admission.plugins import forbidden
+from control.apiserver.admission.chain import forbidden
 from control.apiserver.registry.strategies.base import Strategy
 
 

@@ -8,7 +8,7 @@ pkg/apiserver/customresource_handler.go for what a served version looks like in 
 ordered as upstream's `version.CompareKubeAwareVersionStrings` orders them (GA before beta before alpha,
 higher first, then the rest alphabetically), which is also the discovery order; the first is preferred.
 
-All pure: the controller (controller.py) reads the CRDs and writes what these functions decide.
+All pure: the controller (control/apiserver/crd/controller.py) reads the CRDs and writes what these functions decide.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 from control.api.validation.primitives import Check, validate_object_meta
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError, is_dns1035_label, is_dns1123_subdomain
-from control.apiserver.crd import cel, jsonpath
-from control.apiserver.crd import schema as structural
+from control.apiserver.apiextensions import cel, jsonpath
+from control.apiserver.apiextensions import schema as structural
 from control.apiserver.resources import ALL_VERBS, STATUS_VERBS, Resource, SubResource
 
 GROUP = "apiextensions.k8s.io"

@@ -29,7 +29,7 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, CELSyntaxError, CELUnsupportedError
 
 from control.apimachinery.validation import ErrorType, FieldError
-from control.apiserver.crd import schema as structural
+from control.apiserver.apiextensions import schema as structural
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
 _REASONS = {"FieldValueInvalid": ErrorType.INVALID, "FieldValueForbidden": ErrorType.FORBIDDEN,
