@@ -83,6 +83,7 @@ from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
 from control.util import jointoken, openssl
+from control.util.openstreams import OpenStreams
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +160,11 @@ def _status_response(error: APIError) -> web.Response:
 
 HEALTH_TIMEOUT = 5.0
 LONG_RUNNING_SUFFIXES = ("/log", "/exec", "/attach", "/portforward")
+
+
+def is_long_running(request: web.Request) -> bool:
+    """Watches and the streaming subresources: not counted in flight, and ended at once at stop."""
+    return request.query.get("watch") in ("1", "true") or request.path.endswith(LONG_RUNNING_SUFFIXES)
 
 
 @web.middleware
@@ -386,7 +392,7 @@ class APIServer:
 
     @web.middleware
     async def _limit_inflight(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.query.get("watch") in ("1", "true") or request.path.endswith(LONG_RUNNING_SUFFIXES):
+        if is_long_running(request):
             return await handler(request)  # long-running requests are not counted, as upstream
         if self._inflight >= self.config.max_inflight:
             raise status.too_many_requests(1)
@@ -427,6 +433,7 @@ class APIServer:
         app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, authorization.middleware,
                                            self._limit_inflight, fieldvalidation.middleware(self.openapi)],
                               client_max_size=4 * 1024 * 1024)
+        OpenStreams(is_long_running).install(app)  # the runner's cleanup ends them without its shutdown wait
         kubelet = KubeletClient(ca_file=self.certs.ca_path if self.certs else None,
                                 cert_file=self.certs.kubelet_client_cert_path if self.certs else None,
                                 key_file=self.certs.kubelet_client_key_path if self.certs else None)
