@@ -18,8 +18,8 @@ the bearer token, and `GET /cacerts` (no token, as k3s) serves the CA bundle the
 an agent given only the URL and the token verifies the server before sending the token. The admin
 (system:masters) and the shared node credential are allowed everything; any other user (an impersonated
 one today) is held to RBAC (authorization/, docs/authorization.md), whose bootstrap policy is reconciled at
-every start. `/healthz`,
-`/livez`, `/readyz`, `/version` answer without a token, as upstream's public-info-viewer role allows.
+every start. `/healthz`, `/livez`, `/readyz`, `/version` answer without a token, as upstream's
+public-info-viewer role allows.
 Who a token is (authentication/tokens.py) is what `POST /apis/authentication.k8s.io/v1/tokenreviews` tells kubelets.
 
 Kubelets: at start, beside the CA, the API server's kubelet client certificate
