@@ -94,6 +94,11 @@ WEB_SCRIPT = ("mkdir -p /www/cgi-bin && hostname > /www/index.html && "
               "chmod +x /www/cgi-bin/ip && exec httpd -f -p 8080 -h /www")
 
 
+def remote_addr(text: str) -> str:
+    """The client address busybox httpd's CGI reports (an IPv4-mapped IPv6 address in brackets) as IPv4."""
+    return text.strip().strip("[]").removeprefix("::ffff:")
+
+
 def web_pod(name: str, node: str) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "sktest-web", "pod": name}},
             "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [{
@@ -130,7 +135,8 @@ def outside_server(run_id: str) -> Iterator[Outside]:
                      ["-n", name, "route", "add", "default", "via", gateway]):
             subprocess.run(["ip", *argv], check=True, capture_output=True)
         server = subprocess.Popen(["ip", "netns", "exec", name, "busybox", "httpd", "-f", "-p", "8080", "-h", str(www)])
-        wait_for(lambda: host_fetch(f"http://{address}:8080/cgi-bin/ip") == gateway, 10, "the outside server")
+        wait_for(lambda: remote_addr(host_fetch(f"http://{address}:8080/cgi-bin/ip")) == gateway, 10,
+                 "the outside server")
         yield Outside(address=address, gateway=gateway)
     finally:
         if server is not None:
@@ -261,12 +267,12 @@ def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: d
                 if source != target:
                     wait_for(lambda s=source, t=target: fetch(docker_api, s, f"http://{ips[t]}:8080/") == t, 20,
                              f"{source} → {target}")
-                    seen = fetch(docker_api, source, f"http://{ips[target]}:8080/cgi-bin/ip")
+                    seen = remote_addr(fetch(docker_api, source, f"http://{ips[target]}:8080/cgi-bin/ip"))
                     assert seen == ips[source], (source, target, seen)  # no NAT between pods
 
         outside = nets.enter_context(outside_server(run_id))  # a host beyond the cluster CIDR: sees node addresses
         for source, node in pods.items():
-            seen = fetch(docker_api, source, f"http://{outside.address}:8080/cgi-bin/ip")
+            seen = remote_addr(fetch(docker_api, source, f"http://{outside.address}:8080/cgi-bin/ip"))
             expected = outside.gateway if node == names[0] else addresses[node]
             assert seen == expected, (source, node, seen)
 
