@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from control.api.typed import TypedObject
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
@@ -184,7 +185,7 @@ class StrategyValidation:
         errors = strategy.validate(obj, attributes.old)
         resource = strategy.resource
         if errors:
-            raise status.invalid(resource.kind, (obj.get("metadata") or {}).get("name", ""), errors,
+            raise status.invalid(resource.kind, TypedObject(obj).metadata.name, errors,
                                  group=resource.group)
 
 
