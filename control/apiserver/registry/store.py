@@ -190,7 +190,9 @@ class StrategyValidation:
 
 
 class Registry:
-    """CRUD for every resource in resources.RESOURCES over one `Storage`.
+    """CRUD for every resource one server serves over one `Storage`: the built-in table and the custom
+    resources installed with `serve_custom` (`resources`, this server's own table), each write admitted by
+    `admission`, the one chain of control/apiserver/admission/plugins.py.
 
     `service_cidr` and `node_port_range` configure the services strategy's allocators; `clock` gives the
     creation and deletion timestamps (injected for tests), also to the REST storages beside this one
