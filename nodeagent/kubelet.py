@@ -80,7 +80,7 @@ class Kubelet:
         if self.oom_score_adj is not None:
             _set_oom_score_adj(self.oom_score_adj)
         parts = self._parts = build_parts(config, self.client, recorder=recorder, health=self.health,
-                                          extra_labels=self.extra_labels)
+                                          extra_labels=self.extra_labels, stop=self._stop)
         parts.pleg.relist()  # adoption: the cache knows every running pod before any worker decides
         parts.pleg.start()
         self._spawn("local-path-provisioner", parts.local_path.run, self._stop)  # its informers start with the sources'

@@ -8,7 +8,8 @@ depend on, in upstream's order:
 
   1. Docker: ping the engine (an engine that cannot be reached is fatal);
   2. register the Node (NodeReporter): an API server that cannot be reached here is fatal;
-  3. the pod network: podCIDR from the config, else the Node's spec.podCIDR, else a clear error; IPAM
+  3. the pod network: the Node's spec.podCIDR, waited for while the node IPAM controller assigns it, or
+     the config's podCIDR, which must match the Node's (nodeagent/podcidr.py); IPAM
      under `state_dir`, bridge and host rules ensured, and the addresses of sandboxes that no longer run
      released (restart safety: running sandboxes keep theirs); the hostPort rules re-synced to the
      sandboxes still running (stale KUBE-HP- chains removed);
@@ -67,6 +68,7 @@ from nodeagent.node_status import default_ip
 from nodeagent.pleg import GenericPLEG, PodLifecycleEvent
 from nodeagent.pod_lifecycle import PodLifecycle
 from nodeagent.pod_workers import PodWorkers
+from nodeagent.podcidr import PodCIDRError, wait_for_pod_cidr
 from nodeagent.prober.manager import ProbeManager
 from nodeagent.prober.prober import Prober
 from nodeagent.runtime.backoff import Backoff
@@ -286,9 +288,11 @@ def connect_docker(config: KubeletConfig) -> docker.APIClient:
 
 
 def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRecorder,
-                health: Callable[[], list[str]], extra_labels: Mapping[str, str]) -> KubeletParts:
+                health: Callable[[], list[str]], extra_labels: Mapping[str, str],
+                stop: threading.Event | None = None) -> KubeletParts:
     """Build the kubelet's parts with the start-up I/O between them (see the module notes). `health` is
-    the kubelet's own check (the node status and /healthz report it); raises KubeletError."""
+    the kubelet's own check (the node status and /healthz report it); `stop` ends the wait for a podCIDR;
+    raises KubeletError."""
     pod_ips = PodIPs()
     runtime = DockerRuntime(connect_docker(config), node_name=config.node_name, pod_ip=pod_ips.ip_of,
                             log_config=log_config(config.container_log_max_size, config.container_log_max_files))
@@ -298,10 +302,11 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
         node = reporter.register()
     except Exception as exc:
         raise KubeletError(f"registering node {config.node_name} failed: {exc}") from exc
-    pod_cidr = config.pod_cidr or Node(node).spec.pod_cidr
-    if not pod_cidr:
-        raise KubeletError(f"node {config.node_name} has no podCIDR: set podCIDR in the kubelet config or "
-                           "spec.podCIDR on the Node")
+    try:
+        pod_cidr = wait_for_pod_cidr(lambda: client.get(resource_path("v1", "nodes", name=config.node_name)), node,
+                                     configured=config.pod_cidr, node_name=config.node_name, stop=stop)
+    except PodCIDRError as exc:
+        raise KubeletError(str(exc)) from None
     node_ip = config.node_ip or default_ip()
     allocatable = dict(Node(node).status.allocatable)
     node_facts = NodeFacts(host_ips=(node_ip,), allocatable=allocatable)

@@ -140,6 +140,26 @@ _loadbalancer_pool_option = click.option(  # `server` and `up`; checked by _cont
     "LoadBalancer Service gets the addresses of the Ready nodes].")
 
 
+_node_cidr_mask_size_option = click.option(  # `server` and `up`; checked by _with_node_ipam
+    "--node-cidr-mask-size", default=24, show_default=True, type=click.IntRange(1, 128),
+    help="The size of the pod CIDR the node IPAM controller gives each Node out of --cluster-cidr.")
+
+
+def _with_node_ipam(settings: ControllerManagerConfiguration, *, cluster_cidr: str, service_cidr: str,
+                    node_cidr_mask_size: int) -> ControllerManagerConfiguration:
+    """The controller settings with the node IPAM's ranges; a mask size that does not fit exits 2."""
+    import dataclasses
+
+    from control.controllers.nodeipam.cidrset import CIDRSet, CIDRSetError
+
+    try:
+        CIDRSet(cluster_cidr, node_cidr_mask_size)
+    except CIDRSetError as exc:
+        raise click.BadParameter(str(exc), param_hint="--node-cidr-mask-size") from None
+    return dataclasses.replace(settings, cluster_cidr=cluster_cidr, service_cidr=service_cidr,
+                               node_cidr_mask_size=node_cidr_mask_size)
+
+
 def _positive_duration(value: str, flag: str) -> float:
     from control.util.componentconfig import ConfigError, parse_duration
 
@@ -187,7 +207,9 @@ def _parse_disable(text: str) -> frozenset[str]:
 @click.option("--datastore", default="sqlite://", show_default=True,
               help="sqlite:// (DATA_DIR/state.db), sqlite:///abs/path.db or etcd://host:port.")
 @click.option("--service-cidr", default="10.96.0.0/12", show_default=True)
-@click.option("--cluster-cidr", default="10.244.0.0/16", show_default=True)
+@click.option("--cluster-cidr", default="10.244.0.0/16", show_default=True,
+              help="Pod addresses of the whole cluster; the node IPAM controller gives each Node a part of it.")
+@_node_cidr_mask_size_option
 @click.option("--advertise-address", default=None,
               help="The IP the `kubernetes` Service's Endpoints name [default: --bind-address if it is a "
               "specific IP, else this host's address on the default route].")
@@ -206,7 +228,7 @@ def _parse_disable(text: str) -> frozenset[str]:
 @_scheduler_options
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
-           advertise_address: str | None, disable: str, node_monitor_grace_period: str,
+           node_cidr_mask_size: int, advertise_address: str | None, disable: str, node_monitor_grace_period: str,
            resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
            horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
@@ -237,6 +259,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
                                     max_endpoints_per_slice=max_endpoints_per_slice,
                                     loadbalancer_address_pool=loadbalancer_address_pool,
                                     hpa_sync_period=horizontal_pod_autoscaler_sync_period)
+    settings = _with_node_ipam(settings, cluster_cidr=cluster_cidr, service_cidr=service_cidr,
+                               node_cidr_mask_size=node_cidr_mask_size)
     election = _leader_election(leader_elect, leader_elect_lease_duration, leader_elect_renew_deadline,
                                 leader_elect_retry_period)
     scheduler = _scheduler_settings(scheduler_config, scheduler_bind_address, scheduler_port)
@@ -304,8 +328,8 @@ def _kubelet_options(command: _Command) -> _Command:  # the flags `agent` and `u
         click.option("--config", "config_file", type=click.Path(dir_okay=False),
                       help="KubeletConfiguration YAML (kubelet.config.k8s.io/v1beta1 names); flags override it."),
         click.option("--node-name", help="Node name [default: this host's name]."),
-        click.option("--pod-cidr", help="This node's pod CIDR [default: the Node's spec.podCIDR; for up, the "
-                     "cluster CIDR's first /24]."),
+        click.option("--pod-cidr", help="This node's pod CIDR, which must match the Node's spec.podCIDR if it has "
+                     "one [default: the Node's spec.podCIDR, given by the node IPAM controller]."),
         click.option("--node-ip", help="The InternalIP to report [default: the address routing to the server]."),
         click.option("--cluster-dns", help="Comma-separated cluster DNS addresses pods get under dnsPolicy "
                      "ClusterFirst [default: the service CIDR's tenth address, 10.96.0.10]."),
@@ -419,6 +443,7 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
 @click.option("--nodes-cidr", default="10.250.0.0/24", show_default=True,
               help="With --nodes: the network joining the node namespaces to this host (this host takes the "
               "first address, node i the i-th).")
+@_node_cidr_mask_size_option
 @_disable_option
 @_node_monitor_grace_option
 @_resource_quota_sync_option
@@ -428,7 +453,8 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
 @_scheduler_options
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
-       kubelet_port: int | None, node_count: int, nodes_cidr: str, disable: str, node_monitor_grace_period: str,
+       kubelet_port: int | None, node_count: int, nodes_cidr: str, node_cidr_mask_size: int, disable: str,
+       node_monitor_grace_period: str,
        resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
        horizontal_pod_autoscaler_sync_period: str, scheduler_config: str | None, scheduler_bind_address: str,
        scheduler_port: int, config_file: str | None, node_name: str | None, pod_cidr: str | None,
@@ -473,6 +499,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
         raise click.UsageError(str(exc)) from None
     for note in plan.notes:
         _say(note)
+    settings = _with_node_ipam(settings, cluster_cidr=plan.kubelet.cluster_cidr, service_cidr=service_cidr,
+                               node_cidr_mask_size=node_cidr_mask_size)
     _logging(verbose)
 
     def join_local(api: APIServer) -> ClientConfig:
@@ -492,7 +520,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     try:
         with NodeLock(data_dir) as lock, StopOnSignal() as signals:
             lock.acquire(what="running `up` again")
-            _say(f"[up] data dir {data_dir}; node {plan.kubelet.node_name}, pod CIDR {plan.kubelet.pod_cidr}")
+            _say(f"[up] data dir {data_dir}; node {plan.kubelet.node_name}, pod CIDR "
+                 f"{plan.kubelet.pod_cidr or 'from the node IPAM controller'}")
             if plan.nodes is not None:
                 _start_node_network(data_dir, plan.nodes)
             run_up(plan.server, lambda client_config: _make_kubelet(plan.kubelet, client_config,

@@ -7,7 +7,9 @@ components are switched off. Deriving it:
 1. `--service-cidr` / `--cluster-cidr` are networks without host bits, `--disable` names known components;
 2. the kubelet's settings: its config file (`--config`, else DATA_DIR/kubelet.yaml when present), then the
    flags given; no clusterDNS from either means the service CIDR's tenth address, where kube-dns goes;
-   no podCIDR means the cluster CIDR's first /24 (one node: no node IPAM controller hands one out);
+   with one node and no podCIDR the node IPAM controller gives the Node one (the kubelet waits for it);
+   with `--nodes N` node 1's default is the cluster CIDR's first /24, nodes 2..N the next ones, because
+   the node network routes each node's planned pod CIDR to it;
 3. with `--nodes N`: the node network plan, which node 1's InternalIP joins unless one is configured, and
    which needs the API server reachable from the node namespaces (`--bind-address` 0.0.0.0 or the host's
    node bridge address, which the server then advertises);
@@ -186,7 +188,7 @@ def _kubelet(flags: UpFlags, facts: HostFacts) -> KubeletConfig:
     except ConfigError as exc:
         raise UpPlanError(str(exc)) from None
     config = with_default_cluster_dns(config, flags.service_cidr)
-    if not config.pod_cidr:
+    if not config.pod_cidr and flags.node_count > 1:  # the node network routes each node's planned /24 to it
         config = dataclasses.replace(config, pod_cidr=default_pod_cidr(config.cluster_cidr))
     return config
 

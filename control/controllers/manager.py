@@ -8,7 +8,7 @@ them by name) and k3s pkg/daemons/control (controllers started once the API serv
 switchable off with `--disable`).
 
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
-"endpoint", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
+"endpoint", "nodeipam", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
 "serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
 "replicationcontroller", "deployment", "daemonset", "horizontalpodautoscaling", "job", "cronjob",
 "ttl-after-finished", "endpointslice", "endpointslicemirroring", "service-lb-controller", "statefulset",
@@ -48,6 +48,11 @@ from control.controllers.horizontal.controller import HorizontalController
 from control.controllers.job.controller import JobController
 from control.controllers.job.decisions import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP
 from control.controllers.namespace.controller import NamespaceController
+from control.controllers.nodeipam.controller import (
+    DEFAULT_CLUSTER_CIDR,
+    DEFAULT_NODE_CIDR_MASK_SIZE,
+    NodeIPAMController,
+)
 from control.controllers.nodelifecycle.controller import (
     NODE_MONITOR_GRACE_PERIOD,
     NODE_MONITOR_PERIOD,
@@ -93,6 +98,11 @@ class ControllerManagerConfiguration:
     horizontal_pod_autoscaler_sync_period: float = HPA_SYNC_PERIOD  # --horizontal-pod-autoscaler-sync-period
     job_pod_failure_backoff: float = DEFAULT_BACKOFF_BASE
     job_pod_failure_backoff_max: float = DEFAULT_BACKOFF_CAP
+    # Node IPAM (upstream --cluster-cidr, --node-cidr-mask-size, --service-cluster-ip-range): each Node's
+    # podCIDR is carved out of cluster_cidr, never out of the service CIDR.
+    cluster_cidr: str = DEFAULT_CLUSTER_CIDR
+    node_cidr_mask_size: int = DEFAULT_NODE_CIDR_MASK_SIZE
+    service_cidr: str = "10.96.0.0/12"
 
 
 DEFAULT_CONFIGURATION = ControllerManagerConfiguration()
@@ -129,6 +139,12 @@ def _start_node_lifecycle(ctx: ControllerContext) -> Run:
     return NodeLifecycleController(ctx.client, ctx.informers, monitor_period=ctx.config.node_monitor_period,
                                    grace_period=ctx.config.node_monitor_grace_period,
                                    startup_grace_period=ctx.config.node_startup_grace_period).run
+
+
+def _start_node_ipam(ctx: ControllerContext) -> Run:
+    return NodeIPAMController(ctx.client, ctx.informers, cluster_cidr=ctx.config.cluster_cidr,
+                              node_mask_size=ctx.config.node_cidr_mask_size,
+                              service_cidr=ctx.config.service_cidr).run
 
 
 def _start_taint_eviction(ctx: ControllerContext) -> Run:
@@ -219,6 +235,7 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpointslice": _start_endpointslice,
     "endpointslicemirroring": _start_endpointslice_mirroring,
     "nodelifecycle": _start_node_lifecycle,
+    "nodeipam": _start_node_ipam,
     "taint-eviction-controller": _start_taint_eviction,
     "garbagecollector": _start_garbage_collector,
     "podgc": _start_pod_gc,

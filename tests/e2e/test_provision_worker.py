@@ -2,17 +2,18 @@
 multi-node harness), joining a real `slimkube up --nodes 2` cluster on this host.
 
 The worker's call is read from vagrant/Vagrantfile itself (tests/support/vagrantfile.py), with the values a
-VM gets there filled in from this host's node network: its address (`#{ip}`), its pod CIDR (`#{pod_cidr}`),
-the server's node-token (`"$(cat …)"`); only the server URL is this cluster's, not 192.168.56.10. Then,
+VM gets there filled in from this host's node network: its address (`#{ip}`), the server's node-token
+(`"$(cat …)"`); only the server URL is this cluster's, not 192.168.56.10. Then,
 as on the VM: `install.sh --role agent … --units-only -- <the Vagrantfile's agent flags>` writes the units
 and their settings (into a temporary dir through SLIMKUBE_ETC_DIR/UNIT_DIR/BIN_DIR: systemd is not PID 1
 here), and the daemons are run as systemd runs the generated units — ExecStart with its EnvironmentFile's
 variables substituted (systemd.service(5): `${VAR}` one word, `$VAR` split at whitespace), the agent first,
 the proxy once the agent's Node is registered (the agent's READY=1, which the proxy unit is ordered
 after) — each inside a network namespace on the node bridge, made with slimkube/nodenet.py as `up` makes
-its own nodes'. The node must become Ready with the address the Vagrantfile gave it, its proxy sync the
-`kubernetes` Service into its namespace, a DaemonSet made before it joined get a pod running on it, and a
-pod bound to it serve from its pod CIDR.
+its own nodes'. The node must get a pod CIDR of its own from the node IPAM controller (the Vagrantfile passes none),
+become Ready with the address the Vagrantfile gave it, its proxy sync the `kubernetes` Service into its
+namespace, a DaemonSet made before it joined get a pod running on it, and a pod bound to it serve from its
+pod CIDR.
 
 What a VM has of its own and a namespace on this host has not: a host name (each daemon gets a UTS
 namespace named after the worker) and /var/lib (each gets a tmpfs there, in the mount namespace `ip netns
@@ -150,7 +151,7 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
 
     # provision: the Vagrantfile's worker call, run here with this cluster's URL and token
     token = (data_dir / "node-token").read_text().strip()
-    call = worker_call(ip=worker.node_ip, pod_cidr=worker.pod_cidr, token=token)
+    call = worker_call(ip=worker.node_ip, token=token)
     venv_env, script, *args = call
     assert venv_env.startswith("SLIMKUBE_VENV=") and script.endswith("/install.sh"), call
     assert args[:2] == ["--role", "agent"] and "--units-only" not in args, call
@@ -166,8 +167,8 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
 
     commands = {unit: unit_command(dirs["units"] / f"slimkube-{unit}.service") for unit in ("agent", "proxy")}
     assert commands["agent"][:2] == [str(dirs["bin"] / "slimkube"), "agent"], commands
-    assert commands["agent"][-6:] == ["--node-ip", worker.node_ip, "--pod-cidr", worker.pod_cidr, "--data-dir",
-                                      str(state)], commands
+    assert commands["agent"][-4:] == ["--node-ip", worker.node_ip, "--data-dir", str(state)], commands
+    assert "--pod-cidr" not in commands["agent"], commands
     assert commands["proxy"][:2] == [str(dirs["bin"] / "slimkube"), "proxy"], commands
 
     def teardown_worker() -> None:  # `slimkube down` for the worker's node, inside its namespace
@@ -194,6 +195,12 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
                  lambda: f"{worker.name} Ready:\n{agent.log()[-4000:]}")
         assert agent.proc.poll() is None, agent.log()[-4000:]
         node = client.get(f"/api/v1/nodes/{worker.name}")
+        pod_cidr = node["spec"]["podCIDR"]  # the node IPAM controller's, distinct from up's nodes'
+        others = {client.get(f"/api/v1/nodes/{name}")["spec"]["podCIDR"] for name in names}
+        assert pod_cidr not in others and len(others) == 2, (pod_cidr, others)
+        assert ipaddress.ip_network(pod_cidr).subnet_of(ipaddress.ip_network(settings["clusterCIDR"]))
+        # this host routes each node's pod CIDR to it, as `up` does for its own nodes (gone with the bridge)
+        subprocess.run(["ip", "route", "replace", pod_cidr, "via", worker.node_ip, "dev", up_plan.bridge], check=True)
         internal = [a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"]
         assert internal == [worker.node_ip]
         assert {n["metadata"]["name"] for n in client.get("/api/v1/nodes")["items"]} == {*names, worker.name}
@@ -207,7 +214,7 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
                  == sorted([*names, worker.name]), WAIT, "a daemon pod running on the worker added later")
         client.create("/api/v1/namespaces/default/pods", web_pod("web-worker", worker.name))
         pod = wait_running(client, "/api/v1/namespaces/default/pods/web-worker")
-        assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(worker.pod_cidr)
+        assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(pod_cidr)
         assert host_fetch(f"http://{pod['status']['podIP']}:8080/") == "web-worker"  # routed via its node IP
 
     proxy.stop()

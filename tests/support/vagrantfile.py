@@ -12,13 +12,12 @@ VAGRANTFILE = Path(__file__).resolve().parents[2] / "vagrant" / "Vagrantfile"
 TOKEN_READ = re.compile(r'"\$\(cat [^)]*\)"')
 
 
-def provisioning_calls(*, ip: str = "192.0.2.11", pod_cidr: str = "10.244.1.0/24",
-                       token: str = "K10abc::node:secret") -> list[list[str]]:
+def provisioning_calls(*, ip: str = "192.0.2.11", token: str = "K10abc::node:secret") -> list[list[str]]:
     """Each `#{INSTALL} ...` line as words, with the Vagrantfile's constants filled in, the given per-VM
-    values for a worker's `#{ip}` and `#{pod_cidr}`, and `token` for the `"$(cat …)"` that reads it."""
+    value of a worker's `#{ip}`, and `token` for the `"$(cat …)"` that reads it."""
     text = VAGRANTFILE.read_text()
     constants = dict(re.findall(r'^([A-Z_]+) = "(.*)"$', text, re.MULTILINE))
-    values = {"ip": ip, "pod_cidr": pod_cidr}
+    values = {"ip": ip}
 
     def fill(line: str) -> str:
         while "#{" in line:

@@ -9,7 +9,7 @@ label `kube-aggregator.kubernetes.io/automanaged: onstart`, upstream's group and
 the status `Available: True` (reason `Local`). A spec someone changed is put back; APIServices of other
 group-versions are left alone (nothing else registers any yet). Upstream has a priority only for the
 groups it ships; a group-version missing from the table gets `DEFAULT_PRIORITY`, below all of them.
-metrics.k8s.io is served locally here (metricsapi.py), so it is Local, with the priorities of
+metrics.k8s.io is served locally here (registry/metricsapi.py), so it is Local, with the priorities of
 metrics-server's own manifest.
 """
 

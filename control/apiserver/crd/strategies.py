@@ -1,4 +1,4 @@
-"""The strategy of custom objects (the CRD's own is strategies/customresourcedefinitions.py).
+"""The strategy of custom objects (the CRD's own is registry/strategies/customresourcedefinitions.py).
 
 Upstream: k8s.io/apiextensions-apiserver/pkg/registry/customresource/strategy.go, status_strategy.go
 and the scale REST in etcd.go.

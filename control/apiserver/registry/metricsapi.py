@@ -2,7 +2,7 @@
 `/stats/summary` (what metrics-server does as an aggregated API: pkg/storage/{node,pod}.go,
 pkg/scraper/client/resource/decode.go; the API types are k8s.io/metrics/pkg/apis/metrics/v1beta1).
 
-On a request the nodes concerned are scraped through kubeletclient.py (concurrently), unless their last
+On a request the nodes concerned are scraped through streaming/kubeletclient.py (concurrently), unless their last
 scrape is younger than `RESOLUTION` seconds (metrics-server's default resolution is 15 s). CPU is a rate
 over two scrapes of the cumulative `usageCoreNanoSeconds`, as metrics-server computes it, `window` being
 the time between the two samples; an entry with no usable earlier sample (the API server's first scrape of

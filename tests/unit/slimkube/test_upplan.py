@@ -25,7 +25,8 @@ def test_one_node_with_defaults():
     kubelet = plan.kubelet
     assert (kubelet.node_name, kubelet.data_dir, kubelet.address, kubelet.port) == ("debian", "/var/lib/sk",
                                                                                     "0.0.0.0", 10250)
-    assert (kubelet.cluster_cidr, kubelet.pod_cidr, kubelet.node_ip) == ("10.244.0.0/16", "10.244.0.0/24", "")
+    # no pod CIDR: the node IPAM controller gives the Node one and the kubelet waits for it
+    assert (kubelet.cluster_cidr, kubelet.pod_cidr, kubelet.node_ip) == ("10.244.0.0/16", "", "")
     assert kubelet.cluster_dns == ("10.96.0.10",) and kubelet.cluster_domain == "cluster.local"
     server = plan.server
     assert (server.data_dir, server.bind_address, server.port, server.datastore) == ("/var/lib/sk", "0.0.0.0", 6443,
@@ -47,8 +48,11 @@ def test_the_plan_is_frozen():
     pytest.param({"cluster_dns": " 10.0.0.53, ,10.0.0.54"}, None, {"cluster_dns": ("10.0.0.53", "10.0.0.54")},
                  id="cluster-dns-flag"),
     pytest.param({}, {"clusterDNS": ["10.9.9.9"]}, {"cluster_dns": ("10.9.9.9",)}, id="cluster-dns-file"),
-    pytest.param({"cluster_cidr": "10.50.0.0/16"}, None, {"cluster_cidr": "10.50.0.0/16", "pod_cidr": "10.50.0.0/24"},
-                 id="pod-cidr-is-the-cluster-cidrs-first-24"),
+    pytest.param({"cluster_cidr": "10.50.0.0/16"}, None, {"cluster_cidr": "10.50.0.0/16", "pod_cidr": ""},
+                 id="one-node-pod-cidr-from-the-node-ipam"),
+    pytest.param({"cluster_cidr": "10.50.0.0/16", "node_count": 2}, None,
+                 {"cluster_cidr": "10.50.0.0/16", "pod_cidr": "10.50.0.0/24"},
+                 id="nodes-pod-cidr-is-the-cluster-cidrs-first-24"),
     pytest.param({}, {"clusterCIDR": "10.60.0.0/16", "podCIDR": "10.60.7.0/24"},
                  {"cluster_cidr": "10.60.0.0/16", "pod_cidr": "10.60.7.0/24"}, id="cidrs-from-the-file"),
     pytest.param({"node_name": "flagged", "kubelet_port": 10555}, {"nodeName": "filed", "port": 10444},

@@ -1,7 +1,7 @@
 """One strategy per served resource (upstream: pkg/registry/<group>/<kind>/strategy.go, each wired into the
 kind's REST storage): what differs per kind — defaults, validation, what the server sets on create and
 keeps on update, status and generation handling, allocations, deletion rules — lives here, and the
-generic store (registry.py) only calls it.
+generic store (registry/store.py) only calls it.
 
 `KINDS` maps a resource of the table in resources.py (by plural, unique across the served groups) to its
 strategy's class; a resource not named there is a plain kind and gets the base `Strategy`. Services are

@@ -1,6 +1,6 @@
 """PriorityClasses (upstream pkg/registry/scheduling/priorityclass/storage/storage.go and strategy.go).
 
-The two system classes (control/api/priority.py), created at start-up by bootstrap.py, cannot be deleted:
+The two system classes (control/api/priority.py), created at start-up by controlplane/bootstrap.py, cannot be deleted:
 upstream's REST.Delete answers 403 Forbidden "this is a system priority class and cannot be deleted".
 Everything else is the plain kind's: defaults (preemptionPolicy) and validation come from control.api,
 the one-globalDefault rule from the Priority admission plugin (admission/priority.py).

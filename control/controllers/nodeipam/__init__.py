@@ -1,0 +1,1 @@
+"""Node IPAM: a pod CIDR for every Node (upstream pkg/controller/nodeipam)."""
