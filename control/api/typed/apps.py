@@ -2,7 +2,7 @@
 
 Upstream: k8s.io/api/apps/v1/types.go. Absent fields read as zero values; pointer fields the API server
 defaults (`replicas`, `revisionHistoryLimit`, `progressDeadlineSeconds`) read as None when absent, as
-Go's nil. Update strategies are read whole (their rolling-update parameters are IntOrString data).
+Go's nil. An update strategy reads its type; its rolling-update parameters (IntOrString data) are read whole.
 """
 
 from __future__ import annotations
@@ -24,6 +24,14 @@ from control.api.typed.meta import Condition, LabelSelector, TypedObject
 
 
 class DeploymentStrategy(View):
+    __slots__ = ()
+    type = string("type")
+    rolling_update = optional_mapping("rollingUpdate")
+
+
+class UpdateStrategy(View):
+    """DaemonSetUpdateStrategy and StatefulSetUpdateStrategy: the same two fields."""
+
     __slots__ = ()
     type = string("type")
     rolling_update = optional_mapping("rollingUpdate")
@@ -87,7 +95,7 @@ class DaemonSetSpec(View):
     __slots__ = ()
     selector = nested("selector", LabelSelector)
     template = nested("template", PodTemplateSpec)
-    update_strategy = mapping("updateStrategy")
+    update_strategy = nested("updateStrategy", UpdateStrategy)
     min_ready_seconds = integer("minReadySeconds")
     revision_history_limit = optional_int("revisionHistoryLimit")
 
@@ -120,7 +128,7 @@ class StatefulSetSpec(View):
     volume_claim_templates = raw_list("volumeClaimTemplates")
     service_name = string("serviceName")
     pod_management_policy = string("podManagementPolicy")
-    update_strategy = mapping("updateStrategy")
+    update_strategy = nested("updateStrategy", UpdateStrategy)
     revision_history_limit = optional_int("revisionHistoryLimit")
     min_ready_seconds = integer("minReadySeconds")
     persistent_volume_claim_retention_policy = optional_mapping("persistentVolumeClaimRetentionPolicy")

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed import CronJob, Job
 from control.apimachinery.meta import controller_ref, key_of, new_controller_ref, split_key
 from control.client.errors import ApiError, Conflict, NotFound
 from control.client.events import EventRecorder
@@ -56,7 +57,7 @@ class CronJobController(Controller):
     def on_job(self, job: Mapping[str, Any]) -> None:
         ref = controller_ref(job)
         if ref is not None and ref.get("kind") == "CronJob":
-            self.queue.add(f"{(job.get('metadata') or {}).get('namespace')}/{ref.get('name')}")
+            self.queue.add(f"{Job(job).metadata.namespace}/{ref.get('name')}")
 
     @staticmethod
     def _path(namespace: str, plural: str, name: str | None = None, subresource: str | None = None) -> str:
@@ -67,8 +68,9 @@ class CronJobController(Controller):
         cronjob = self.cronjobs.get(namespace, name)
         if cronjob is None:
             return
-        uid = (cronjob.get("metadata") or {}).get("uid")
-        jobs = [j for j in self.jobs.list(namespace) if (controller_ref(j) or {}).get("uid") == uid]
+        uid = CronJob(cronjob).metadata.uid
+        jobs = [j for j in self.jobs.list(namespace)
+                if (ref := Job(j).metadata.controller_ref) is not None and ref.uid == uid]
         typed = {**cronjob, "apiVersion": "batch/v1", "kind": "CronJob"}
         reference = new_controller_ref(cronjob, api_version="batch/v1", kind="CronJob")
         plan = plan_sync(cronjob, jobs, self.clock.now(), controller_ref=reference)
@@ -95,14 +97,14 @@ class CronJobController(Controller):
             self._delete_job(typed, job)
         for event_type, reason, message in plan.events:
             self.recorder.event(typed, event_type, reason, message)
-        if status != (cronjob.get("status") or {}):
+        if status != CronJob(cronjob).status.raw:
             self.client.update(self._path(namespace, "cronjobs", name, "status"), {**typed, "status": status})
         if plan.requeue is not None:
             self.queue.add_after(key, max(plan.requeue, 0.0))
 
     def _delete_job(self, typed: Mapping[str, Any], job: Mapping[str, Any]) -> None:
         """deleteJob: Background propagation (the Job's pods go too), event SuccessfulDelete."""
-        name = str((job.get("metadata") or {}).get("name"))
+        name = Job(job).metadata.name
         try:
             self.client.delete(self._path(str(job["metadata"]["namespace"]), "jobs", name),
                                propagation_policy="Background")

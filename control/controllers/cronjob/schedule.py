@@ -31,6 +31,7 @@ from typing import Any
 from croniter import croniter
 
 from control.api.batch import CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION
+from control.api.typed import CronJob, Job
 from control.apimachinery.meta import deep_copy, format_timestamp, timestamp_or_none
 from control.controllers.shared.helpers import job_finished_condition
 
@@ -74,7 +75,7 @@ def parse_schedule(cronjob: Obj) -> Schedule:
 def _times(cronjob: Obj) -> tuple[datetime | None, datetime | None]:
     status = cronjob.get("status") or {}
     return (timestamp_or_none(status.get("lastScheduleTime")),
-            timestamp_or_none((cronjob.get("metadata") or {}).get("creationTimestamp")))
+            timestamp_or_none(CronJob(cronjob).metadata.creation_timestamp))
 
 
 def most_recent_schedule_time(cronjob: Obj, now: datetime, schedule: Schedule, *,
@@ -83,7 +84,7 @@ def most_recent_schedule_time(cronjob: Obj, now: datetime, schedule: Schedule, *
     approximate number of missed times)."""
     last, created = _times(cronjob)
     earliest = last or created or now
-    deadline = (cronjob.get("spec") or {}).get("startingDeadlineSeconds")
+    deadline = CronJob(cronjob).spec.starting_deadline_seconds
     if include_deadline and deadline is not None:
         scheduling_deadline = now - timedelta(seconds=int(deadline))
         if scheduling_deadline > earliest:
@@ -118,24 +119,22 @@ def next_requeue(cronjob: Obj, now: datetime, schedule: Schedule) -> float:
 
 def job_name(cronjob: Obj, scheduled: datetime) -> str:
     """getJobName: `<cronjob>-<unix minutes>`."""
-    return f"{(cronjob.get('metadata') or {}).get('name', '')}-{int(scheduled.timestamp()) // 60}"
+    return f"{CronJob(cronjob).metadata.name}-{int(scheduled.timestamp()) // 60}"
 
 
 def job_from_template(cronjob: Obj, scheduled: datetime, *, controller_ref: Mapping[str, Any],
                       zone: tzinfo) -> dict[str, Any]:
     """getJobFromTemplate2: the template's labels, annotations and spec, the scheduled-timestamp annotation
     (RFC 3339 in the CronJob's zone), the controller reference."""
-    template = (cronjob.get("spec") or {}).get("jobTemplate") or {}
-    template_meta = template.get("metadata") or {}
-    annotations = dict(template_meta.get("annotations") or {})
+    template = CronJob(cronjob).spec.job_template
+    annotations = dict(template.metadata.annotations)
     stamp = scheduled.astimezone(zone).isoformat(timespec="seconds")
     annotations[CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION] = stamp[:-6] + "Z" if stamp.endswith("+00:00") else stamp
     metadata: dict[str, Any] = {"name": job_name(cronjob, scheduled), "annotations": annotations,
                                 "ownerReferences": [dict(controller_ref)]}
-    if template_meta.get("labels"):
-        metadata["labels"] = dict(template_meta["labels"])
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
-            "spec": deep_copy(template.get("spec") or {})}
+    if template.metadata.labels:
+        metadata["labels"] = dict(template.metadata.labels)
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": deep_copy(dict(template.spec.raw))}
 
 
 # -- finished jobs ---------------------------------------------------------------------------------------
@@ -153,8 +152,8 @@ def finished_status(job: Obj) -> Finished | None:
 
 def _start_key(job: Obj) -> tuple[int, datetime, str]:
     """byJobStartTime: jobs without a start time first, then by start time, then by name."""
-    started = timestamp_or_none((job.get("status") or {}).get("startTime"))
-    name = str((job.get("metadata") or {}).get("name") or "")
+    started = timestamp_or_none(Job(job).status.start_time)
+    name = Job(job).metadata.name
     return (0, datetime.min.replace(tzinfo=UTC), name) if started is None else (1, started, name)
 
 
@@ -163,7 +162,7 @@ def jobs_to_prune(jobs: Iterable[Obj], limit: int | None, kind: Finished) -> lis
     if limit is None:
         return []
     finished = sorted((j for j in jobs if finished_status(j) is kind and
-                       not (j.get("metadata") or {}).get("deletionTimestamp")), key=_start_key)
+                       not Job(j).metadata.deletion_timestamp), key=_start_key)
     return finished[:max(0, len(finished) - limit)]
 
 
@@ -194,9 +193,9 @@ def _rfc1123z(moment: datetime) -> str:
 
 def plan_sync(cronjob: Obj, jobs: Sequence[Obj], now: datetime, *, controller_ref: Mapping[str, Any]) -> Plan:
     """syncCronJob and cleanupFinishedJobs for one CronJob and the Jobs it controls (module notes)."""
-    status = deep_copy(dict(cronjob.get("status") or {}))
+    status = deep_copy(dict(CronJob(cronjob).status.raw))
     plan = Plan(status=status)
-    by_uid = {str((j.get("metadata") or {}).get("uid")): j for j in jobs}
+    by_uid = {Job(j).metadata.uid: j for j in jobs}
     # 1. The active list: drop Jobs that are gone or finished; note the last success.
     active = []
     for ref in status.get("active") or ():
@@ -210,16 +209,16 @@ def plan_sync(cronjob: Obj, jobs: Sequence[Obj], now: datetime, *, controller_re
         plan.events.append(("Normal", "SawCompletedJob",
                             f"Saw completed job: {job['metadata']['name']}, condition: {outcome.value}"))
         if outcome is Finished.COMPLETE:
-            done = timestamp_or_none((job.get("status") or {}).get("completionTime"))
+            done = timestamp_or_none(Job(job).status.completion_time)
             last = timestamp_or_none(status.get("lastSuccessfulTime"))
             if done is not None and (last is None or done > last):
                 status["lastSuccessfulTime"] = format_timestamp(done)
     listed = {str(r.get("uid")) for r in active}
     for job in jobs:  # a running Job of ours missing from the list (a lost status write): track it again
-        uid = str((job.get("metadata") or {}).get("uid"))
-        if uid not in listed and finished_status(job) is None and not (job.get("metadata") or {}).get(
-                "deletionTimestamp") and (job.get("metadata") or {}).get("annotations", {}).get(
-                CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION):
+        uid = Job(job).metadata.uid
+        metadata = Job(job).metadata
+        if uid not in listed and finished_status(job) is None and not metadata.deletion_timestamp and (
+                metadata.annotations.get(CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION)):
             active.append(_reference(job))
     if active:
         status["active"] = active
@@ -229,7 +228,7 @@ def plan_sync(cronjob: Obj, jobs: Sequence[Obj], now: datetime, *, controller_re
     # 2. History limits, then: deleted, suspended or unparseable CronJobs start nothing.
     plan.prune = (jobs_to_prune(jobs, spec.get("successfulJobsHistoryLimit"), Finished.COMPLETE)
                   + jobs_to_prune(jobs, spec.get("failedJobsHistoryLimit"), Finished.FAILED))
-    if (cronjob.get("metadata") or {}).get("deletionTimestamp") or spec.get("suspend"):
+    if CronJob(cronjob).metadata.deletion_timestamp or spec.get("suspend"):
         return plan
     try:
         schedule = parse_schedule(cronjob)

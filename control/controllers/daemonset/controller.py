@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from control.api.disruption import is_pod_ready
+from control.api.typed import ControllerRevision, DaemonSet, Pod, TypedObject
 from control.apimachinery.labels import Selector, SelectorError, selector_from_label_selector
 from control.apimachinery.meta import controller_ref, key_of, labels_of, new_controller_ref, split_key
 from control.client.errors import Conflict
@@ -134,11 +135,11 @@ class DaemonSetController(Controller):
 
     def _selecting(self, obj: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The DaemonSets whose selector selects `obj` (an orphan pod or revision they may adopt)."""
-        namespace = (obj.get("metadata") or {}).get("namespace")
+        namespace = TypedObject(obj).metadata.namespace
         found = []
         for ds in self.daemonsets.list(namespace) if namespace else ():
             try:
-                selector = selector_from_label_selector((ds.get("spec") or {}).get("selector"))
+                selector = selector_from_label_selector(DaemonSet(ds).spec.raw.get("selector"))
             except SelectorError:
                 continue
             if not selector.empty and selector.matches(labels_of(obj)):
@@ -146,10 +147,10 @@ class DaemonSetController(Controller):
         return found
 
     def on_pod_add(self, pod: Mapping[str, Any]) -> None:
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        if Pod(pod).metadata.deletion_timestamp:
             self.on_pod_delete(pod)
             return
-        ds = self._resolve((pod.get("metadata") or {}).get("namespace") or "", controller_ref(pod))
+        ds = self._resolve(Pod(pod).metadata.namespace or "", controller_ref(pod))
         if ds is not None:
             self.expectations.creation_observed(key_of(ds))
             self.queue.add(key_of(ds))
@@ -181,7 +182,7 @@ class DaemonSetController(Controller):
                 self.queue.add(key_of(candidate))
 
     def on_pod_delete(self, pod: Mapping[str, Any]) -> None:
-        ds = self._resolve((pod.get("metadata") or {}).get("namespace") or "", controller_ref(pod))
+        ds = self._resolve(Pod(pod).metadata.namespace or "", controller_ref(pod))
         if ds is None:
             return
         self.expectations.deletion_observed(key_of(ds))
@@ -199,7 +200,7 @@ class DaemonSetController(Controller):
                 self.queue.add(key_of(ds))
 
     def on_revision(self, revision: Mapping[str, Any]) -> None:
-        ds = self._resolve((revision.get("metadata") or {}).get("namespace") or "", controller_ref(revision))
+        ds = self._resolve(ControllerRevision(revision).metadata.namespace or "", controller_ref(revision))
         if ds is not None:
             self.queue.add(key_of(ds))
         elif controller_ref(revision) is None:
@@ -222,7 +223,7 @@ class DaemonSetController(Controller):
         if ds is None:
             self.expectations.delete_expectations(key)
             return
-        selector_spec = (ds.get("spec") or {}).get("selector")
+        selector_spec = DaemonSet(ds).spec.raw.get("selector")
         try:
             selector = selector_from_label_selector(selector_spec)
         except SelectorError as exc:
@@ -232,11 +233,11 @@ class DaemonSetController(Controller):
             self.recorder.eventf(self._typed(ds), "Warning", "SelectingAll",
                                  "This daemon set is selecting all pods. A non-empty selector is required.")
             return
-        if (ds.get("metadata") or {}).get("deletionTimestamp"):
+        if DaemonSet(ds).metadata.deletion_timestamp:
             return
         nodes = sorted(self.nodes.list(), key=decide.name_of)
         current, old = self._construct_history(ds, selector)
-        hash_ = str(((current.get("metadata") or {}).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) or "")
+        hash_ = str(DaemonSet(current).metadata.labels.get(CONTROLLER_REVISION_HASH_LABEL) or "")
         pods = self._claim_pods(ds, selector)
         if not self.expectations.satisfied_expectations(key):
             self._update_status(ds, nodes, pods, hash_, observed=False)
@@ -261,15 +262,15 @@ class DaemonSetController(Controller):
     @staticmethod
     def _live(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """getNodesToDaemonPods without deleted terminal pods (they are on their way out)."""
-        return [pod for pod in pods if not (decide.is_deleting(pod) and (pod.get("status") or {}).get("phase")
+        return [pod for pod in pods if not (decide.is_deleting(pod) and Pod(pod).status.phase
                                             in ("Succeeded", "Failed"))]
 
     def _claim_pods(self, ds: Mapping[str, Any], selector: Selector) -> list[dict[str, Any]]:
         def can_adopt() -> None:
             fresh = self.client.get(self._path(ds))
-            if (fresh.get("metadata") or {}).get("uid") != (ds.get("metadata") or {}).get("uid"):
+            if DaemonSet(fresh).metadata.uid != DaemonSet(ds).metadata.uid:
                 raise ValueError(f"original DaemonSet {key_of(ds)} is gone")
-            if (fresh.get("metadata") or {}).get("deletionTimestamp"):
+            if DaemonSet(fresh).metadata.deletion_timestamp:
                 raise ValueError(f"{key_of(ds)} has just been deleted")
 
         reference = new_controller_ref(ds, api_version=API_VERSION, kind=KIND)
@@ -291,7 +292,7 @@ class DaemonSetController(Controller):
         current_ones: list[dict[str, Any]] = []
         old: list[dict[str, Any]] = []
         for revision in revisions:
-            if CONTROLLER_REVISION_HASH_LABEL not in ((revision.get("metadata") or {}).get("labels") or {}):
+            if CONTROLLER_REVISION_HASH_LABEL not in ControllerRevision(revision).metadata.labels:
                 revision = self.client.patch(revision_path(ds["metadata"]["namespace"], revision["metadata"]["name"]),
                                              {"metadata": {"labels": {CONTROLLER_REVISION_HASH_LABEL:
                                                                       revision["metadata"]["name"]}}})
@@ -312,9 +313,9 @@ class DaemonSetController(Controller):
         hash collision: status.collisionCount + 1 and an error, so the next sync uses a new name."""
         status = ds.get("status") or {}
         collision_count = status.get("collisionCount")
-        hash_ = compute_hash((ds.get("spec") or {}).get("template"), collision_count)
+        hash_ = compute_hash(DaemonSet(ds).spec.template.raw, collision_count)
         metadata = ds.get("metadata") or {}
-        template_labels = (((ds.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {}
+        template_labels = DaemonSet(ds).spec.template.metadata.labels
         revision: dict[str, Any] = {
             "apiVersion": API_VERSION, "kind": "ControllerRevision",
             "metadata": {"name": f"{metadata['name']}-{hash_}", "namespace": metadata["namespace"],
@@ -334,9 +335,9 @@ class DaemonSetController(Controller):
         if decide.matches_history(ds, existing):
             return existing
         fresh = self.client.get(self._path(ds))
-        if (fresh.get("status") or {}).get("collisionCount") != collision_count:
+        if DaemonSet(fresh).status.collision_count != collision_count:
             raise RuntimeError(f"found a stale collision count of DaemonSet {key_of(ds)}; will retry")
-        fresh_status = dict(fresh.get("status") or {})
+        fresh_status = dict(DaemonSet(fresh).status.raw)
         fresh_status["collisionCount"] = int(collision_count or 0) + 1
         self.client.update(self._path(ds, "status"), {**self._typed(fresh), "status": fresh_status})
         raise RuntimeError(f"hash collision on ControllerRevision {revision['metadata']['name']}; will retry")
@@ -346,7 +347,7 @@ class DaemonSetController(Controller):
         (upstream counts every old revision, live ones included, toward revisionHistoryLimit)."""
         live_hashes = {decide.pod_hash(pod) for pod in pods} - {""}
         live = {revision["metadata"]["name"] for revision in old
-                if ((revision.get("metadata") or {}).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL)
+                if ControllerRevision(revision).metadata.labels.get(CONTROLLER_REVISION_HASH_LABEL)
                 in live_hashes}
         excess = len(old) - decide.revision_history_limit(ds)
         if excess <= 0:
@@ -363,7 +364,7 @@ class DaemonSetController(Controller):
         now = self.clock.now()
         create_on: list[str] = []
         delete: list[Mapping[str, Any]] = []
-        uid = str((ds.get("metadata") or {}).get("uid") or "")
+        uid = DaemonSet(ds).metadata.uid
         for node in nodes:
             node_name = decide.name_of(node)
             plan = decide.plan_node(node, by_node.get(node_name), ds, hash_, now)
@@ -383,7 +384,7 @@ class DaemonSetController(Controller):
         known = {decide.name_of(node) for node in nodes}
         for pod in pods:  # getUnscheduledPodsWithoutNode
             target = decide.target_node_name(pod)
-            if not (pod.get("spec") or {}).get("nodeName") and target not in known and not decide.is_deleting(pod):
+            if not Pod(pod).spec.node_name and target not in known and not decide.is_deleting(pod):
                 delete.append(pod)
         self._sync_nodes(key, ds, create_on, delete, hash_)
 
@@ -416,13 +417,13 @@ class DaemonSetController(Controller):
         counts = decide.calculate_status(ds, nodes, decide.group_by_node(self._live(pods)), hash_, self.clock.now())
         current: Mapping[str, Any] = ds
         for attempt in range(2):
-            status = dict(current.get("status") or {})
+            status = dict(DaemonSet(current).status.raw)
             for key in ("updatedNumberScheduled", "numberAvailable", "numberUnavailable"):
                 status.pop(key, None)
             status.update(counts)
             if observed:
-                status["observedGeneration"] = (ds.get("metadata") or {}).get("generation")
-            if status == (current.get("status") or {}):
+                status["observedGeneration"] = DaemonSet(ds).metadata.generation
+            if status == DaemonSet(current).status.raw:
                 break
             try:
                 self.client.update(self._path(current, "status"), {**self._typed(current), "status": status})

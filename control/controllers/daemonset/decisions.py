@@ -42,6 +42,7 @@ from control.api.taints import (
     matching_toleration,
     taints_of,
 )
+from control.api.typed import DaemonSet, Pod, TypedObject
 from control.apimachinery.meta import deep_copy
 from control.controllers.shared.controller_utils import is_pod_available
 from control.controllers.shared.helpers import scaled_value
@@ -76,11 +77,11 @@ def _spec(obj: Obj) -> Mapping[str, Any]:
 
 
 def _template_spec(ds: Obj) -> Mapping[str, Any]:
-    return (_spec(ds).get("template") or {}).get("spec") or {}
+    return DaemonSet(ds).spec.template.spec.raw
 
 
 def name_of(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
+    return TypedObject(obj).metadata.name
 
 
 def min_ready_seconds(ds: Obj) -> int:
@@ -89,7 +90,7 @@ def min_ready_seconds(ds: Obj) -> int:
 
 
 def strategy_type(ds: Obj) -> str:
-    return str((_spec(ds).get("updateStrategy") or {}).get("type") or ROLLING_UPDATE)
+    return DaemonSet(ds).spec.update_strategy.type or ROLLING_UPDATE
 
 
 def revision_history_limit(ds: Obj) -> int:
@@ -98,11 +99,11 @@ def revision_history_limit(ds: Obj) -> int:
 
 
 def pod_hash(pod: Obj) -> str:
-    return str(((pod.get("metadata") or {}).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) or "")
+    return str(Pod(pod).metadata.labels.get(CONTROLLER_REVISION_HASH_LABEL) or "")
 
 
 def is_deleting(obj: Obj) -> bool:
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+    return bool(TypedObject(obj).metadata.deletion_timestamp)
 
 
 def is_pod_updated(pod: Obj, hash_: str) -> bool:
@@ -162,7 +163,7 @@ def target_node_name(pod: Obj) -> str | None:
 
 def pod_template(ds: Obj, hash_: str) -> dict[str, Any]:
     """CreatePodTemplate: the DaemonSet's template with the daemon tolerations and the hash label."""
-    template = deep_copy(dict(_spec(ds).get("template") or {}))
+    template = deep_copy(dict(DaemonSet(ds).spec.template.raw))
     metadata = template.setdefault("metadata", {})
     if hash_:
         metadata["labels"] = {**(metadata.get("labels") or {}), CONTROLLER_REVISION_HASH_LABEL: hash_}
@@ -237,7 +238,7 @@ def allows_surge(ds: Obj) -> bool:
     """AllowsSurge: a RollingUpdate with a maxSurge that is not 0 / "0%"."""
     if strategy_type(ds) != ROLLING_UPDATE:
         return False
-    surge = ((_spec(ds).get("updateStrategy") or {}).get("rollingUpdate") or {}).get("maxSurge")
+    surge = _rolling(ds).get("maxSurge")
     return surge not in (None, 0, "0%", "0")
 
 
@@ -255,7 +256,7 @@ def plan_node(node: Obj, pods: Sequence[Obj] | None, ds: Obj, hash_: str, now: d
     for pod in pods or ():
         if is_deleting(pod):
             continue
-        phase = (pod.get("status") or {}).get("phase")
+        phase = Pod(pod).status.phase
         if phase == "Failed":
             plan.failed.append(pod)
         elif phase == "Succeeded":
@@ -289,7 +290,7 @@ def plan_node(node: Obj, pods: Sequence[Obj] | None, ds: Obj, hash_: str, now: d
 
 
 def _rolling(ds: Obj) -> Mapping[str, Any]:
-    return (_spec(ds).get("updateStrategy") or {}).get("rollingUpdate") or {}
+    return DaemonSet(ds).spec.update_strategy.rolling_update or {}
 
 
 def surge_and_unavailable(ds: Obj, desired: int) -> tuple[int, int]:
@@ -441,7 +442,7 @@ def calculate_status(ds: Obj, nodes: Iterable[Obj], by_node: Mapping[str, Sequen
 def history_patch(ds: Obj) -> dict[str, Any]:
     """getPatch: the strategic merge patch that puts this template back (`$patch: replace`): the data of
     the DaemonSet's ControllerRevisions, which `kubectl rollout undo` applies as it is."""
-    template = deep_copy(dict(_spec(ds).get("template") or {}))
+    template = deep_copy(dict(DaemonSet(ds).spec.template.raw))
     template["$patch"] = "replace"
     return {"spec": {"template": template}}
 

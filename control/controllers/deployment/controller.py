@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from control.api.typed import Deployment, Pod, ReplicaSet, TypedObject
 from control.apimachinery.labels import SelectorError, selector_from_label_selector
 from control.apimachinery.meta import (
     annotations_of,
@@ -87,7 +88,7 @@ class _State:
 def _rs_view(rs: Obj) -> rollout.RS:
     return rollout.RS(name=util.name_of(rs), replicas=util.spec_replicas(rs),
                       available=util.status_int(rs, "availableReplicas"),
-                      created=str((rs.get("metadata") or {}).get("creationTimestamp") or ""),
+                      created=ReplicaSet(rs).metadata.creation_timestamp,
                       desired_annotation=util.int_annotation(rs, util.DESIRED_REPLICAS_ANNOTATION),
                       max_annotation=util.int_annotation(rs, util.MAX_REPLICAS_ANNOTATION))
 
@@ -99,12 +100,12 @@ def _deployment_view(d: Obj) -> rollout.Deployment:
 
 
 def _labels(obj: Obj) -> Mapping[str, str]:
-    return (obj.get("metadata") or {}).get("labels") or {}
+    return TypedObject(obj).metadata.labels
 
 
 def _rollback_to(d: Obj) -> int | None:
     """The revision of the deprecated rollbackTo annotation (getRollbackTo); None if absent or invalid."""
-    value = ((d.get("metadata") or {}).get("annotations") or {}).get(util.DEPRECATED_ROLLBACK_TO, "")
+    value = Deployment(d).metadata.annotations.get(util.DEPRECATED_ROLLBACK_TO, "")
     try:
         return int(value) if value else None
     except ValueError:
@@ -143,8 +144,8 @@ class DeploymentController(Controller):
     def _deployments_selecting(self, rs: Obj) -> list[dict[str, Any]]:
         """Deployments whose selector (not an empty one) matches an orphan ReplicaSet's labels."""
         found = []
-        for d in self.deployments.list((rs.get("metadata") or {}).get("namespace")):
-            selector_obj = (d.get("spec") or {}).get("selector")
+        for d in self.deployments.list(ReplicaSet(rs).metadata.namespace):
+            selector_obj = Deployment(d).spec.selector.raw
             if not selector_obj:
                 continue
             try:
@@ -155,7 +156,7 @@ class DeploymentController(Controller):
         return found
 
     def on_rs_add(self, rs: Obj) -> None:
-        namespace = str((rs.get("metadata") or {}).get("namespace"))
+        namespace = str(ReplicaSet(rs).metadata.namespace)
         ref = controller_ref(rs)
         if ref is not None:
             if (d := self._resolve(namespace, ref)) is not None:
@@ -165,9 +166,9 @@ class DeploymentController(Controller):
             self.enqueue(d)
 
     def on_rs_update(self, old: Obj, new: Obj) -> None:
-        if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get("resourceVersion"):
+        if TypedObject(old).metadata.resource_version == TypedObject(new).metadata.resource_version:
             return  # a resync: nothing changed
-        namespace = str((new.get("metadata") or {}).get("namespace"))
+        namespace = str(TypedObject(new).metadata.namespace)
         old_ref, new_ref = controller_ref(old), controller_ref(new)
         if old_ref is not None and old_ref != new_ref and (d := self._resolve(namespace, old_ref)) is not None:
             self.enqueue(d)
@@ -180,13 +181,13 @@ class DeploymentController(Controller):
                 self.enqueue(d)
 
     def on_rs_delete(self, rs: Obj) -> None:
-        namespace = str((rs.get("metadata") or {}).get("namespace"))
+        namespace = str(ReplicaSet(rs).metadata.namespace)
         if (d := self._resolve(namespace, controller_ref(rs))) is not None:
             self.enqueue(d)
 
     def on_pod_delete(self, pod: Obj) -> None:
         """A Recreate rollout waits until the old pods are gone: the last one's deletion wakes it."""
-        namespace = str((pod.get("metadata") or {}).get("namespace"))
+        namespace = str(Pod(pod).metadata.namespace)
         ref = controller_ref(pod)
         if ref is None or ref.get("kind") != "ReplicaSet":
             return
@@ -207,11 +208,11 @@ class DeploymentController(Controller):
             return
         state = _State(deep_copy(cached))
         d = state.d
-        if (d.get("spec") or {}).get("selector") == {}:
+        if Deployment(d).spec.raw.get("selector") == {}:
             self.recorder.event(d, "Warning", "SelectingAll",
                                 "This deployment is selecting all pods. A non-empty selector is required.")
             if util.status_int(d, "observedGeneration") < int(d["metadata"].get("generation") or 0):
-                self._write_status(state, {**(d.get("status") or {}),
+                self._write_status(state, {**Deployment(d).status.raw,
                                            "observedGeneration": int(d["metadata"]["generation"])})
             return
         rss = state.rss = self._claim_replica_sets(state)
@@ -219,7 +220,7 @@ class DeploymentController(Controller):
             self._sync_status_only(state, rss)
             return
         self._check_paused_conditions(state)
-        if (state.d.get("spec") or {}).get("paused"):
+        if Deployment(state.d).spec.paused:
             self._sync(state, rss)
             return
         if _rollback_to(state.d) is not None:
@@ -367,7 +368,7 @@ class DeploymentController(Controller):
                 return updated
             needs_update = self._set_deployment_revision(state, annotations_of(copy).get(
                 util.REVISION_ANNOTATION, ""))
-            status = deep_copy(dict(state.d.get("status") or {}))
+            status = deep_copy(dict(Deployment(state.d).status.raw))
             if util.has_progress_deadline(d) and status_condition(status, dstatus.PROGRESSING) is None:
                 dstatus.set_condition(status, dstatus.new_condition(
                     dstatus.PROGRESSING, "True", dstatus.FOUND_NEW_RS_REASON,
@@ -378,11 +379,11 @@ class DeploymentController(Controller):
             return copy
         if not create:
             return None
-        collision_count = (d.get("status") or {}).get("collisionCount")
-        template = deep_copy(d["spec"].get("template") or {})
+        collision_count = Deployment(d).status.collision_count
+        template = deep_copy(dict(Deployment(d).spec.template.raw))
         pod_hash = compute_hash(template, collision_count)
         template.setdefault("metadata", {}).setdefault("labels", {})[HASH_LABEL] = pod_hash
-        selector = deep_copy(d["spec"].get("selector") or {})
+        selector = deep_copy(dict(Deployment(d).spec.selector.raw))
         selector.setdefault("matchLabels", {})[HASH_LABEL] = pod_hash
         new_rs: dict[str, Any] = {
             "apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -408,7 +409,7 @@ class DeploymentController(Controller):
                     util.equal_ignore_hash(d["spec"].get("template"), found["spec"].get("template")):
                 created, already_exists = deep_copy(found), True
             else:
-                status = deep_copy(dict(d.get("status") or {}))
+                status = deep_copy(dict(Deployment(d).status.raw))
                 status["collisionCount"] = int(status.get("collisionCount") or 0) + 1
                 self._write_status(state, status)
                 log.info("found a hash collision for deployment %s: bumping collisionCount to %d", key_of(d),
@@ -419,7 +420,7 @@ class DeploymentController(Controller):
                 raise
             message = f'Failed to create new replica set "{new_rs["metadata"]["name"]}": {exc}'
             if util.has_progress_deadline(d):
-                status = deep_copy(dict(d.get("status") or {}))
+                status = deep_copy(dict(Deployment(d).status.raw))
                 dstatus.set_condition(status, dstatus.new_condition(
                     dstatus.PROGRESSING, "False", dstatus.FAILED_RS_CREATE_REASON, message, self.clock.now()))
                 try:
@@ -432,7 +433,7 @@ class DeploymentController(Controller):
             self.recorder.eventf(state.d, "Normal", "ScalingReplicaSet", "Scaled up replica set %s from 0 to %d",
                                  util.name_of(created), replicas)
         needs_update = self._set_deployment_revision(state, new_revision)
-        status = deep_copy(dict(state.d.get("status") or {}))
+        status = deep_copy(dict(Deployment(state.d).status.raw))
         if not already_exists and util.has_progress_deadline(state.d):
             dstatus.set_condition(status, dstatus.new_condition(
                 dstatus.PROGRESSING, "True", dstatus.NEW_RS_NEW_REPLICAS_REASON,
@@ -464,7 +465,7 @@ class DeploymentController(Controller):
         steps = rollout.scale(_deployment_view(state.d), _rs_view(new) if new is not None else None,
                               [_rs_view(rs) for rs in old])
         self._apply(state, steps, [*old, *([new] if new is not None else [])])
-        if (state.d.get("spec") or {}).get("paused") and _rollback_to(state.d) is None:
+        if Deployment(state.d).spec.paused and _rollback_to(state.d) is None:
             self._cleanup(state, old)
         self._sync_deployment_status(state, [*old, new], new)
 
@@ -488,7 +489,7 @@ class DeploymentController(Controller):
         if self._apply(state, steps, active_old):
             self._sync_rollout_status(state, all_rss, new)
             return
-        if dstatus.deployment_complete(state.d, state.d.get("status") or {}):
+        if dstatus.deployment_complete(state.d, Deployment(state.d).status.raw):
             self._cleanup(state, old)
         self._sync_rollout_status(state, all_rss, new)
 
@@ -508,7 +509,7 @@ class DeploymentController(Controller):
             all_rss = [*old, new]
         assert new is not None
         self._apply(state, [rollout.Step(util.name_of(new), util.spec_replicas(state.d))], [new])
-        if dstatus.deployment_complete(state.d, state.d.get("status") or {}):
+        if dstatus.deployment_complete(state.d, Deployment(state.d).status.raw):
             self._cleanup(state, old)
         self._sync_rollout_status(state, all_rss, new)
 
@@ -520,7 +521,7 @@ class DeploymentController(Controller):
         for uid, pods in self._pods_by_replica_set(state, rss).items():
             if uid == new_uid:
                 continue
-            if any((pod.get("status") or {}).get("phase") not in ("Failed", "Succeeded") for pod in pods):
+            if any(Pod(pod).status.phase not in ("Failed", "Succeeded") for pod in pods):
                 return True
         return False
 

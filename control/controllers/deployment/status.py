@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from control.api.typed import Deployment, ReplicaSet
 from control.apimachinery.meta import deep_copy, format_timestamp, parse_timestamp
 from control.controllers.deployment.util import (
     actual_replica_count,
@@ -80,7 +81,7 @@ def calculate_status(deployment: Obj, all_rss: Sequence[Obj | None], new_rs: Obj
     old = deployment.get("status") or {}
     available = available_replica_count(all_rss)
     status: dict[str, Any] = {
-        "observedGeneration": int((deployment.get("metadata") or {}).get("generation") or 0),
+        "observedGeneration": Deployment(deployment).metadata.generation,
         "replicas": actual_replica_count(all_rss),
         "updatedReplicas": actual_replica_count([new_rs]),
         "readyReplicas": ready_replica_count(all_rss),
@@ -102,7 +103,7 @@ def calculate_status(deployment: Obj, all_rss: Sequence[Obj | None], new_rs: Obj
 def deployment_complete(deployment: Obj, status: Obj) -> bool:
     """Every replica updated and available, none old, this generation observed (DeploymentComplete)."""
     replicas = spec_replicas(deployment)
-    generation = int((deployment.get("metadata") or {}).get("generation") or 0)
+    generation = Deployment(deployment).metadata.generation
     return (int(status.get("updatedReplicas") or 0) == replicas and int(status.get("replicas") or 0) == replicas
             and int(status.get("availableReplicas") or 0) == replicas
             and int(status.get("observedGeneration") or 0) >= generation)
@@ -146,7 +147,8 @@ def replica_failures(all_rss: Sequence[Obj | None], new_rs: Obj | None) -> list[
         return [{"type": c.get("type"), "status": c.get("status"), "lastUpdateTime": c.get("lastTransitionTime"),
                  "lastTransitionTime": c.get("lastTransitionTime"), "reason": c.get("reason"),
                  "message": c.get("message")}
-                for c in (rs.get("status") or {}).get("conditions") or () if c.get("type") == REPLICA_FAILURE]
+                for c in (condition.raw for condition in ReplicaSet(rs).status.conditions)
+                if c.get("type") == REPLICA_FAILURE]
     if new_rs is not None and (found := failures(new_rs)):
         return found
     return [c for rs in all_rss if rs is not None for c in failures(rs)]
@@ -163,7 +165,7 @@ def rollout_status(deployment: Obj, all_rss: Sequence[Obj | None], new_rs: Obj |
     current = status_condition(deployment.get("status") or {}, PROGRESSING)
     complete_before = (status["replicas"] == status["updatedReplicas"] and current is not None
                        and current.get("reason") == NEW_RS_AVAILABLE_REASON)
-    name = (deployment.get("metadata") or {}).get("name")
+    name = Deployment(deployment).metadata.name
     subject = f'ReplicaSet "{new_rs["metadata"]["name"]}"' if new_rs is not None else f'Deployment "{name}"'
     if has_progress_deadline(deployment) and not complete_before:
         if deployment_complete(deployment, status):
@@ -207,12 +209,12 @@ def paused_condition(deployment: Obj, now: datetime) -> dict[str, Any] | None:
     out, which a pause does not hide)."""
     if not has_progress_deadline(deployment):
         return None
-    status = deep_copy(dict(deployment.get("status") or {}))
+    status = deep_copy(dict(Deployment(deployment).status.raw))
     current = status_condition(status, PROGRESSING)
     if current is not None and current.get("reason") == TIMED_OUT_REASON:
         return None
     paused_before = current is not None and current.get("reason") == PAUSED_DEPLOY_REASON
-    paused = bool((deployment.get("spec") or {}).get("paused"))
+    paused = Deployment(deployment).spec.paused
     if paused and not paused_before:
         set_condition(status, new_condition(PROGRESSING, "Unknown", PAUSED_DEPLOY_REASON, "Deployment is paused", now))
     elif not paused and paused_before:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from control.api.typed import Deployment, ReplicaSet
 from control.apimachinery.meta import annotations_of
 from control.controllers.shared.helpers import scaled_value, template_without_hash
 
@@ -42,7 +43,7 @@ R = TypeVar("R", bound=Mapping[str, Any])
 
 def spec_replicas(obj: Obj) -> int:
     """spec.replicas of a Deployment or ReplicaSet (defaulted to 1 by the server; 0 when absent here)."""
-    value = (obj.get("spec") or {}).get("replicas")
+    value = ReplicaSet(obj).spec.replicas
     return int(value) if isinstance(value, int) else 0
 
 
@@ -52,15 +53,15 @@ def status_int(obj: Obj, field: str) -> int:
 
 
 def uid_of(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or "")
+    return ReplicaSet(obj).metadata.uid
 
 
 def name_of(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
+    return ReplicaSet(obj).metadata.name
 
 
 def is_deleting(obj: Obj) -> bool:
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+    return bool(ReplicaSet(obj).metadata.deletion_timestamp)
 
 
 # -- the pod-template-hash ----------------------------------------------------------------------------
@@ -87,9 +88,9 @@ def by_creation(rss: Iterable[R]) -> list[R]:
 def find_new_replica_set(deployment: Obj, rss: Iterable[R]) -> R | None:
     """The oldest ReplicaSet whose template equals the Deployment's but for the hash (FindNewReplicaSet:
     after some upgrades two may match, and the oldest is chosen deterministically)."""
-    template = (deployment.get("spec") or {}).get("template")
-    return next((rs for rs in by_creation(rss) if equal_ignore_hash((rs.get("spec") or {}).get("template"),
-                                                                       template)), None)
+    template = Deployment(deployment).spec.template.raw
+    return next((rs for rs in by_creation(rss) if equal_ignore_hash(ReplicaSet(rs).spec.template.raw, template)),
+                None)
 
 
 def find_old_replica_sets(deployment: Obj, rss: Iterable[R]) -> tuple[list[R], list[R]]:
@@ -257,10 +258,10 @@ def resolve_fenceposts(max_surge_value: int | str | None, max_unavailable_value:
 
 
 def _rolling(deployment: Obj) -> Mapping[str, Any] | None:
-    strategy = (deployment.get("spec") or {}).get("strategy") or {}
-    if (strategy.get("type") or "RollingUpdate") != "RollingUpdate":
+    strategy = Deployment(deployment).spec.strategy
+    if (strategy.type or "RollingUpdate") != "RollingUpdate":
         return None
-    return strategy.get("rollingUpdate") or {}
+    return strategy.rolling_update or {}
 
 
 def is_rolling_update(deployment: Obj) -> bool:
@@ -293,12 +294,12 @@ def max_unavailable(deployment: Obj) -> int:
 
 
 def has_progress_deadline(deployment: Obj) -> bool:
-    value = (deployment.get("spec") or {}).get("progressDeadlineSeconds")
+    value = Deployment(deployment).spec.progress_deadline_seconds
     return isinstance(value, int) and value != MAX_INT32
 
 
 def has_revision_history_limit(deployment: Obj) -> bool:
-    value = (deployment.get("spec") or {}).get("revisionHistoryLimit")
+    value = Deployment(deployment).spec.revision_history_limit
     return isinstance(value, int) and value != MAX_INT32
 
 
@@ -313,7 +314,7 @@ def select_cleanable(deployment: Obj, old_rss: Sequence[R]) -> list[R]:
         return []
     chosen = []
     for rs in sorted(alive, key=revision_order)[:diff]:
-        generation = int((rs.get("metadata") or {}).get("generation") or 0)
+        generation = ReplicaSet(rs).metadata.generation
         if (status_int(rs, "replicas") != 0 or spec_replicas(rs) != 0
                 or generation > status_int(rs, "observedGeneration")):
             continue

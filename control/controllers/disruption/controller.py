@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from control.api import disruption
+from control.api.typed import Pod, PodDisruptionBudget, TypedObject
 from control.apimachinery.meta import key_of, split_key
 from control.client.errors import ApiError, Conflict, NotFound
 from control.client.events import EventRecorder
@@ -58,8 +59,7 @@ class NoController(Exception):
 
 def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """metav1.GetControllerOf: the ownerReference with controller=true."""
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
-    return next((r for r in refs if isinstance(r, Mapping) and r.get("controller")), None)
+    return next((ref.raw for ref in TypedObject(obj).metadata.owner_references if ref.controller), None)
 
 
 def _group(api_version: str) -> str:
@@ -84,15 +84,15 @@ class DisruptionController(Controller):
     # -- handlers -----------------------------------------------------------------------------------------
 
     def on_pod(self, pod: Mapping[str, Any]) -> None:
-        namespace = (pod.get("metadata") or {}).get("namespace")
-        labels = (pod.get("metadata") or {}).get("labels") or {}
+        namespace = Pod(pod).metadata.namespace
+        labels = Pod(pod).metadata.labels
         for pdb in self.pdbs.list(namespace) if namespace else ():
             selector = disruption.controller_selector(pdb)
             if selector is not None and selector.matches(labels):
                 self.queue.add(key_of(pdb))
 
     def on_pod_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        if (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels"):
+        if TypedObject(old).metadata.labels != TypedObject(new).metadata.labels:
             self.on_pod(old)
         self.on_pod(new)
 
@@ -115,7 +115,7 @@ class DisruptionController(Controller):
         namespace = pdb["metadata"]["namespace"]
         selector = disruption.controller_selector(pdb)
         pods = [p for p in self.pods.list(namespace) if selector is not None
-                and selector.matches((p.get("metadata") or {}).get("labels") or {})]
+                and selector.matches(Pod(p).metadata.labels)]
         if not pods:
             self.recorder.event(pdb, "Normal", "NoPods", "No matching pods found")
         try:
@@ -131,7 +131,7 @@ class DisruptionController(Controller):
                 "may result in undefined behavior. To account for these pods please set \".spec.minAvailable\" "
                 "field of the PDB to an integer value.", selector)
         now = self.clock.now()
-        recorded = (pdb.get("status") or {}).get("disruptedPods")
+        recorded = PodDisruptionBudget(pdb).status.disrupted_pods
         live = disruption.disrupted_pods(pods, recorded, now)
         for pod in pods:
             if pod["metadata"]["name"] in live.not_deleted:
@@ -186,7 +186,7 @@ class DisruptionController(Controller):
             if owner is not None and owner.get("kind") == "Deployment":
                 return self._scale_of(owner, namespace)
         scale = self._get(api_version, plural, namespace, str(ref.get("name")), "scale")
-        if scale is None or (scale.get("metadata") or {}).get("uid") != ref.get("uid"):
+        if scale is None or TypedObject(scale).metadata.uid != ref.get("uid"):
             return None
         return str(ref.get("uid")), int((scale.get("spec") or {}).get("replicas") or 0)
 

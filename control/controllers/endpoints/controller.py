@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 
+from control.api.typed import Endpoints
 from control.apimachinery.labels import selector_from_set
 from control.apimachinery.meta import split_key
 from control.client.errors import NotFound
@@ -77,7 +78,7 @@ class EndpointsController(ServicePodController):
         if service is None:
             self.trigger_times.forget(namespace, name)
             current = self.endpoints.get(namespace, name)
-            if current is not None and LEADER_ANNOTATION in ((current.get("metadata") or {}).get("annotations") or {}):
+            if current is not None and LEADER_ANNOTATION in Endpoints(current).metadata.annotations:
                 return  # a lock object, not a Service's endpoints
             try:
                 self.client.delete(path)

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from control.api.disruption import is_pod_ready
+from control.api.typed import Endpoints, Pod, Service
 from control.controllers.shared.endpoint_util import (
     HEADLESS_LABEL,
     TRIGGER_TIME_ANNOTATION,
@@ -75,8 +76,8 @@ def pod_address(pod: Obj, service: Obj) -> dict[str, Any]:
     """Upstream podToEndpointAddressForService: IP, node, a reference to the pod and its hostname when
     `service_hostname` says so."""
     meta, spec = _meta(pod), _spec(pod)
-    address: dict[str, Any] = {"ip": (pod.get("status") or {}).get("podIP") or
-                               ((pod.get("status") or {}).get("podIPs") or [{}])[0].get("ip", "")}
+    status = Pod(pod).status
+    address: dict[str, Any] = {"ip": status.pod_ip or (status.pod_ips[0].ip if status.pod_ips else "")}
     if (hostname := service_hostname(pod, service)) is not None:
         address["hostname"] = hostname
     if spec.get("nodeName"):
@@ -185,7 +186,7 @@ def _subset_order(subset: Obj) -> tuple[tuple[str, str], tuple[tuple[str, int, s
 
 def endpoints_labels(service: Obj) -> dict[str, str]:
     """The service's labels, plus upstream's headless marker for clusterIP None."""
-    labels = dict(_meta(service).get("labels") or {})
+    labels = dict(Service(service).metadata.labels)
     if _spec(service).get("clusterIP") == "None":
         labels[HEADLESS_LABEL] = ""
     return labels
@@ -233,9 +234,9 @@ def desired_endpoints(service: Obj, subsets: list[dict[str, Any]], current: Obj 
     metadata (annotations, resourceVersion for the optimistic update)."""
     subsets, truncated = truncate_subsets(subsets)
     labels = endpoints_labels(service)
-    current_annotations = dict(_meta(current).get("annotations") or {}) if current is not None else {}
+    current_annotations = dict(Endpoints(current).metadata.annotations) if current is not None else {}
     if current is not None and (current.get("subsets") or []) == subsets and (
-            dict(_meta(current).get("labels") or {}) == labels) and (
+            dict(Endpoints(current).metadata.labels) == labels) and (
             _capacity_annotation_correct(current_annotations, truncated)):
         return None
     meta = _meta(service)

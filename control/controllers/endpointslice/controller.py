@@ -35,6 +35,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from control.api.typed import EndpointSlice, Node, Pod, Service
 from control.apimachinery.labels import selector_from_set
 from control.apimachinery.meta import split_key
 from control.client.errors import NotFound
@@ -109,9 +110,9 @@ class EndpointSliceController(ServicePodController):
 
     def _zones(self, pods: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         zones: dict[str, str] = {}
-        for node_name in {str((pod.get("spec") or {}).get("nodeName") or "") for pod in pods} - {""}:
+        for node_name in {Pod(pod).spec.node_name for pod in pods} - {""}:
             node = self.nodes.get(None, node_name)
-            zone = (((node or {}).get("metadata") or {}).get("labels") or {}).get(ZONE_LABEL)
+            zone = Node(node).metadata.labels.get(ZONE_LABEL) if node is not None else None
             if zone:
                 zones[node_name] = zone
         return zones
@@ -126,7 +127,7 @@ class EndpointSliceController(ServicePodController):
             return
         spec = service.get("spec") or {}
         if (not spec.get("selector") or spec.get("type") == "ExternalName"
-                or (service.get("metadata") or {}).get("deletionTimestamp")):
+                or Service(service).metadata.deletion_timestamp):
             return
         pods = self.pods.list(namespace, selector_from_set(spec["selector"]))
         existing = self.slices.list(namespace, selector_from_set({SERVICE_NAME_LABEL: name,
@@ -141,10 +142,10 @@ class EndpointSliceController(ServicePodController):
             self._apply(key, service, plan)
 
     def _apply(self, key: str, service: Mapping[str, Any], plan: SlicePlan) -> None:
-        namespace = (service.get("metadata") or {}).get("namespace", "")
+        namespace = Service(service).metadata.namespace
         try:
             for doomed in plan.delete:
-                name = (doomed.get("metadata") or {}).get("name", "")
+                name = EndpointSlice(doomed).metadata.name
                 try:
                     self.client.delete(resource_path(API_VERSION, "endpointslices", namespace=namespace, name=name))
                 except NotFound:

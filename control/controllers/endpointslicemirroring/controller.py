@@ -30,6 +30,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed import Endpoints, Service
 from control.apimachinery.labels import selector_from_set
 from control.apimachinery.meta import split_key
 from control.client.errors import NotFound
@@ -65,18 +66,16 @@ Obj = Mapping[str, Any]
 
 def should_mirror(endpoints: Obj) -> bool:
     """Upstream shouldMirror: not skip-mirror, not a leader-election lock."""
-    meta = endpoints.get("metadata") or {}
-    return ((meta.get("labels") or {}).get(SKIP_MIRROR_LABEL) != "true"
-            and LEADER_ANNOTATION not in (meta.get("annotations") or {}))
+    meta = Endpoints(endpoints).metadata
+    return meta.labels.get(SKIP_MIRROR_LABEL) != "true" and LEADER_ANNOTATION not in meta.annotations
 
 
 def mirror_owner(endpoints: Obj) -> SliceOwner:
-    meta = endpoints.get("metadata") or {}
-    labels = {key: value for key, value in (meta.get("labels") or {}).items()
-              if key not in (SERVICE_NAME_LABEL, MANAGED_BY_LABEL)}
-    labels[SERVICE_NAME_LABEL] = meta.get("name", "")
+    meta = Endpoints(endpoints).metadata
+    labels = {key: value for key, value in meta.labels.items() if key not in (SERVICE_NAME_LABEL, MANAGED_BY_LABEL)}
+    labels[SERVICE_NAME_LABEL] = meta.name
     labels[MANAGED_BY_LABEL] = MIRRORING_CONTROLLER_NAME
-    return SliceOwner("Endpoints", meta.get("name", ""), meta.get("namespace", ""), meta.get("uid", ""), labels)
+    return SliceOwner("Endpoints", meta.name, meta.namespace, meta.uid, labels)
 
 
 def _address_type(ip: str) -> str | None:
@@ -161,7 +160,7 @@ class EndpointSliceMirroringController(Controller):
         existing = self.slices.list(namespace, selector_from_set({SERVICE_NAME_LABEL: name,
                                                                   MANAGED_BY_LABEL: MIRRORING_CONTROLLER_NAME}))
         service, endpoints = self.services.get(namespace, name), self.endpoints.get(namespace, name)
-        if (service is None or (service.get("spec") or {}).get("selector") or endpoints is None
+        if (service is None or Service(service).spec.selector or endpoints is None
                 or not should_mirror(endpoints)):
             self._apply(key, namespace, SlicePlan(delete=[dict(s) for s in existing]))
             if service is None or endpoints is None:
@@ -169,7 +168,7 @@ class EndpointSliceMirroringController(Controller):
             return
         if self.tracker.stale(key, existing):
             raise StaleInformerCache(f"EndpointSlice informer cache is out of date for {key}")
-        trigger = ((endpoints.get("metadata") or {}).get("annotations") or {}).get(TRIGGER_TIME_ANNOTATION)
+        trigger = Endpoints(endpoints).metadata.annotations.get(TRIGGER_TIME_ANNOTATION)
         plan = place(mirror_owner(endpoints), mirror_desired(endpoints, max_per_subset=self.max_endpoints_per_subset),
                      existing, max_endpoints=self.max_endpoints_per_subset, trigger_time=trigger, placeholder=False)
         self._apply(key, namespace, plan)

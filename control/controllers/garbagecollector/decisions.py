@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from control.controllers.shared.helpers import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
+from control.controllers.shared.helpers import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, finalizers_of
 
 
 class OwnerState(enum.Enum):
@@ -70,7 +70,7 @@ def decide(obj: Mapping[str, Any], references: References, *, has_dependents: bo
         return Decision(Action.REMOVE_REFERENCES, remove) if remove else Decision(Action.NOTHING)
     if references.waiting_for_dependents_deletion and has_dependents:
         return Decision(Action.DELETE, policy="Foreground", unblock_first=a_dependent_deletes_dependents)
-    finalizers = (obj.get("metadata") or {}).get("finalizers") or []
+    finalizers = finalizers_of(obj)
     if ORPHAN_FINALIZER in finalizers:
         policy = "Orphan"
     elif FOREGROUND_FINALIZER in finalizers:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from control.api.typed import TypedObject
 from control.controllers.shared.helpers import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, finalizers_of
 
 ABSENT_OWNER_CACHE_SIZE = 500  # upstream NewReferenceCache(500)
@@ -57,7 +58,7 @@ class Work:
 
 
 def _deleting(obj: Mapping[str, Any] | None) -> bool:
-    return bool(obj is not None and (obj.get("metadata") or {}).get("deletionTimestamp"))
+    return bool(obj is not None and TypedObject(obj).metadata.deletion_timestamp)
 
 
 def starts_deleting_with(old: Mapping[str, Any] | None, new: Mapping[str, Any], finalizer: str) -> bool:
@@ -134,7 +135,7 @@ class Graph:
     def observe(self, identity: Identity, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> Work:
         """An add or update of the object `identity` names (upstream processGraphChanges, add/update)."""
         work = Work()
-        owners = tuple((obj.get("metadata") or {}).get("ownerReferences") or ())
+        owners = tuple(reference.raw for reference in TypedObject(obj).metadata.owner_references)
         new = Node(identity, owners, being_deleted=_deleting(obj),
                    deleting_dependents=_deleting(obj) and FOREGROUND_FINALIZER in finalizers_of(obj))
         uid = identity.uid

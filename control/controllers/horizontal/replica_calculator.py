@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from control.api.typed import Pod, TypedObject
 from control.apimachinery.meta import get_condition, timestamp_or_none
 from control.apimachinery.quantity import Quantity, QuantityError
 
@@ -86,7 +87,7 @@ def pod_metrics(items: Iterable[Mapping[str, Any]], resource: str) -> dict[str, 
         if missing or stamp is None:
             continue
         window = str(item.get("window") or "0s")
-        result[str((item.get("metadata") or {}).get("name"))] = PodMetric(total, stamp, _seconds(window))
+        result[str(TypedObject(item).metadata.name)] = PodMetric(total, stamp, _seconds(window))
     return result
 
 
@@ -98,7 +99,7 @@ def _seconds(duration: str) -> float:
 
 
 def _name(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("metadata") or {}).get("name") or "")
+    return Pod(pod).metadata.name
 
 
 def pod_requests(pods: Iterable[Mapping[str, Any]], resource: str, container: str = "") -> dict[str, int]:
@@ -107,13 +108,13 @@ def pod_requests(pods: Iterable[Mapping[str, Any]], resource: str, container: st
     requests: dict[str, int] = {}
     for pod in pods:
         total = 0
-        for spec in (pod.get("spec") or {}).get("containers") or []:
-            if container and spec.get("name") != container:
+        for spec in Pod(pod).spec.containers:
+            if container and spec.name != container:
                 continue
-            value = ((spec.get("resources") or {}).get("requests") or {}).get(resource)
+            value = spec.resources.requests.get(resource)
             if value is None:
                 raise ReplicaCalculationError(
-                    f"missing request for {resource} in container {spec.get('name')} of Pod {_name(pod)}")
+                    f"missing request for {resource} in container {spec.name} of Pod {_name(pod)}")
             total += Quantity(str(value)).milli_value()
         requests[_name(pod)] = total
     return requests
@@ -136,7 +137,7 @@ def group_pods(pods: Sequence[Mapping[str, Any]], metrics: Mapping[str, PodMetri
     ignored: set[str] = set()
     for pod in pods:
         name, status = _name(pod), pod.get("status") or {}
-        if (pod.get("metadata") or {}).get("deletionTimestamp") or status.get("phase") == "Failed":
+        if Pod(pod).metadata.deletion_timestamp or status.get("phase") == "Failed":
             ignored.add(name)
             continue
         if status.get("phase") == "Pending":

@@ -41,6 +41,7 @@ from typing import Any
 
 from control.api.batch import JOB_TRACKING_FINALIZER
 from control.api.disruption import is_pod_ready
+from control.api.typed import Job, Pod, TypedObject
 from control.apimachinery.labels import SelectorError, selector_from_label_selector
 from control.apimachinery.meta import controller_ref, format_timestamp, key_of, new_controller_ref, split_key
 from control.client.errors import ApiError, NotFound
@@ -101,7 +102,7 @@ JOBS = ("batch/v1", "jobs")
 
 def _rv(obj: Mapping[str, Any]) -> int:
     try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+        return int(TypedObject(obj).metadata.resource_version or 0)
     except ValueError:
         return 0
 
@@ -142,7 +143,7 @@ class JobController(Controller):
             self._written.pop(key, None)
 
     def _job_of(self, pod: Mapping[str, Any]) -> dict[str, Any] | None:
-        return resolve_controller_ref(self.jobs, (pod.get("metadata") or {}).get("namespace") or "",
+        return resolve_controller_ref(self.jobs, Pod(pod).metadata.namespace or "",
                                       controller_ref(pod), "Job")
 
     def _observe(self, pod: Mapping[str, Any], *, gone: bool) -> None:
@@ -163,14 +164,14 @@ class JobController(Controller):
         job = self._job_of(pod)
         if job is not None:
             self.expectations.creation_observed(key_of(job))
-        if (pod.get("metadata") or {}).get("deletionTimestamp") and job is not None:
+        if Pod(pod).metadata.deletion_timestamp and job is not None:
             self.expectations.deletion_observed(key_of(job), key_of(pod))
         self._observe(pod, gone=False)
 
     def on_pod_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get("resourceVersion"):
+        if TypedObject(old).metadata.resource_version == TypedObject(new).metadata.resource_version:
             return
-        if (new.get("metadata") or {}).get("deletionTimestamp") and (job := self._job_of(new)) is not None:
+        if TypedObject(new).metadata.deletion_timestamp and (job := self._job_of(new)) is not None:
             self.expectations.deletion_observed(key_of(job), key_of(new))
         self._observe(new, gone=False)
 
@@ -204,7 +205,7 @@ class JobController(Controller):
         if _rv(job) < written:
             return  # the cache has not seen our last write yet; its event syncs this key again
         try:
-            selector = selector_from_label_selector((job.get("spec") or {}).get("selector"))
+            selector = selector_from_label_selector(Job(job).spec.raw.get("selector"))
         except SelectorError as exc:
             log.error("job %s has an invalid selector: %s", key, exc)
             return
@@ -217,9 +218,9 @@ class JobController(Controller):
     def _claim(self, job: Mapping[str, Any], selector: Any, pods: list[Any]) -> list[Any]:
         def can_adopt() -> None:
             fresh = self.client.get(self._path(job))
-            if (fresh.get("metadata") or {}).get("uid") != (job.get("metadata") or {}).get("uid"):
+            if Job(fresh).metadata.uid != Job(job).metadata.uid:
                 raise ValueError(f"original Job {key_of(job)} is gone")
-            if (fresh.get("metadata") or {}).get("deletionTimestamp"):
+            if Job(fresh).metadata.deletion_timestamp:
                 raise ValueError(f"{key_of(job)} has just been deleted")
 
         if selector.empty:
@@ -390,7 +391,7 @@ class JobController(Controller):
         counts as removed. Raises the first other failure after trying every pod."""
         first: Exception | None = None
         for pod in pods:
-            finalizers = list((pod.get("metadata") or {}).get("finalizers") or ())
+            finalizers = list(Pod(pod).metadata.finalizers)
             uid = uid_of(pod)
             with self._lock:
                 if uid in self._removed.get(key, ()):
@@ -425,7 +426,7 @@ class JobController(Controller):
             job = self.client.get(resource_path(*JOBS, namespace=namespace, name=str(ref.get("name") or "")))
         except NotFound:
             job = None
-        if job is not None and (job.get("metadata") or {}).get("uid") == ref.get("uid"):
+        if job is not None and Job(job).metadata.uid == ref.get("uid"):
             return  # the Job exists after all: its own sync handles the pod
         self._remove_finalizers(ORPHAN_PREFIX + pod_key, [pod])
         with self._lock:

@@ -44,6 +44,7 @@ from control.api.batch import (
     JOB_COMPLETION_INDEX_ENV,
     JOB_TRACKING_FINALIZER,
 )
+from control.api.typed import ContainerStatus, Job, Pod
 from control.apimachinery.meta import deep_copy, timestamp_or_none
 from control.controllers.shared.helpers import has_finalizer, job_finished_condition
 
@@ -80,11 +81,11 @@ def replace_only_failed(job: Obj) -> bool:
 # -- reading a pod ---------------------------------------------------------------------------------------
 
 def uid_of(pod: Obj) -> str:
-    return str((pod.get("metadata") or {}).get("uid") or "")
+    return Pod(pod).metadata.uid
 
 
 def phase_of(pod: Obj) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
+    return Pod(pod).status.phase
 
 
 def has_tracking_finalizer(pod: Obj) -> bool:
@@ -93,13 +94,13 @@ def has_tracking_finalizer(pod: Obj) -> bool:
 
 def is_terminating(pod: Obj) -> bool:
     """Being deleted and not finished yet (upstream's `terminating` count)."""
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp")) and phase_of(pod) not in ("Succeeded",
+    return bool(Pod(pod).metadata.deletion_timestamp) and phase_of(pod) not in ("Succeeded",
                                                                                                "Failed")
 
 
 def is_active(pod: Obj) -> bool:
     """Not finished, not being deleted (controller.IsPodActive)."""
-    return phase_of(pod) not in ("Succeeded", "Failed") and not (pod.get("metadata") or {}).get("deletionTimestamp")
+    return phase_of(pod) not in ("Succeeded", "Failed") and not Pod(pod).metadata.deletion_timestamp
 
 
 def is_pod_failed(pod: Obj, *, only_failed: bool) -> bool:
@@ -108,15 +109,15 @@ def is_pod_failed(pod: Obj, *, only_failed: bool) -> bool:
         return True
     if only_failed:
         return False
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp")) and phase_of(pod) != "Succeeded"
+    return bool(Pod(pod).metadata.deletion_timestamp) and phase_of(pod) != "Succeeded"
 
 
 def completion_index(pod: Obj) -> int | None:
     """The pod's completion index from its annotation (or label); None when absent or not a number."""
-    metadata = pod.get("metadata") or {}
-    text = (metadata.get("annotations") or {}).get(JOB_COMPLETION_INDEX_ANNOTATION)
+    metadata = Pod(pod).metadata
+    text = metadata.annotations.get(JOB_COMPLETION_INDEX_ANNOTATION)
     if text is None:
-        text = (metadata.get("labels") or {}).get(JOB_COMPLETION_INDEX_ANNOTATION)
+        text = metadata.labels.get(JOB_COMPLETION_INDEX_ANNOTATION)
     try:
         index = int(str(text))
     except ValueError:
@@ -124,25 +125,24 @@ def completion_index(pod: Obj) -> int | None:
     return index if index >= 0 and str(index) == str(text) else None
 
 
-def _container_statuses(pod: Obj) -> list[Mapping[str, Any]]:
-    status = pod.get("status") or {}
-    return [s for key in ("initContainerStatuses", "containerStatuses") for s in status.get(key) or ()
-            if isinstance(s, Mapping)]
+def _container_statuses(pod: Obj) -> list[ContainerStatus]:
+    status = Pod(pod).status
+    return [*status.init_container_statuses, *status.container_statuses]
 
 
 def finish_time(pod: Obj, now: datetime) -> datetime:
     """When the pod finished: its latest container termination, else its deletion time, else `now`."""
-    times = [timestamp_or_none(((s.get("state") or {}).get("terminated") or {}).get("finishedAt"))
-             for s in _container_statuses(pod)]
+    times = [timestamp_or_none(terminated.finished_at) for s in _container_statuses(pod)
+             if (terminated := s.state.terminated) is not None]
     known = [t for t in times if t is not None]
     if known:
         return max(known)
-    return timestamp_or_none((pod.get("metadata") or {}).get("deletionTimestamp")) or now
+    return timestamp_or_none(Pod(pod).metadata.deletion_timestamp) or now
 
 
 def restart_count(pods: Iterable[Obj]) -> int:
     """The summed restarts of the pods' containers (pastBackoffLimitOnFailure's count)."""
-    return sum(int(s.get("restartCount") or 0) for pod in pods for s in _container_statuses(pod))
+    return sum(s.restart_count for pod in pods for s in _container_statuses(pod))
 
 
 # -- the pod failure policy ------------------------------------------------------------------------------
@@ -159,23 +159,23 @@ def _exit_code_matches(requirement: Mapping[str, Any], pod: Obj) -> str | None:
     name_filter = requirement.get("containerName")
     values = set(requirement.get("values") or ())
     for status in _container_statuses(pod):
-        terminated = (status.get("state") or {}).get("terminated") or {}
-        code = terminated.get("exitCode")
-        if not isinstance(code, int) or code == 0:
+        terminated = status.state.terminated
+        code = terminated.exit_code if terminated is not None else 0
+        if code == 0:
             continue
-        if name_filter and status.get("name") != name_filter:
+        if name_filter and status.name != name_filter:
             continue
         inside = code in values
         if inside == (requirement.get("operator") == "In"):
-            return f"Container {status.get('name')} for pod {_pod_key(pod)} failed with exit code {code}"
+            return f"Container {status.name} for pod {_pod_key(pod)} failed with exit code {code}"
     return None
 
 
 def _condition_matches(patterns: Sequence[Mapping[str, Any]], pod: Obj) -> str | None:
     for pattern in patterns:
         wanted = pattern.get("status") or "True"
-        for condition in (pod.get("status") or {}).get("conditions") or ():
-            if condition.get("type") == pattern.get("type") and condition.get("status") == wanted:
+        for condition in Pod(pod).status.conditions:
+            if condition.type == pattern.get("type") and condition.status == wanted:
                 return f"Pod {_pod_key(pod)} has condition {pattern.get('type')}"
     return None
 
@@ -262,7 +262,7 @@ COMPLETIONS_REACHED = ("CompletionsReached", "Reached expected number of succeed
 def deadline_remaining(job: Obj, now: datetime) -> float | None:
     """Seconds until activeDeadlineSeconds passes (<= 0: passed); None without a deadline or start time."""
     deadline = spec_of(job).get("activeDeadlineSeconds")
-    started = timestamp_or_none((job.get("status") or {}).get("startTime"))
+    started = timestamp_or_none(Job(job).status.start_time)
     if deadline is None or started is None:
         return None
     return (started + timedelta(seconds=int(deadline)) - now).total_seconds()
@@ -277,7 +277,7 @@ def failure(job: Obj, *, failed: int, active: Sequence[Obj], fail_job_message: s
     limit = _int(spec.get("backoffLimit"), 6)
     if failed > limit:
         return BACKOFF_LIMIT_EXCEEDED
-    restart_policy = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy")
+    restart_policy = Job(job).spec.template.spec.restart_policy
     if restart_policy == "OnFailure":
         restarts = restart_count(active)
         if (restarts > 0) if limit == 0 else (restarts >= limit):
@@ -418,15 +418,15 @@ def job_pod(job: Obj, *, controller_ref: Mapping[str, Any], index: int | None) -
     """The pod a Job creates (GetPodFromTemplate plus the tracking finalizer; Indexed: generateName
     `<job>-<index>-`, the completion index annotation and label, JOB_COMPLETION_INDEX from the annotation
     through the downward API in every container, hostname `<job>-<index>`)."""
-    name = str((job.get("metadata") or {}).get("name") or "")
-    template = spec_of(job).get("template") or {}
+    name = Job(job).metadata.name
+    template = Job(job).spec.template.raw
     template_meta = template.get("metadata") or {}
     metadata: dict[str, Any] = {"generateName": f"{name}-", "ownerReferences": [dict(controller_ref)],
                                 "finalizers": [*(template_meta.get("finalizers") or ()), JOB_TRACKING_FINALIZER]}
     for key in ("labels", "annotations"):
         if template_meta.get(key):
             metadata[key] = deep_copy(template_meta[key])
-    spec = deep_copy(template.get("spec") or {})
+    spec = deep_copy(dict(Job(job).spec.template.spec.raw))
     if index is not None:
         metadata["generateName"] = f"{name}-{index}-"
         metadata.setdefault("annotations", {})[JOB_COMPLETION_INDEX_ANNOTATION] = str(index)

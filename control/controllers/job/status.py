@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from control.api.typed import Job
 from control.apimachinery.meta import deep_copy, format_timestamp
 
 Obj = Mapping[str, Any]
@@ -78,8 +79,8 @@ def set_uncounted(status: dict[str, Any], succeeded: list[str], failed: list[str
 
 
 def copy_status(job: Obj) -> dict[str, Any]:
-    return deep_copy(dict(job.get("status") or {}))
+    return deep_copy(dict(Job(job).status.raw))
 
 
 def status_changed(job: Obj, status: Obj) -> bool:
-    return dict(job.get("status") or {}) != dict(status)
+    return dict(Job(job).status.raw) != dict(status)

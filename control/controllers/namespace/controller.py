@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from control.api.typed import Namespace
 from control.apimachinery.meta import deep_copy, parse_timestamp
 from control.client.errors import ApiError, Conflict, NotFound
 from control.client.events import EventRecorder
@@ -63,7 +64,7 @@ class NamespaceController(Controller):
         namespaces.add_event_handler(on_add=self.on_namespace, on_update=self.on_namespace_update)
 
     def on_namespace(self, namespace: Mapping[str, Any]) -> None:
-        if (namespace.get("metadata") or {}).get("deletionTimestamp"):
+        if Namespace(namespace).metadata.deletion_timestamp:
             self.queue.add_after(namespace["metadata"]["name"], self.grace_period)
 
     def on_namespace_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
@@ -80,13 +81,13 @@ class NamespaceController(Controller):
             namespace = self.client.get(path)
         except NotFound:
             return
-        deleted_at = (namespace.get("metadata") or {}).get("deletionTimestamp")
+        deleted_at = Namespace(namespace).metadata.deletion_timestamp
         if not deleted_at:
             return
-        if (namespace.get("status") or {}).get("phase") != "Terminating":
+        if Namespace(namespace).status.phase != "Terminating":
             namespace = self.client.update(path + "/status", {**namespace, "status": {
-                **(namespace.get("status") or {}), "phase": "Terminating"}})
-        if NAMESPACE_FINALIZER not in ((namespace.get("spec") or {}).get("finalizers") or []):
+                **Namespace(namespace).status.raw, "phase": "Terminating"}})
+        if NAMESPACE_FINALIZER not in Namespace(namespace).spec.finalizers:
             return
         estimate, namespace = self.delete_all_content(namespace, parse_timestamp(deleted_at))
         if estimate > 0:
@@ -135,14 +136,14 @@ class NamespaceController(Controller):
                               f"{resource.api_version}, Resource={resource.plural}")
         discovery_error = result.error_message() if result.failed else None
         conditions = updated_conditions(
-            (namespace.get("status") or {}).get("conditions") or [],
+            [condition.raw for condition in Namespace(namespace).status.conditions],
             failure_conditions(discovery_error=discovery_error, content_errors=errors, remaining=remaining,
                                finalizers=finalizers), now=self.clock.now())
         if conditions is not None:
             try:
                 namespace = self.client.update(
                     resource_path("v1", "namespaces", name=name, subresource="status"),
-                    {**namespace, "status": {**(namespace.get("status") or {}), "conditions": conditions}})
+                    {**namespace, "status": {**Namespace(namespace).status.raw, "conditions": conditions}})
             except (Conflict, NotFound) as exc:
                 log.info("namespace %s: conditions not written: %s", name, exc)
         if discovery_error or errors:

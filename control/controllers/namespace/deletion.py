@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from control.api.typed import Pod, TypedObject
 from control.apimachinery.meta import format_timestamp
 
 FINALIZER_ESTIMATE_SECONDS = 15  # upstream finalizerEstimateSeconds: wait for other finalizers this long
@@ -48,9 +49,9 @@ def pods_grace_estimate(pods: Iterable[Mapping[str, Any]], *, deleted_at: dateti
     Succeeded/Failed, or 0 once that long has passed since the namespace's deletionTimestamp."""
     estimate = 0
     for pod in pods:
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if Pod(pod).status.phase in ("Succeeded", "Failed"):
             continue
-        grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+        grace = Pod(pod).spec.termination_grace_period_seconds
         if isinstance(grace, int) and grace > estimate:
             estimate = grace
     return 0 if (now - deleted_at).total_seconds() >= estimate else estimate
@@ -73,7 +74,7 @@ def leftovers(items: Sequence[Mapping[str, Any]], *, estimate: int) -> Leftovers
         return Leftovers(estimate)
     counts: dict[str, int] = {}
     for item in items:
-        for finalizer in (item.get("metadata") or {}).get("finalizers") or []:
+        for finalizer in TypedObject(item).metadata.finalizers:
             counts[finalizer] = counts.get(finalizer, 0) + 1
     if estimate:
         return Leftovers(estimate, len(items), counts)

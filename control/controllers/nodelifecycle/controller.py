@@ -25,7 +25,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from control.apimachinery.meta import get_condition
+from control.api.typed import Node
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
 from control.client.paths import resource_path
@@ -83,7 +83,7 @@ class NodeLifecycleController(Controller):
         conditions = node_health(node, last_observed, now, grace=self.grace_period,
                                  startup_grace=self.startup_grace_period)
         if conditions is not None:
-            was_ready = (get_condition(node, "Ready") or {}).get("status") == "True"
+            was_ready = (ready := Node(node).status.condition("Ready")) is not None and ready.status == "True"
             node = self.client.update(path + "/status", {**node, "status": {**node.get("status", {}),
                                                                            "conditions": conditions}})
             log.info("node %s: no heartbeat for %.0fs, conditions set Unknown", key,

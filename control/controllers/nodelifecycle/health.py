@@ -31,6 +31,7 @@ from control.api.taints import (
     TAINT_UNSCHEDULABLE,
     taints_of,
 )
+from control.api.typed import Lease, Node
 from control.apimachinery.meta import deep_copy, format_timestamp, get_condition, parse_timestamp
 
 # The conditions the kubelet posts and the controller sets Unknown (upstream nodeConditionTypes + Ready).
@@ -75,7 +76,7 @@ class HeartbeatTracker:
         name = node["metadata"]["name"]
         ready = get_condition(node, "Ready")
         heartbeat = ready.get("lastHeartbeatTime") if ready else None
-        renew_text = ((lease or {}).get("spec") or {}).get("renewTime")
+        renew_text = Lease(lease).spec.renew_time if lease is not None else None
         renew_time = parse_timestamp(renew_text) if renew_text else None
         with self._lock:
             saved = self._seen.get(name)
@@ -106,7 +107,7 @@ def node_health(node: Mapping[str, Any], last_observed: datetime, now: datetime,
     if now <= last_observed + timedelta(seconds=period):
         return None
     stamp = format_timestamp(now)
-    conditions = deep_copy(list((node.get("status") or {}).get("conditions") or ()))
+    conditions = [deep_copy(dict(condition.raw)) for condition in Node(node).status.conditions]
     changed = False
     for kind in NODE_CONDITIONS:
         current = next((c for c in conditions if c.get("type") == kind), None)
@@ -126,13 +127,13 @@ def node_health(node: Mapping[str, Any], last_observed: datetime, now: datetime,
 def wanted_taints(node: Mapping[str, Any]) -> set[tuple[str, str]]:
     """The (key, effect) pairs of MANAGED_TAINTS the node's conditions and spec call for."""
     wanted: set[tuple[str, str]] = set()
-    for condition in (node.get("status") or {}).get("conditions") or ():
-        kind, status = condition.get("type"), condition.get("status")
+    for condition in Node(node).status.conditions:
+        kind, status = condition.type, condition.status
         if (key := NO_SCHEDULE_TAINTS.get((kind, status))) is not None:
             wanted.add((key, NO_SCHEDULE))
         if kind == "Ready" and (key := NO_EXECUTE_TAINTS.get(status)) is not None:
             wanted.add((key, NO_EXECUTE))
-    if (node.get("spec") or {}).get("unschedulable"):
+    if Node(node).spec.unschedulable:
         wanted.add((TAINT_UNSCHEDULABLE, NO_SCHEDULE))
     return wanted
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from control.api.typed import PersistentVolume, PersistentVolumeClaim, StorageClass
 from control.api.volumes import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
@@ -109,10 +110,6 @@ def _spec(obj: Obj) -> Mapping[str, Any]:
     return obj.get("spec") or {}
 
 
-def _phase(obj: Obj) -> str:
-    return str((obj.get("status") or {}).get("phase") or "")
-
-
 def decide_claim(claim: Obj, volumes: Iterable[Obj], *, volume_named: Callable[[str], Obj | None],
                  storage_class: Obj | None, node_named: Callable[[str], Obj | None]) -> ClaimDecision:
     """The claim's next step (module notes). `storage_class` is the claim's class (None: no class, or one
@@ -147,7 +144,7 @@ def decide_claim(claim: Obj, volumes: Iterable[Obj], *, volume_named: Callable[[
         return ClaimDecision(ClaimStep.BIND, volume=volume)
     if delay and not selected:
         return ClaimDecision(ClaimStep.PENDING, event=WAIT_FOR_FIRST_CONSUMER)
-    provisioner = str((storage_class or {}).get("provisioner") or "")
+    provisioner = StorageClass(storage_class).provisioner if storage_class is not None else ""
     if provisioner and provisioner != NOT_PROVISIONED:
         return ClaimDecision(ClaimStep.PROVISION, provisioner=provisioner, event=external_provisioning(provisioner))
     if claim_class(claim) and storage_class is None:
@@ -162,7 +159,7 @@ def decide_volume(volume: Obj, *, claim_named: Callable[[str, str], Obj | None])
         return VolumeDecision(VolumeStep.NOTHING)
     spec = _spec(volume)
     ref = spec.get("claimRef")
-    phase = _phase(volume)
+    phase = PersistentVolume(volume).status.phase
     if not isinstance(ref, Mapping) or not ref.get("uid"):
         return VolumeDecision(VolumeStep.NOTHING if phase == "Available" else VolumeStep.AVAILABLE)
     claim = claim_named(str(ref.get("namespace") or ""), str(ref.get("name") or ""))
@@ -175,7 +172,7 @@ def decide_volume(volume: Obj, *, claim_named: Callable[[str, str], Obj | None])
         return VolumeDecision(VolumeStep.SYNC_CLAIM)
     if claim_volume == _meta(volume).get("name"):
         return VolumeDecision(VolumeStep.NOTHING if phase == "Bound" else VolumeStep.BOUND)
-    if (_meta(volume).get("annotations") or {}).get(ANN_BOUND_BY_CONTROLLER):
+    if PersistentVolume(volume).metadata.annotations.get(ANN_BOUND_BY_CONTROLLER):
         return VolumeDecision(VolumeStep.UNBIND)
     return VolumeDecision(VolumeStep.SYNC_CLAIM)
 
@@ -191,7 +188,7 @@ def _reclaim(volume: Obj, phase: str) -> VolumeDecision:
     if policy == "Retain":
         return VolumeDecision(VolumeStep.NOTHING)
     if policy == "Delete":
-        if (_meta(volume).get("annotations") or {}).get(ANN_PROVISIONED_BY):
+        if PersistentVolume(volume).metadata.annotations.get(ANN_PROVISIONED_BY):
             return VolumeDecision(VolumeStep.NOTHING)  # its provisioner deletes it
         message = f'error getting deleter volume plugin for volume "{name}": no deletable volume plugin matched'
         return VolumeDecision(VolumeStep.FAILED, event=Event("Warning", "VolumeFailedDelete", message),
@@ -216,14 +213,15 @@ def bound_volume(volume: Obj, claim: Obj) -> dict[str, Any] | None:
         return None
     result = {**volume, "metadata": dict(_meta(volume)), "spec": dict(_spec(volume))}
     if ref is None:
-        result["metadata"]["annotations"] = {**(_meta(volume).get("annotations") or {}), ANN_BOUND_BY_CONTROLLER: "yes"}
+        result["metadata"]["annotations"] = {**PersistentVolume(volume).metadata.annotations,
+                                             ANN_BOUND_BY_CONTROLLER: "yes"}
     result["spec"]["claimRef"] = claim_ref(claim)
     return result
 
 
 def bound_claim(claim: Obj, volume: Obj) -> dict[str, Any] | None:
     """The claim naming `volume`, marked bind-completed (upstream getBindClaimToVolume), or None if already so."""
-    annotations = dict(_meta(claim).get("annotations") or {})
+    annotations = dict(PersistentVolumeClaim(claim).metadata.annotations)
     name = _meta(volume).get("name", "")
     if _spec(claim).get("volumeName") == name and ANN_BIND_COMPLETED in annotations:
         return None
@@ -236,7 +234,7 @@ def bound_claim(claim: Obj, volume: Obj) -> dict[str, Any] | None:
 
 def bound_claim_status(claim: Obj, volume: Obj) -> dict[str, Any] | None:
     """The claim's status once bound: phase Bound, the volume's access modes and capacity; None if so already."""
-    status = dict(claim.get("status") or {})
-    wanted = {**status, "phase": "Bound", "accessModes": list(_spec(volume).get("accessModes") or []),
-              "capacity": dict(_spec(volume).get("capacity") or {})}
+    status = dict(PersistentVolumeClaim(claim).status.raw)
+    spec = PersistentVolume(volume).spec
+    wanted = {**status, "phase": "Bound", "accessModes": list(spec.access_modes), "capacity": dict(spec.capacity)}
     return None if wanted == status else wanted

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from control.api.typed import PersistentVolume, PersistentVolumeClaim, StorageClass
+from control.api.typed.core import ObjectReference
 from control.api.volumes import ANN_BETA_STORAGE_PROVISIONER, ANN_STORAGE_PROVISIONER, claim_class
 from control.apimachinery.meta import format_timestamp, key_of, split_key
 from control.client.errors import NotFound
@@ -78,26 +80,26 @@ class PersistentVolumeController(Controller):
         self.queue.add(VOLUME + key_of(volume))
 
     def _volume_deleted(self, volume: Mapping[str, Any]) -> None:
-        ref = (volume.get("spec") or {}).get("claimRef")
-        if isinstance(ref, Mapping) and ref.get("name"):
-            self.queue.add(f"{CLAIM}{ref.get('namespace', '')}/{ref['name']}")
+        ref = PersistentVolume(volume).spec.claim_ref
+        if ref is not None and ref.name:
+            self.queue.add(f"{CLAIM}{ref.namespace}/{ref.name}")
 
     def _claim_changed(self, claim: Mapping[str, Any]) -> None:
         self.queue.add(CLAIM + key_of(claim))
 
     def _claim_deleted(self, claim: Mapping[str, Any]) -> None:
-        name = (claim.get("spec") or {}).get("volumeName")
+        name = PersistentVolumeClaim(claim).spec.volume_name
         if name:
             self.queue.add(VOLUME + name)
         for volume in self.volumes.list():  # a volume reserved for the claim without its volumeName yet
-            ref = (volume.get("spec") or {}).get("claimRef") or {}
-            if ref.get("uid") and ref.get("uid") == (claim.get("metadata") or {}).get("uid"):
+            ref = PersistentVolume(volume).spec.claim_ref
+            if ref is not None and ref.uid and ref.uid == PersistentVolumeClaim(claim).metadata.uid:
                 self.queue.add(VOLUME + key_of(volume))
 
     def _class_changed(self, storage_class: Mapping[str, Any]) -> None:
-        name = (storage_class.get("metadata") or {}).get("name")
+        name = StorageClass(storage_class).metadata.name
         for claim in self.claims.list():
-            if not (claim.get("spec") or {}).get("volumeName") and claim_class(claim) == name:
+            if not PersistentVolumeClaim(claim).spec.volume_name and claim_class(claim) == name:
                 self.queue.add(CLAIM + key_of(claim))
 
     # -- sync ------------------------------------------------------------------------------------------------
@@ -140,17 +142,17 @@ class PersistentVolumeController(Controller):
 
     @staticmethod
     def _volume_path(volume: Mapping[str, Any], subresource: str | None = None) -> str:
-        return resource_path("v1", "persistentvolumes", name=(volume.get("metadata") or {}).get("name"),
+        return resource_path("v1", "persistentvolumes", name=PersistentVolume(volume).metadata.name,
                              subresource=subresource)
 
     def _claim_phase(self, claim: Mapping[str, Any], phase: str) -> None:
-        if (claim.get("status") or {}).get("phase") == phase:
+        if PersistentVolumeClaim(claim).status.phase == phase:
             return
-        self.client.update(self._claim_path(claim, "status"), {**claim, "status": {**(claim.get("status") or {}),
-                                                                                   "phase": phase}})
+        self.client.update(self._claim_path(claim, "status"), {**claim, "status": {
+            **PersistentVolumeClaim(claim).status.raw, "phase": phase}})
 
     def _ask_provisioner(self, claim: Mapping[str, Any], decision: ClaimDecision) -> None:
-        annotations = (claim.get("metadata") or {}).get("annotations") or {}
+        annotations = PersistentVolumeClaim(claim).metadata.annotations
         if annotations.get(ANN_STORAGE_PROVISIONER) != decision.provisioner:
             self.client.patch(self._claim_path(claim), {"metadata": {"annotations": {
                 ANN_STORAGE_PROVISIONER: decision.provisioner, ANN_BETA_STORAGE_PROVISIONER: decision.provisioner}}})
@@ -158,13 +160,13 @@ class PersistentVolumeController(Controller):
 
     def _volume_phase(self, volume: Mapping[str, Any], phase: str, *, reason: str = "",
                       message: str = "") -> dict[str, Any]:
-        status = {**(volume.get("status") or {}), "phase": phase}
+        status = {**PersistentVolume(volume).status.raw, "phase": phase}
         for key, value in (("reason", reason), ("message", message)):
             if value:
                 status[key] = value
             else:
                 status.pop(key, None)
-        if (volume.get("status") or {}).get("phase") != phase:
+        if PersistentVolume(volume).status.phase != phase:
             status["lastPhaseTransitionTime"] = _now()
         if status == volume.get("status"):
             return dict(volume)
@@ -172,10 +174,10 @@ class PersistentVolumeController(Controller):
 
     def _bind(self, claim: Mapping[str, Any], volume: Mapping[str, Any]) -> None:
         """Upstream bind: volume claimRef, volume Bound, claim volumeName, claim Bound."""
-        name = (volume.get("metadata") or {}).get("name", "")
+        name = PersistentVolume(volume).metadata.name
         if (new_volume := bound_volume(volume, claim)) is not None:
             volume = self.client.update(self._volume_path(volume), new_volume)
-        if (volume.get("status") or {}).get("phase") != "Bound":
+        if PersistentVolume(volume).status.phase != "Bound":
             volume = self._volume_phase(volume, "Bound")
         if (new_claim := bound_claim(claim, volume)) is not None:
             claim = self.client.update(self._claim_path(claim), new_claim)
@@ -196,15 +198,16 @@ class PersistentVolumeController(Controller):
         elif step is VolumeStep.FAILED:
             self._volume_phase(volume, "Failed", reason=decision.reason, message=decision.message)
         elif step is VolumeStep.UNBIND:
-            spec = {k: v for k, v in (volume.get("spec") or {}).items() if k != "claimRef"}
-            annotations = {k: v for k, v in ((volume.get("metadata") or {}).get("annotations") or {}).items()
+            spec = {k: v for k, v in PersistentVolume(volume).spec.raw.items() if k != "claimRef"}
+            annotations = {k: v for k, v in PersistentVolume(volume).metadata.annotations.items()
                            if k != "pv.kubernetes.io/bound-by-controller"}
             try:
                 updated = self.client.update(self._volume_path(volume), {
-                    **volume, "spec": spec, "metadata": {**(volume.get("metadata") or {}), "annotations": annotations}})
+                    **volume, "spec": spec,
+                    "metadata": {**PersistentVolume(volume).metadata.raw, "annotations": annotations}})
             except NotFound:
                 return
             self._volume_phase(updated, "Available")
         elif step is VolumeStep.SYNC_CLAIM:
-            ref = (volume.get("spec") or {}).get("claimRef") or {}
-            self.queue.add(f"{CLAIM}{ref.get('namespace', '')}/{ref.get('name', '')}")
+            ref = PersistentVolume(volume).spec.claim_ref or ObjectReference()
+            self.queue.add(f"{CLAIM}{ref.namespace}/{ref.name}")

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed import Pod
 from control.apimachinery.meta import deep_copy, format_timestamp
 from control.client.errors import NotFound
 from control.client.events import EventRecorder
@@ -108,7 +109,7 @@ class PodGCController(Controller):
         metadata = pod["metadata"]
         path = resource_path("v1", "pods", namespace=metadata["namespace"], name=metadata["name"])
         try:
-            status = deep_copy(pod.get("status") or {})
+            status = deep_copy(dict(Pod(pod).status.raw))
             if status.get("phase") not in ("Succeeded", "Failed"):
                 status["phase"] = "Failed"
                 if condition is not None:

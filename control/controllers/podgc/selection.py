@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from control.apimachinery.meta import get_condition
+from control.api.typed import Node
+from control.api.typed import Pod as PodView
 
 TERMINATED_POD_GC_THRESHOLD = 12500  # upstream --terminated-pod-gc-threshold
 QUARANTINE_SECONDS = 40.0  # upstream quarantineTime
@@ -24,15 +25,15 @@ Pod = Mapping[str, Any]
 
 
 def _phase(pod: Pod) -> str:
-    return (pod.get("status") or {}).get("phase") or ""
+    return PodView(pod).status.phase
 
 
 def _node_name(pod: Pod) -> str:
-    return (pod.get("spec") or {}).get("nodeName") or ""
+    return PodView(pod).spec.node_name
 
 
 def _deleting(pod: Pod) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    return bool(PodView(pod).metadata.deletion_timestamp)
 
 
 def is_terminated(pod: Pod) -> bool:
@@ -40,7 +41,7 @@ def is_terminated(pod: Pod) -> bool:
 
 
 def is_evicted(pod: Pod) -> bool:
-    return _phase(pod) == "Failed" and (pod.get("status") or {}).get("reason") == "Evicted"
+    return _phase(pod) == "Failed" and PodView(pod).status.reason == "Evicted"
 
 
 def eviction_and_age_order(pod: Pod) -> tuple[bool, str, str]:
@@ -74,9 +75,9 @@ def select_unscheduled_terminating(pods: Iterable[Pod]) -> list[Pod]:
 
 
 def _out_of_service(node: Mapping[str, Any]) -> bool:
-    ready = (get_condition(node, "Ready") or {}).get("status")
-    return ready != "True" and any(t.get("key") == OUT_OF_SERVICE_TAINT
-                                   for t in (node.get("spec") or {}).get("taints") or [])
+    view = Node(node)
+    ready = view.status.condition("Ready")
+    return (ready is None or ready.status != "True") and any(t.key == OUT_OF_SERVICE_TAINT for t in view.spec.taints)
 
 
 def select_terminating_out_of_service(pods: Iterable[Pod], nodes: Sequence[Mapping[str, Any]]) -> list[Pod]:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from control.api.disruption import is_pod_ready
+from control.api.typed import Pod, ReplicaSet
 from control.apimachinery.labels import Selector, SelectorError, selector_from_label_selector, selector_from_set
 from control.apimachinery.meta import controller_ref, key_of, labels_of, new_controller_ref, split_key
 from control.client.errors import ApiError, Conflict
@@ -75,12 +76,12 @@ STATUS_UPDATE_RETRIES = 1  # upstream statusUpdateRetries
 
 
 def _replica_set_selector(obj: Mapping[str, Any]) -> Selector:
-    return selector_from_label_selector((obj.get("spec") or {}).get("selector"))
+    return selector_from_label_selector(ReplicaSet(obj).spec.raw.get("selector"))
 
 
 def _replication_controller_selector(obj: Mapping[str, Any]) -> Selector:
     """An RC's selector is a plain map (the API server defaults it to the template's labels)."""
-    return selector_from_set((obj.get("spec") or {}).get("selector") or {})
+    return selector_from_set(ReplicaSet(obj).spec.raw.get("selector") or {})
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ class ReplicaSetController(Controller):
 
     def _matching_owners(self, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
         """getPodReplicaSets: the controllers of our kind whose (non-empty) selector selects the pod."""
-        namespace = (pod.get("metadata") or {}).get("namespace")
+        namespace = Pod(pod).metadata.namespace
         found = []
         for owner in self.owners.list(namespace) if namespace else ():
             try:
@@ -147,10 +148,10 @@ class ReplicaSetController(Controller):
         return found
 
     def on_pod_add(self, pod: Mapping[str, Any]) -> None:
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        if Pod(pod).metadata.deletion_timestamp:
             self.on_pod_delete(pod)  # a restarted controller sees a pod pending deletion as an add
             return
-        owner = self._resolve((pod.get("metadata") or {}).get("namespace") or "", controller_ref(pod))
+        owner = self._resolve(Pod(pod).metadata.namespace or "", controller_ref(pod))
         if owner is not None:
             key = key_of(owner)
             self.expectations.creation_observed(key)
@@ -192,7 +193,7 @@ class ReplicaSetController(Controller):
                 self.queue.add(key_of(candidate))
 
     def on_pod_delete(self, pod: Mapping[str, Any]) -> None:
-        owner = self._resolve((pod.get("metadata") or {}).get("namespace") or "", controller_ref(pod))
+        owner = self._resolve(Pod(pod).metadata.namespace or "", controller_ref(pod))
         if owner is None:
             return  # no controller cares about an orphan going away
         key = key_of(owner)
@@ -224,7 +225,7 @@ class ReplicaSetController(Controller):
             return
         pods = self._claim(owner, selector, filter_active_pods(self.pods.list(namespace)))
         manage_error: Exception | None = None
-        if needs_sync and not (owner.get("metadata") or {}).get("deletionTimestamp"):
+        if needs_sync and not ReplicaSet(owner).metadata.deletion_timestamp:
             try:
                 self._manage_replicas(key, owner, pods)
             except Exception as exc:  # noqa: BLE001 — reported in status, then raised for the retry below
@@ -265,7 +266,7 @@ class ReplicaSetController(Controller):
             self._delete(key, owner, pods, min(diff, self.burst_replicas))
 
     def _create(self, key: str, owner: Mapping[str, Any], count: int) -> None:
-        template = (owner.get("spec") or {}).get("template") or {}
+        template = ReplicaSet(owner).spec.template.raw
         reference = new_controller_ref(owner, api_version=self.kind.api_version, kind=self.kind.kind)
         log.info("too few replicas for %s %s, need %d, creating %d", self.kind.kind, key, wanted_replicas(owner),
                  count)

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from control.api.disruption import is_pod_ready
+from control.api.typed import ReplicaSet
 from control.apimachinery.labels import selector_from_set
 from control.apimachinery.meta import deep_copy, format_timestamp, labels_of
 from control.controllers.shared.controller_utils import is_pod_available
@@ -33,20 +34,19 @@ COUNTS = ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplica
 
 def wanted_replicas(obj: Obj) -> int:
     """spec.replicas, 1 when unset (the API server defaults it; a controller must not read None as 0)."""
-    value = (obj.get("spec") or {}).get("replicas")
+    value = ReplicaSet(obj).spec.replicas
     return 1 if value is None else int(value)
 
 
 def min_ready_seconds(obj: Obj) -> int:
-    return int((obj.get("spec") or {}).get("minReadySeconds") or 0)
+    return ReplicaSet(obj).spec.min_ready_seconds
 
 
 def calculate_status(obj: Obj, pods: Sequence[Obj], *, manage_error: str | None, now: datetime) -> dict[str, Any]:
     """The new status of `obj` owning the active `pods`; `manage_error` is the message of a failed
     create/delete round, None when it went well (or did not run)."""
-    status: dict[str, Any] = deep_copy(dict(obj.get("status") or {}))
-    template_labels = ((obj.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {}
-    template = selector_from_set(template_labels)
+    status: dict[str, Any] = deep_copy(dict(ReplicaSet(obj).status.raw))
+    template = selector_from_set(ReplicaSet(obj).spec.template.metadata.labels)
     min_ready = min_ready_seconds(obj)
     fully_labeled = sum(1 for pod in pods if template.matches(labels_of(pod)))
     ready = [pod for pod in pods if is_pod_ready(pod)]
@@ -77,7 +77,7 @@ def calculate_status(obj: Obj, pods: Sequence[Obj], *, manage_error: str | None,
 def status_unchanged(obj: Obj, status: Mapping[str, Any]) -> bool:
     """updateReplicaSetStatus's steady state: same counts and conditions, and the generation observed."""
     current = obj.get("status") or {}
-    generation = (obj.get("metadata") or {}).get("generation")
+    generation = ReplicaSet(obj).metadata.raw.get("generation")  # None when unset: nothing observed
     return (all(int(current.get(k) or 0) == int(status.get(k) or 0) for k in COUNTS)
             and current.get("observedGeneration") == generation
             and (current.get("conditions") or []) == (status.get("conditions") or []))
@@ -85,7 +85,7 @@ def status_unchanged(obj: Obj, status: Mapping[str, Any]) -> bool:
 
 def with_observed_generation(obj: Obj, status: Mapping[str, Any]) -> dict[str, Any]:
     """The status to write: `status` stamped with the generation it was computed from."""
-    generation = (obj.get("metadata") or {}).get("generation")
+    generation = ReplicaSet(obj).metadata.raw.get("generation")
     written = dict(status)
     if generation is not None:
         written["observedGeneration"] = generation

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from control.api import quota
+from control.api.typed import TypedObject
 from control.apimachinery.meta import split_key
 from control.client.errors import NotFound
 from control.client.events import EventRecorder
@@ -89,7 +90,7 @@ class ResourceQuotaController(Controller):
 
     def replenish(self, obj: Mapping[str, Any]) -> None:
         """Recount every quota of the object's namespace."""
-        namespace = (obj.get("metadata") or {}).get("namespace")
+        namespace = TypedObject(obj).metadata.namespace
         for one in self.quotas.list(namespace) if namespace else ():
             self.enqueue(one)
 

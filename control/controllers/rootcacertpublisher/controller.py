@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed import ConfigMap, Namespace
 from control.apimachinery.meta import deep_copy
 from control.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
 from control.client.events import EventRecorder
@@ -45,7 +46,7 @@ class RootCACertPublisher(Controller):
         configmaps.add_event_handler(on_update=self.on_configmap_update, on_delete=self.on_configmap)
 
     def on_namespace_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        if (new.get("status") or {}).get("phase", "Active") == "Active":
+        if (Namespace(new).status.phase or "Active") == "Active":
             self.enqueue(new)
 
     def on_configmap(self, configmap: Mapping[str, Any]) -> None:
@@ -70,7 +71,7 @@ class RootCACertPublisher(Controller):
                 if not has_status_cause(exc, NAMESPACE_TERMINATING_CAUSE):
                     raise
             return
-        annotations = (current.get("metadata") or {}).get("annotations") or {}
+        annotations = ConfigMap(current).metadata.annotations
         if current.get("data") == data and annotations.get(DESCRIPTION_ANNOTATION):
             return
         wanted = deep_copy(current)

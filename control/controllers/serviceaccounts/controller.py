@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed import Namespace
 from control.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, Conflict, has_status_cause
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
@@ -40,7 +41,7 @@ class ServiceAccountsController(Controller):
 
     def sync(self, key: str) -> None:
         namespace = self.namespaces.get(None, key)
-        if namespace is None or (namespace.get("status") or {}).get("phase", "Active") != "Active":
+        if namespace is None or (Namespace(namespace).status.phase or "Active") != "Active":
             return
         for name in SERVICE_ACCOUNTS_TO_ENSURE:
             if self.accounts.get(key, name) is not None:

@@ -33,6 +33,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from control.api.typed import Node, Service
 from control.apimachinery.meta import get_condition, key_of, split_key
 from control.client.events import EventRecorder
 from control.client.informer import InformerFactory
@@ -73,11 +74,11 @@ def is_load_balancer(service: Obj) -> bool:
 
 def node_address(node: Obj) -> str | None:
     """The node's ExternalIP, else its InternalIP (k3s ServiceLB's preference)."""
-    addresses = (node.get("status") or {}).get("addresses") or ()
+    addresses = Node(node).status.addresses
     for kind in ("ExternalIP", "InternalIP"):
         for address in addresses:
-            if address.get("type") == kind and address.get("address"):
-                return str(address["address"])
+            if address.type == kind and address.address:
+                return address.address
     return None
 
 
@@ -156,7 +157,7 @@ class ServiceLBController(Controller):
         if not self.pool:
             return
         services = sorted((s for s in self.services.list() if is_load_balancer(s)),
-                          key=lambda s: ((s.get("metadata") or {}).get("creationTimestamp") or "", key_of(s)))
+                          key=lambda s: (Service(s).metadata.creation_timestamp, key_of(s)))
         with self._lock:
             for service in services:
                 held = [str(entry["ip"]) for entry in current_ingress(service) if entry.get("ip")]
@@ -192,8 +193,7 @@ class ServiceLBController(Controller):
         service = self.services.get(namespace, name)
         if service is None or not is_load_balancer(service):
             self._release(key)
-            if service is not None and current_ingress(service) and (service.get("spec") or {}).get(
-                    "type") != "LoadBalancer":
+            if service is not None and current_ingress(service) and Service(service).spec.type != "LoadBalancer":
                 self._write(service, [])  # no longer a LoadBalancer: upstream clears the status
             return
         wanted = self._wanted(key, service)
@@ -207,7 +207,7 @@ class ServiceLBController(Controller):
 
     def _write(self, service: Obj, ingress: list[dict[str, Any]]) -> None:
         meta = service.get("metadata") or {}
-        body = {**service, "status": {**(service.get("status") or {}), "loadBalancer":
+        body = {**service, "status": {**Service(service).status.raw, "loadBalancer":
                                       {"ingress": ingress} if ingress else {}}}
         self.client.update(resource_path("v1", "services", namespace=meta.get("namespace"), name=meta.get("name"),
                                          subresource="status"), body)

@@ -23,6 +23,7 @@ import enum
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from control.api.typed import TypedObject
 from control.apimachinery.labels import Selector
 from control.apimachinery.meta import controller_ref, labels_of
 from control.client.errors import NotFound
@@ -44,7 +45,7 @@ def resolve_controller_ref(owners: OwnerLister, namespace: str, ref: Mapping[str
     if ref is None or ref.get("kind") != kind:
         return None
     owner = owners.get(namespace, str(ref.get("name") or ""))
-    if owner is None or (owner.get("metadata") or {}).get("uid") != ref.get("uid"):
+    if owner is None or TypedObject(owner).metadata.uid != ref.get("uid"):
         return None
     return owner
 
@@ -81,13 +82,13 @@ def claim_action(obj: Obj, *, owner: Obj, matches: bool) -> Claim:
 
 def adopt_patch(obj: Obj, reference: Mapping[str, Any]) -> dict[str, Any]:
     """OwnerRefControllerPatch: the strategic merge patch adding the controller reference."""
-    return {"metadata": {"ownerReferences": [dict(reference)], "uid": (obj.get("metadata") or {}).get("uid")}}
+    return {"metadata": {"ownerReferences": [dict(reference)], "uid": TypedObject(obj).metadata.uid}}
 
 
 def release_patch(obj: Obj, owner_uid: str) -> dict[str, Any]:
     """GenerateDeleteOwnerRefStrategicMergeBytes: the strategic merge patch deleting the reference by UID."""
     return {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": owner_uid}],
-                         "uid": (obj.get("metadata") or {}).get("uid")}}
+                         "uid": TypedObject(obj).metadata.uid}}
 
 
 class PatchClient(Protocol):
@@ -128,7 +129,7 @@ class ControllerRefManager:
         self.client.patch(self._path(obj), adopt_patch(obj, self.reference), patch_type="strategic")
 
     def _release(self, obj: Obj) -> None:
-        owner_uid = str((self.owner.get("metadata") or {}).get("uid") or "")
+        owner_uid = TypedObject(self.owner).metadata.uid
         self.client.patch(self._path(obj), release_patch(obj, owner_uid), patch_type="strategic")
 
     def claim(self, objects: Iterable[Obj]) -> list[Obj]:

@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from control.api.disruption import is_pod_ready
+from control.api.typed import Pod, PodTemplateSpec
 from control.apimachinery.meta import deep_copy, get_condition, timestamp_or_none
 
 Obj = Mapping[str, Any]
@@ -47,8 +48,8 @@ _MAX_NAME_PREFIX = 58  # a generated name adds 5 characters and must stay a 63-c
 
 def is_pod_active(pod: Obj) -> bool:
     """Not Succeeded, not Failed, not being deleted (IsPodActive)."""
-    phase = (pod.get("status") or {}).get("phase")
-    return phase not in ("Succeeded", "Failed") and not (pod.get("metadata") or {}).get("deletionTimestamp")
+    phase = Pod(pod).status.phase
+    return phase not in ("Succeeded", "Failed") and not Pod(pod).metadata.deletion_timestamp
 
 
 def filter_active_pods(pods: Iterable[Obj]) -> list[Obj]:
@@ -75,13 +76,12 @@ def is_pod_available(pod: Obj, min_ready_seconds: int, now: datetime) -> bool:
 
 
 def max_container_restarts(pod: Obj) -> int:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
-    return max((int(s.get("restartCount") or 0) for s in statuses if isinstance(s, Mapping)), default=0)
+    return max((s.restart_count for s in Pod(pod).status.container_statuses), default=0)
 
 
 def deletion_cost(pod: Obj) -> int:
     """The pod-deletion-cost annotation; 0 when absent or not an int32 (GetDeletionCostFromPodAnnotations)."""
-    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(POD_DELETION_COST)
+    text = Pod(pod).metadata.annotations.get(POD_DELETION_COST)
     try:
         value = int(str(text).strip()) if text is not None else 0
     except ValueError:
@@ -113,11 +113,12 @@ def _newer_first(t1: datetime | None, t2: datetime | None, uid1: str, uid2: str,
 def _compare(a: tuple[Obj, int], b: tuple[Obj, int], now: datetime | None) -> int:
     """ActivePodsWithRanks.Less as a three-way comparison (module notes, rules 1-8)."""
     (p1, rank1), (p2, rank2) = a, b
-    node1, node2 = (p1.get("spec") or {}).get("nodeName") or "", (p2.get("spec") or {}).get("nodeName") or ""
+    v1, v2 = Pod(p1), Pod(p2)
+    node1, node2 = v1.spec.node_name, v2.spec.node_name
     if node1 != node2 and (not node1 or not node2):
         return -1 if not node1 else 1
-    phase1 = _PHASE_ORDINAL.get((p1.get("status") or {}).get("phase") or "", 0)
-    phase2 = _PHASE_ORDINAL.get((p2.get("status") or {}).get("phase") or "", 0)
+    phase1 = _PHASE_ORDINAL.get(v1.status.phase, 0)
+    phase2 = _PHASE_ORDINAL.get(v2.status.phase, 0)
     if phase1 != phase2:
         return -1 if phase1 < phase2 else 1
     ready1, ready2 = is_pod_ready(p1), is_pod_ready(p2)
@@ -128,7 +129,7 @@ def _compare(a: tuple[Obj, int], b: tuple[Obj, int], now: datetime | None) -> in
         return -1 if cost1 < cost2 else 1
     if rank1 != rank2:
         return -1 if rank1 > rank2 else 1
-    uid1, uid2 = str((p1.get("metadata") or {}).get("uid") or ""), str((p2.get("metadata") or {}).get("uid") or "")
+    uid1, uid2 = v1.metadata.uid, v2.metadata.uid
     if ready1 and ready2:
         order = _newer_first(pod_ready_time(p1), pod_ready_time(p2), uid1, uid2, now)
         if order:
@@ -136,8 +137,8 @@ def _compare(a: tuple[Obj, int], b: tuple[Obj, int], now: datetime | None) -> in
     restarts1, restarts2 = max_container_restarts(p1), max_container_restarts(p2)
     if restarts1 != restarts2:
         return -1 if restarts1 > restarts2 else 1
-    created1 = timestamp_or_none((p1.get("metadata") or {}).get("creationTimestamp"))
-    created2 = timestamp_or_none((p2.get("metadata") or {}).get("creationTimestamp"))
+    created1 = timestamp_or_none(v1.metadata.creation_timestamp)
+    created2 = timestamp_or_none(v2.metadata.creation_timestamp)
     return _newer_first(created1, created2, uid1, uid2, now)
 
 
@@ -158,9 +159,9 @@ def ranks_by_related_pods_on_node(pods: Sequence[Obj], related: Iterable[Obj]) -
     on_node: dict[str, int] = {}
     for pod in related:
         if is_pod_active(pod):
-            node = (pod.get("spec") or {}).get("nodeName") or ""
+            node = Pod(pod).spec.node_name
             on_node[node] = on_node.get(node, 0) + 1
-    return [on_node.get((pod.get("spec") or {}).get("nodeName") or "", 0) for pod in pods]
+    return [on_node.get(Pod(pod).spec.node_name, 0) for pod in pods]
 
 
 def pods_to_delete(pods: Sequence[Obj], related: Iterable[Obj], diff: int, *, now: datetime | None) -> list[Obj]:
@@ -218,4 +219,5 @@ def pod_from_template(template: Obj, *, controller_name: str, controller_ref: Ma
     for key in ("labels", "annotations", "finalizers"):
         if template_meta.get(key):
             metadata[key] = deep_copy(template_meta[key])
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": deep_copy(template.get("spec") or {})}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+            "spec": deep_copy(dict(PodTemplateSpec(template).spec.raw))}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed import Pod
 from control.apimachinery.labels import selector_from_set
 
 HEADLESS_LABEL = "service.kubernetes.io/headless"  # upstream v1.IsHeadlessService
@@ -80,4 +81,4 @@ def selects(service: Obj, pod: Obj) -> bool:
     selector = _spec(service).get("selector")
     if not selector or _meta(pod).get("namespace") != _meta(service).get("namespace"):
         return False
-    return selector_from_set(selector).matches(_meta(pod).get("labels") or {})
+    return selector_from_set(selector).matches(Pod(pod).metadata.labels)

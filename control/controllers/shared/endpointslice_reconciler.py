@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from control.api.disruption import is_pod_ready
+from control.api.typed import EndpointSlice, Service
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import is_dns1123_subdomain
 from control.controllers.shared.endpoint_util import (
@@ -174,7 +175,7 @@ def desired_endpoints(service: Obj, pods: Iterable[Obj], address_type: str,
 
 def slice_labels(service: Obj, controller_name: str = CONTROLLER_NAME) -> dict[str, str]:
     """Upstream setEndpointSliceLabels: the Service's labels, then the ones the controller owns."""
-    labels = {key: value for key, value in (_meta(service).get("labels") or {}).items()
+    labels = {key: value for key, value in Service(service).metadata.labels.items()
               if key not in (SERVICE_NAME_LABEL, MANAGED_BY_LABEL, HEADLESS_LABEL)}
     if _spec(service).get("clusterIP") == "None":
         labels[HEADLESS_LABEL] = ""
@@ -259,7 +260,7 @@ def _reconcile_ports(owner: SliceOwner, address_type: str, group: DesiredGroup, 
             kept.append(wanted)
         if not kept:
             plan.delete.append(dict(current))
-        elif changed or dict(_meta(current).get("labels") or {}) != labels:
+        elif changed or dict(EndpointSlice(current).metadata.labels) != labels:
             updated = deep_copy(dict(current))
             updated["endpoints"] = kept
             updated["metadata"]["labels"] = dict(labels)
@@ -320,7 +321,7 @@ def place(owner: SliceOwner, desired: Mapping[str, Mapping[PortsKey, DesiredGrou
         _keep_one_placeholder(owner, next(iter(desired)), existing, plan)
     _swap_create_delete(owner, plan)
     for written in plan.create + plan.update:
-        annotations = dict(_meta(written).get("annotations") or {})
+        annotations = dict(EndpointSlice(written).metadata.annotations)
         if trigger_time:
             annotations[TRIGGER_TIME_ANNOTATION] = trigger_time
         else:
@@ -351,7 +352,7 @@ def _keep_one_placeholder(owner: SliceOwner, address_type: str, existing: Sequen
         return
     for index, doomed in enumerate(plan.delete):
         if (_is_placeholder(doomed) and owner.owns(doomed) and doomed.get("addressType") == address_type
-                and dict(_meta(doomed).get("labels") or {}) == dict(owner.labels)):
+                and dict(EndpointSlice(doomed).metadata.labels) == dict(owner.labels)):
             del plan.delete[index]  # the placeholder there is already the one wanted
             return
     plan.create.append({**new_slice(owner, address_type, []), "ports": []})

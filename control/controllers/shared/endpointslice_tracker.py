@@ -12,6 +12,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from control.api.typed import EndpointSlice
 from control.client.workqueue import RetryLater
 
 
@@ -47,15 +48,15 @@ class SliceTracker:
             self._generations.get(service_key, {}).pop(meta.get("name", ""), None)
 
     def stale(self, service_key: str, cached: Sequence[Mapping[str, Any]]) -> bool:
-        by_name = {(s.get("metadata") or {}).get("name", ""): s for s in cached}
+        by_name = {EndpointSlice(s).metadata.name: s for s in cached}
         with self._lock:
             generations = dict(self._generations.get(service_key, {}))
             deleted = set(self._deleted.get(service_key, set()))
         for name, generation in generations.items():
             current = by_name.get(name)
-            if current is None or int((current.get("metadata") or {}).get("generation") or 0) < generation:
+            if current is None or EndpointSlice(current).metadata.generation < generation:
                 return True
-        return any((s.get("metadata") or {}).get("uid") in deleted for s in cached)
+        return any(EndpointSlice(s).metadata.uid in deleted for s in cached)
 
     def forget(self, service_key: str) -> None:
         with self._lock:

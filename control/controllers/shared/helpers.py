@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from control.api.typed import Job, TypedObject
 from control.apimachinery.meta import deep_copy, get_condition
 
 Obj = Mapping[str, Any]
@@ -33,7 +34,7 @@ NAMESPACE_FINALIZER = "kubernetes"  # v1.FinalizerKubernetes: the namespace cont
 
 def finalizers_of(obj: Obj) -> Sequence[str]:
     """metadata.finalizers (empty when absent)."""
-    return (obj.get("metadata") or {}).get("finalizers") or ()
+    return TypedObject(obj).metadata.finalizers
 
 
 def has_finalizer(obj: Obj, finalizer: str) -> bool:
@@ -55,11 +56,11 @@ def condition_true(obj: Obj, condition_type: str) -> bool:
     return condition is not None and condition.get("status") == "True"
 
 
-def job_finished_condition(job: Obj) -> dict[str, Any] | None:
+def job_finished_condition(job: Obj) -> Mapping[str, Any] | None:
     """The Job's Complete or Failed condition when True (FinishedCondition; a Job with one is finished,
     IsJobFinished), else None."""
-    return next((c for c in (job.get("status") or {}).get("conditions") or ()
-                 if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"), None)
+    return next((c.raw for c in Job(job).status.conditions
+                 if c.type in ("Complete", "Failed") and c.status == "True"), None)
 
 
 # -- hashes ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from control.api.typed import ControllerRevision, TypedObject
 from control.apimachinery.labels import Selector
 from control.apimachinery.meta import controller_ref, deep_copy, new_controller_ref
 from control.client.errors import ApiError
@@ -94,8 +95,8 @@ def equal_revision(a: Obj | None, b: Obj | None) -> bool:
     """EqualRevision: equal hash labels (when both have one) and equal data."""
     if a is None or b is None:
         return a is b
-    hash_a = ((a.get("metadata") or {}).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL)
-    hash_b = ((b.get("metadata") or {}).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL)
+    hash_a = ControllerRevision(a).metadata.labels.get(CONTROLLER_REVISION_HASH_LABEL)
+    hash_b = ControllerRevision(b).metadata.labels.get(CONTROLLER_REVISION_HASH_LABEL)
     if hash_a and hash_b and hash_a != hash_b:
         return False
     return data_bytes(a.get("data")) == data_bytes(b.get("data"))
@@ -116,7 +117,7 @@ def revisions_to_truncate(revisions: Sequence[Obj], *, live: Iterable[str], limi
     the `limit` newest (cleanupHistory / truncateHistory). Returned oldest first."""
     kept = set(live)
     dead = [revision for revision in sort_revisions(revisions)
-            if (revision.get("metadata") or {}).get("name") not in kept]
+            if ControllerRevision(revision).metadata.name not in kept]
     excess = len(dead) - max(0, limit)
     return dead[:excess] if excess > 0 else []
 
@@ -148,8 +149,8 @@ class History:
                                    collision_count: int) -> tuple[dict[str, Any], int]:
         """Create `revision`, renaming it with a new hash for each name already taken by other data
         (CreateControllerRevision); returns the stored revision and the collision count it took."""
-        namespace = str((parent.get("metadata") or {}).get("namespace") or "")
-        prefix = str((parent.get("metadata") or {}).get("name") or "")
+        namespace = TypedObject(parent).metadata.namespace
+        prefix = TypedObject(parent).metadata.name
         count = collision_count
         while True:
             hash_ = hash_revision(revision.get("data"), count)
@@ -188,7 +189,7 @@ class History:
 
     def release_controller_revision(self, parent: Obj, revision: Obj) -> None:
         metadata = revision.get("metadata") or {}
-        owner_uid = str((parent.get("metadata") or {}).get("uid") or "")
+        owner_uid = TypedObject(parent).metadata.uid
         try:
             self.client.patch(revision_path(str(metadata.get("namespace")), str(metadata.get("name"))),
                               release_patch(revision, owner_uid), patch_type="strategic")

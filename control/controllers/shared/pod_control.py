@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from control.api.typed import Pod, TypedObject
 from control.apimachinery.meta import key_of
 from control.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
 from control.client.events import EventRecorder
@@ -109,9 +110,9 @@ class PodControl:
     def create_pod(self, owner: Mapping[str, Any], pod: dict[str, Any]) -> None:
         """RealPodControl.createPods: one create with its event; returns quietly when the namespace is
         terminating, raises any other failure."""
-        if not ((pod.get("metadata") or {}).get("labels") or {}):
+        if not Pod(pod).metadata.labels:
             raise ValueError("unable to create pods, no labels")
-        namespace = (owner.get("metadata") or {}).get("namespace")
+        namespace = TypedObject(owner).metadata.namespace
         try:
             created = self.client.create(resource_path("v1", "pods", namespace=namespace), pod)
         except ApiError as exc:

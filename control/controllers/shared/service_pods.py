@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed import Pod, TypedObject
 from control.apimachinery.meta import key_of
 from control.client.store import Lister
 from control.controllers.shared.base import Controller
@@ -26,7 +27,7 @@ class ServicePodController(Controller):
     services: Lister
 
     def services_of(self, pod: Mapping[str, Any]) -> set[str]:
-        namespace = (pod.get("metadata") or {}).get("namespace")
+        namespace = Pod(pod).metadata.namespace
         return {key_of(service) for service in self.services.list(namespace) if selects(service, pod)}
 
     def on_pod_add(self, pod: Mapping[str, Any]) -> None:
@@ -35,7 +36,7 @@ class ServicePodController(Controller):
             self.queue.add(key)
 
     def on_pod_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get("resourceVersion"):
+        if TypedObject(old).metadata.resource_version == TypedObject(new).metadata.resource_version:
             return  # a periodic resync: nothing changed
         for key in self.services_of(old) | self.services_of(new):
             self.queue.add(key)

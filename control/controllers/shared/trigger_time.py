@@ -28,20 +28,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from control.api.typed import Pod, Service
 from control.apimachinery.meta import timestamp_or_none
 
 
 def pod_trigger_time(pod: Mapping[str, Any]) -> datetime | None:
     """Upstream getPodTriggerTime: when the pod's Ready condition last changed."""
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Ready":
-            return timestamp_or_none(condition.get("lastTransitionTime"))
-    return None
+    ready = Pod(pod).status.condition("Ready")
+    return None if ready is None else timestamp_or_none(ready.last_transition_time)
 
 
 def service_trigger_time(service: Mapping[str, Any]) -> datetime | None:
     """Upstream getServiceTriggerTime: the Service's creationTimestamp."""
-    return timestamp_or_none((service.get("metadata") or {}).get("creationTimestamp"))
+    return timestamp_or_none(Service(service).metadata.creation_timestamp)
 
 
 def format_trigger_time(moment: datetime) -> str:
@@ -77,7 +76,7 @@ class TriggerTimeTracker:
             moment = pod_trigger_time(pod)
             if moment is None:
                 continue
-            name = (pod.get("metadata") or {}).get("name", "")
+            name = Pod(pod).metadata.name
             pod_times[name] = moment
             if (before := known.pod_times.get(name)) is None or moment > before:
                 changed.append(moment)

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from control.api.typed import PersistentVolumeClaim, Pod, StatefulSet, TypedObject
 from control.apimachinery.labels import SelectorError, selector_from_label_selector
 from control.apimachinery.meta import controller_ref, deep_copy, key_of, new_controller_ref, split_key
 from control.client.errors import ApiError, Conflict, NotFound
@@ -90,7 +91,7 @@ class StatefulSetController(Controller):
 
     def _pod_changed(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
         """A pod (or revision) change wakes its controlling set; an orphan, every set that selects it."""
-        namespace = (obj.get("metadata") or {}).get("namespace") or ""
+        namespace = TypedObject(obj).metadata.namespace or ""
         for candidate in (obj, old):
             ref = controller_ref(candidate) if candidate is not None else None
             if ref is not None:
@@ -99,10 +100,10 @@ class StatefulSetController(Controller):
                 return
         for sts in self.sets.list(namespace):
             try:
-                selector = selector_from_label_selector((sts.get("spec") or {}).get("selector"))
+                selector = selector_from_label_selector(StatefulSet(sts).spec.raw.get("selector"))
             except SelectorError:
                 continue
-            if not selector.empty and selector.matches((obj.get("metadata") or {}).get("labels") or {}):
+            if not selector.empty and selector.matches(TypedObject(obj).metadata.labels):
                 self.queue.add(key_of(sts))
 
     # -- sync -----------------------------------------------------------------------------------------------
@@ -113,7 +114,7 @@ class StatefulSetController(Controller):
         if sts is None:
             return
         try:
-            selector = selector_from_label_selector((sts.get("spec") or {}).get("selector"))
+            selector = selector_from_label_selector(StatefulSet(sts).spec.raw.get("selector"))
         except SelectorError as exc:
             self.recorder.event(sts, "Warning", "InvalidSelector", f"Invalid selector: {exc}")
             return
@@ -121,9 +122,9 @@ class StatefulSetController(Controller):
 
         def can_adopt() -> None:
             fresh = self.client.get(resource_path(API_VERSION, "statefulsets", namespace=namespace, name=name))
-            if (fresh.get("metadata") or {}).get("uid") != (sts.get("metadata") or {}).get("uid"):
+            if StatefulSet(fresh).metadata.uid != StatefulSet(sts).metadata.uid:
                 raise RuntimeError(f"original StatefulSet {key} is gone")
-            if (fresh.get("metadata") or {}).get("deletionTimestamp"):
+            if StatefulSet(fresh).metadata.deletion_timestamp:
                 raise RuntimeError(f"StatefulSet {key} is being deleted")
 
         manager = ControllerRefManager(self.client, owner=sts, reference=reference, selector=selector,
@@ -150,7 +151,7 @@ class StatefulSetController(Controller):
         self._write_status(sts, current["metadata"]["name"], update["metadata"]["name"], collision_count)
         live = {revision_of(p) for p in self.pods.list(namespace) if is_member(sts, p)}
         live |= {current["metadata"]["name"], update["metadata"]["name"]}
-        limit = (sts.get("spec") or {}).get("revisionHistoryLimit")
+        limit = StatefulSet(sts).spec.revision_history_limit
         self.history.truncate(self.history.list_controller_revisions(sts, selector), live=live,
                               limit=limit if isinstance(limit, int) else 10)
         if error is not None:
@@ -162,7 +163,7 @@ class StatefulSetController(Controller):
         ordered = sort_revisions(revisions)
         status = sts.get("status") or {}
         collision_count = int(status.get("collisionCount") or 0)
-        template_labels = ((sts.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {}
+        template_labels = StatefulSet(sts).spec.template.metadata.labels
         candidate = new_controller_revision(sts, api_version=API_VERSION, kind=KIND, template_labels=template_labels,
                                             data=revision_data(sts), revision=max_revision(ordered) + 1,
                                             collision_count=collision_count)
@@ -179,7 +180,7 @@ class StatefulSetController(Controller):
 
     def _claim_references(self, sts: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> None:
         """The claims of existing pods carry the ownerReferences the retention policy asks for."""
-        namespace = (sts.get("metadata") or {}).get("namespace") or ""
+        namespace = StatefulSet(sts).metadata.namespace or ""
         for pod in pods:
             ordinal = ordinal_of(pod)
             for template in claim_templates(sts):
@@ -188,14 +189,14 @@ class StatefulSetController(Controller):
                 if claim is None:
                     continue
                 wanted = claim_owner_refs(sts, claim, pod, ordinal)
-                if wanted != list((claim.get("metadata") or {}).get("ownerReferences") or []):
+                if wanted != [ref.raw for ref in PersistentVolumeClaim(claim).metadata.owner_references]:
                     self.client.patch(resource_path("v1", "persistentvolumeclaims", namespace=namespace, name=name),
                                       {"metadata": {"ownerReferences": wanted or None}})
 
     def _create(self, sts: Mapping[str, Any], pod: dict[str, Any]) -> None:
         """CreateStatefulPod: the missing claims, then the pod."""
-        namespace = (sts.get("metadata") or {}).get("namespace") or ""
-        set_name = (sts.get("metadata") or {}).get("name")
+        namespace = StatefulSet(sts).metadata.namespace or ""
+        set_name = StatefulSet(sts).metadata.name
         ordinal = ordinal_of(pod)
         for template in claim_templates(sts):
             claim = new_claim(sts, template, ordinal)
@@ -231,7 +232,7 @@ class StatefulSetController(Controller):
         except NotFound:
             return
         self.recorder.event(sts, "Normal", "SuccessfulDelete",
-                            f"delete Pod {meta.get('name')} in StatefulSet {(sts.get('metadata') or {}).get('name')} "
+                            f"delete Pod {meta.get('name')} in StatefulSet {StatefulSet(sts).metadata.name} "
                             "successful")
 
     def _repair(self, sts: Mapping[str, Any], pod: Mapping[str, Any]) -> None:
@@ -244,7 +245,7 @@ class StatefulSetController(Controller):
     def _write_status(self, sts: Mapping[str, Any], current: str, update: str, collision_count: int) -> None:
         meta = sts.get("metadata") or {}
         pods = [p for p in self.pods.list(meta.get("namespace")) if is_member(sts, p)
-                and (controller_ref(p) or {}).get("uid") == meta.get("uid")]
+                and (ref := Pod(p).metadata.controller_ref) is not None and ref.uid == meta.get("uid")]
         status = statefulset_status(sts, pods, current_revision=current, update_revision=update,
                                     collision_count=collision_count, now=_now())
         if status == sts.get("status"):

@@ -33,6 +33,7 @@ from datetime import datetime
 from typing import Any
 
 from control.api.disruption import is_pod_ready
+from control.api.typed import ControllerRevision, PersistentVolumeClaim, Pod, PodTemplateSpec, StatefulSet
 from control.apimachinery.meta import deep_copy, new_controller_ref
 from control.controllers.shared.controller_utils import is_pod_available
 
@@ -98,7 +99,7 @@ def identity_matches(sts: Obj, pod: Obj) -> bool:
     meta = _meta(pod)
     return (ordinal >= 0 and meta.get("name") == pod_name(sts, ordinal)
             and meta.get("namespace") == _meta(sts).get("namespace")
-            and (meta.get("labels") or {}).get(POD_NAME_LABEL) == meta.get("name"))
+            and Pod(pod).metadata.labels.get(POD_NAME_LABEL) == meta.get("name"))
 
 
 def storage_matches(sts: Obj, pod: Obj) -> bool:
@@ -106,11 +107,11 @@ def storage_matches(sts: Obj, pod: Obj) -> bool:
     ordinal = ordinal_of(pod)
     if ordinal < 0:
         return False
-    volumes = {v.get("name"): v for v in _spec(pod).get("volumes") or [] if isinstance(v, Mapping)}
+    volumes = {volume.name: volume for volume in Pod(pod).spec.volumes}
     for template in claim_templates(sts):
-        volume = volumes.get(_meta(template).get("name"))
-        source = (volume or {}).get("persistentVolumeClaim") or {}
-        if source.get("claimName") != claim_name(template, sts, ordinal):
+        volume = volumes.get(PersistentVolumeClaim(template).metadata.name)
+        source = volume.persistent_volume_claim if volume is not None else None
+        if source is None or source.get("claimName") != claim_name(template, sts, ordinal):
             return False
     return True
 
@@ -144,14 +145,15 @@ def update_storage(sts: Obj, pod: dict[str, Any]) -> None:
 
 def revision_data(sts: Obj) -> dict[str, Any]:
     """getPatch: what a ControllerRevision of a StatefulSet holds, `spec.template` with `$patch: replace`."""
-    template = deep_copy(dict(_spec(sts).get("template") or {}))
+    template = deep_copy(dict(StatefulSet(sts).spec.template.raw))
     template["$patch"] = "replace"
     return {"spec": {"template": template}}
 
 
 def template_of_revision(revision: Obj) -> dict[str, Any]:
     """ApplyRevision, for the one field a revision carries: the pod template."""
-    template = deep_copy(dict(((revision.get("data") or {}).get("spec") or {}).get("template") or {}))
+    spec = ControllerRevision(revision).data.get("spec") or {}
+    template = deep_copy(dict(spec.get("template") or {}))
     template.pop("$patch", None)
     return template
 
@@ -161,13 +163,13 @@ def new_pod(sts: Obj, template: Obj, revision_name: str, ordinal: int) -> dict[s
     revision label and the set's controller reference."""
     template_meta = _meta(template)
     metadata: dict[str, Any] = {"name": pod_name(sts, ordinal), "namespace": _meta(sts).get("namespace"),
-                                "labels": {**(template_meta.get("labels") or {}), REVISION_LABEL: revision_name},
+                                "labels": {**PodTemplateSpec(template).metadata.labels, REVISION_LABEL: revision_name},
                                 "ownerReferences": [new_controller_ref(sts, api_version=API_VERSION, kind=KIND)]}
     for key in ("annotations", "finalizers"):
         if template_meta.get(key):
             metadata[key] = deep_copy(template_meta[key])
     pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
-                           "spec": deep_copy(dict(template.get("spec") or {}))}
+                           "spec": deep_copy(dict(PodTemplateSpec(template).spec.raw))}
     update_identity(sts, pod)
     update_storage(sts, pod)
     return pod
@@ -203,14 +205,13 @@ def claim_owner_refs(sts: Obj, claim: Obj, pod: Obj | None, ordinal: int) -> lis
 def new_claim(sts: Obj, template: Obj, ordinal: int, pod: Obj | None = None) -> dict[str, Any]:
     """getPersistentVolumeClaims: the template's claim for `ordinal`, labelled with the set's matchLabels."""
     template_meta = _meta(template)
-    labels = {**(template_meta.get("labels") or {}),
-              **((_spec(sts).get("selector") or {}).get("matchLabels") or {})}
+    labels = {**PersistentVolumeClaim(template).metadata.labels, **StatefulSet(sts).spec.selector.match_labels}
     metadata: dict[str, Any] = {"name": claim_name(template, sts, ordinal), "namespace": _meta(sts).get("namespace"),
                                 "labels": labels}
     if template_meta.get("annotations"):
         metadata["annotations"] = deep_copy(template_meta["annotations"])
     claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata,
-             "spec": deep_copy(dict(template.get("spec") or {}))}
+             "spec": deep_copy(dict(PersistentVolumeClaim(template).spec.raw))}
     refs = claim_owner_refs(sts, claim, pod, ordinal)
     if refs:
         metadata["ownerReferences"] = refs
@@ -220,7 +221,7 @@ def new_claim(sts: Obj, template: Obj, ordinal: int, pod: Obj | None = None) -> 
 # --- pod states ----------------------------------------------------------------------------------------------
 
 def _phase(pod: Obj) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
+    return Pod(pod).status.phase
 
 
 def is_created(pod: Obj) -> bool:
@@ -252,7 +253,7 @@ def is_running_and_available(pod: Obj, min_ready_seconds: int, now: datetime) ->
 
 
 def revision_of(pod: Obj) -> str:
-    return str((_meta(pod).get("labels") or {}).get(REVISION_LABEL) or "")
+    return str(Pod(pod).metadata.labels.get(REVISION_LABEL) or "")
 
 
 # --- one round ------------------------------------------------------------------------------------------------
@@ -277,7 +278,7 @@ class Round:
 
 
 def _max_unavailable(sts: Obj, replicas: int) -> int:
-    rolling = ((_spec(sts).get("updateStrategy") or {}).get("rollingUpdate") or {})
+    rolling = StatefulSet(sts).spec.update_strategy.rolling_update or {}
     value = rolling.get("maxUnavailable", 1)
     if isinstance(value, str) and value.endswith("%"):
         value = int(value[:-1]) * replicas // 100  # rounded down, as upstream
@@ -285,8 +286,8 @@ def _max_unavailable(sts: Obj, replicas: int) -> int:
 
 
 def _partition(sts: Obj) -> int:
-    strategy = _spec(sts).get("updateStrategy") or {}
-    partition = (strategy.get("rollingUpdate") or {}).get("partition")
+    rolling = StatefulSet(sts).spec.update_strategy.rolling_update
+    partition = rolling.get("partition") if rolling is not None else None
     return partition if isinstance(partition, int) else 0
 
 
@@ -297,7 +298,7 @@ def plan_round(sts: Obj, pods: Sequence[Obj], *, current: tuple[str, Obj], updat
     start, count = start_ordinal(sts), replicas_of(sts)
     monotonic = _spec(sts).get("podManagementPolicy") != "Parallel"
     min_ready = _spec(sts).get("minReadySeconds") or 0
-    strategy = (_spec(sts).get("updateStrategy") or {}).get("type") or "RollingUpdate"
+    strategy = StatefulSet(sts).spec.update_strategy.type or "RollingUpdate"
     replicas: list[Obj | None] = [None] * count
     condemned: list[Obj] = []
     for member in pods:
@@ -387,11 +388,11 @@ def statefulset_status(sts: Obj, pods: Iterable[Obj], *, current_revision: str, 
             revision = revision_of(pod)
             counts["currentReplicas"] += revision == current_revision
             counts["updatedReplicas"] += revision == update_revision
-    status: dict[str, Any] = {**dict(sts.get("status") or {}), **counts,
+    status: dict[str, Any] = {**StatefulSet(sts).status.raw, **counts,
                               "observedGeneration": _meta(sts).get("generation", 0),
                               "currentRevision": current_revision, "updateRevision": update_revision,
                               "collisionCount": collision_count}
-    strategy = (_spec(sts).get("updateStrategy") or {}).get("type") or "RollingUpdate"
+    strategy = StatefulSet(sts).spec.update_strategy.type or "RollingUpdate"
     if (strategy == "RollingUpdate" and status["updatedReplicas"] == status["replicas"]
             and status["readyReplicas"] == status["replicas"]):
         status["currentReplicas"] = status["updatedReplicas"]

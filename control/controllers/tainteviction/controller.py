@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from control.api.taints import NO_EXECUTE, matching_toleration, taints_of, tolerations_of
+from control.api.typed import Pod
 from control.apimachinery.meta import key_of, parse_timestamp, split_key
 from control.client.errors import NotFound
 from control.client.events import EventRecorder
@@ -102,7 +103,7 @@ class TaintEvictionController(Controller):
     def sync(self, key: str) -> None:
         namespace, name = split_key(key)
         pod = self.pods.get(namespace, name)
-        node_name = ((pod or {}).get("spec") or {}).get("nodeName")
+        node_name = Pod(pod).spec.node_name if pod is not None else None
         node = self.nodes.get(None, node_name) if node_name else None
         taints = no_execute_taints(node) if node is not None else []
         if pod is None or not taints or pod["metadata"].get("deletionTimestamp"):

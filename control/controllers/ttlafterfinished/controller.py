@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from control.api.typed import Job
 from control.apimachinery.meta import split_key, timestamp_or_none
 from control.client.errors import NotFound
 from control.client.informer import InformerFactory
@@ -39,8 +40,8 @@ def finish_time(job: Mapping[str, Any]) -> datetime | None:
 def time_left(job: Mapping[str, Any], now: datetime) -> float | None:
     """Seconds until the Job expires (<= 0: delete it now); None when it never expires (yet): no TTL,
     unfinished, or being deleted (needsCleanup)."""
-    ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
-    if ttl is None or (job.get("metadata") or {}).get("deletionTimestamp"):
+    ttl = Job(job).spec.ttl_seconds_after_finished
+    if ttl is None or Job(job).metadata.deletion_timestamp:
         return None
     finished = finish_time(job)
     if finished is None:
@@ -80,6 +81,6 @@ class TTLAfterFinishedController(Controller):
         log.info("cleaning up job %s: its TTL expired", key)
         try:
             self.client.delete(path, propagation_policy="Foreground",
-                               preconditions={"uid": (fresh.get("metadata") or {}).get("uid")})
+                               preconditions={"uid": Job(fresh).metadata.uid})
         except NotFound:
             return
