@@ -20,7 +20,9 @@ podlogoptions.py's (shared with the API server), the instance and the timestamp 
 A log is read on a thread and fed to the chunked response through a queue, each line written as Docker
 hands it over; a followed one ends when the container ends (Docker ends the stream), at limitBytes, or
 within a second of the client going, even while the container is silent (the Docker stream is then
-closed, which wakes the read waiting for the next line).
+closed, which wakes the read waiting for the next line). When the kubelet stops, open streams (exec,
+attach, port-forward, followed logs) are ended at once (control/util/openstreams.py) instead of each
+holding the stop for the runner's shutdown timeout.
 The Summary (nodeagent/stats/) comes from psutil, /proc and Docker's stats; /metrics/resource renders it
 with upstream's resource metric names, /metrics is the kubelet's own metrics (nodeagent/stats/kubelet_metrics.py).
 """
@@ -41,6 +43,7 @@ from aiohttp import web
 from control.api import podlogoptions
 from control.api.typed.core import Pod
 from control.util.loopthread import LoopThread, serve_app
+from control.util.openstreams import OpenStreams
 from nodeagent import authn, logs
 from nodeagent.runtime.interface import ContainerNotFound, Runtime, RuntimeFailure, StreamingRuntime
 from nodeagent.servingcert import ServingTLS
@@ -52,7 +55,8 @@ from nodeagent.streaming import portforward, remotecommand
 log = logging.getLogger(__name__)
 
 _END = object()
-SHUTDOWN_SECONDS = 2.0  # open log streams (kubectl logs -f) get this long before stop closes them
+SHUTDOWN_SECONDS = 2.0  # requests other than streams get this long to finish when the server stops
+STREAM_PATHS = ("/exec/", "/attach/", "/portForward/", "/containerLogs/")  # ended at once at stop
 CLIENT_CHECK_SECONDS = 1.0  # how soon a followed log of a silent container notices its client went away
 
 
@@ -114,10 +118,12 @@ class KubeletServer:
         self._runner: web.AppRunner | None = None
 
     # -- lifecycle: start binds before returning (a port in use raises here); stop cleans up the runner,
-    #    which closes open log streams, then ends the loop and its thread.
+    #    which ends open streams (exec, attach, port-forward, followed logs) at once, then ends the loop and
+    #    its thread.
 
     def start(self) -> None:
         app = web.Application(middlewares=[self._authenticate])
+        OpenStreams(lambda request: request.path.startswith(STREAM_PATHS)).install(app)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/pods", self._pods_handler)
         app.router.add_get("/stats/summary", self._summary)

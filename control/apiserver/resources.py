@@ -172,6 +172,11 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", True),
     Resource("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", True,
              short_names=("pdb",), subresources=_subresources(status=_status("PodDisruptionBudget"))),
+    Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False),
+    Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding",
+             False),
+    Resource("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True),
+    Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", True),
     Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
              "CustomResourceDefinition", False, short_names=("crd", "crds"), categories=("api-extensions",),
              subresources=_subresources(status=_status("CustomResourceDefinition"))),
@@ -187,6 +192,23 @@ COMPONENT_STATUSES = _core("componentstatuses", "componentstatus", "ComponentSta
 METRICS_RESOURCES: tuple[Resource, ...] = (
     Resource("metrics.k8s.io", "v1beta1", "nodes", "", "NodeMetrics", False, verbs=("get", "list")),
     Resource("metrics.k8s.io", "v1beta1", "pods", "", "PodMetrics", True, verbs=("get", "list")),
+)
+
+# Served by control/apiserver/authorization/reviews.py (and authentication/tokens.py for TokenReviews): created
+# and answered, never stored (upstream pkg/registry/authorization, pkg/registry/authentication), so in discovery
+# (kubectl auth can-i and whoami look for them there) but not in RESOURCES.
+REVIEW_RESOURCES: tuple[Resource, ...] = (
+    Resource("authentication.k8s.io", "v1", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", False,
+             verbs=("create",)),
+    Resource("authentication.k8s.io", "v1", "tokenreviews", "tokenreview", "TokenReview", False, verbs=("create",)),
+    Resource("authorization.k8s.io", "v1", "localsubjectaccessreviews", "localsubjectaccessreview",
+             "LocalSubjectAccessReview", True, verbs=("create",)),
+    Resource("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "selfsubjectaccessreview",
+             "SelfSubjectAccessReview", False, verbs=("create",)),
+    Resource("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "selfsubjectrulesreview",
+             "SelfSubjectRulesReview", False, verbs=("create",)),
+    Resource("authorization.k8s.io", "v1", "subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview",
+             False, verbs=("create",)),
 )
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}

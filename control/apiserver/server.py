@@ -15,11 +15,12 @@ Authentication: bearer tokens. The admin token (in `DIR/admin.kubeconfig`) and t
 0600 and kept across restarts. Once the CA exists, `DIR/node-token` is rewritten in k3s's secure form
 `K10<sha256 of the CA>::node:<password>` (control/util/jointoken.py); the password, or that whole string, is
 the bearer token, and `GET /cacerts` (no token, as k3s) serves the CA bundle the hash is taken over, so
-an agent given only the URL and the token verifies the server before sending the token. Both are
-allowed everything for now: there is no authorization per identity yet, so bind to 127.0.0.1 or a
-private network until there is. `/healthz`,
-`/livez`, `/readyz`, `/version` answer without a token, as upstream's public-info-viewer role allows.
-Who a token is (authn.py) is what `POST /apis/authentication.k8s.io/v1/tokenreviews` tells kubelets.
+an agent given only the URL and the token verifies the server before sending the token. The admin
+(system:masters) and the shared node credential are allowed everything; any other user (an impersonated
+one today) is held to RBAC (authorization/, docs/authorization.md), whose bootstrap policy is reconciled at
+every start. `/healthz`, `/livez`, `/readyz`, `/version` answer without a token, as upstream's
+public-info-viewer role allows.
+Who a token is (authentication/tokens.py) is what `POST /apis/authentication.k8s.io/v1/tokenreviews` tells kubelets.
 
 Kubelets: at start, beside the CA, the API server's kubelet client certificate
 (`DIR/tls/apiserver-kubelet-client.{crt,key}`, certs.py) that every call to a kubelet presents
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import logging
 import os
 import platform
@@ -54,10 +56,15 @@ from control.apiserver import resources as resources_table
 from control.apiserver import status
 from control.apiserver.authentication import certs, kubeletcerts
 from control.apiserver.authentication import tokens as authn
+from control.apiserver.authorization import filter as authz_filter
+from control.apiserver.authorization import reviews
+from control.apiserver.authorization.authorizer import Chain
+from control.apiserver.authorization.source import default_chain
 from control.apiserver.codec import fieldvalidation
 from control.apiserver.codec.jsonwire import encode_json
 from control.apiserver.controlplane import master_endpoints
 from control.apiserver.controlplane.bootstrap import bootstrap
+from control.apiserver.controlplane.bootstrap_policy import reconcile_policy
 from control.apiserver.crd.controller import PREFIX as CRD_PREFIX
 from control.apiserver.crd.controller import CRDController
 from control.apiserver.endpoints import aggregated_discovery, discovery, health, tables
@@ -76,6 +83,7 @@ from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
 from control.util import jointoken, openssl
+from control.util.openstreams import OpenStreams
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +162,11 @@ HEALTH_TIMEOUT = 5.0
 LONG_RUNNING_SUFFIXES = ("/log", "/exec", "/attach", "/portforward")
 
 
+def is_long_running(request: web.Request) -> bool:
+    """Watches and the streaming subresources: not counted in flight, and ended at once at stop."""
+    return request.query.get("watch") in ("1", "true") or request.path.endswith(LONG_RUNNING_SUFFIXES)
+
+
 @web.middleware
 async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every failure leaves as a Status with upstream's code; an unexpected exception is a 500 that is
@@ -217,6 +230,7 @@ class APIServer:
         self._endpoints_task: asyncio.Task[None] | None = None
         self._crds: CRDController | None = None
         self._crd_task: asyncio.Task[None] | None = None
+        self.authorizer: Chain | None = None  # system:masters, the node credential, RBAC (authorization/)
         # `kubectl get cs`: the store's check is this server's own; the composition root adds the others
         self.components = componentstatus.ComponentStatuses()
         self.components.register("etcd-0", self._storage_health)
@@ -261,6 +275,8 @@ class APIServer:
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
                                  node_port_range=self.config.node_port_range)
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
+        await asyncio.to_thread(reconcile_policy, self.registry)
+        self.authorizer = default_chain(self._storage)
         self._bootstrapped = True
         self._cache = WatchCache(self._storage)
         await self._cache.start()
@@ -370,12 +386,13 @@ class APIServer:
             return await handler(request)
         if (user := self.authenticator.authenticate_header(request.headers.get("Authorization", ""))) is not None:
             authn.current_user.set(user)
+            request[authz_filter.USER_KEY] = user
             return await handler(request)
         raise APIError(401, "Unauthorized", "Unauthorized")
 
     @web.middleware
     async def _limit_inflight(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.query.get("watch") in ("1", "true") or request.path.endswith(LONG_RUNNING_SUFFIXES):
+        if is_long_running(request):
             return await handler(request)  # long-running requests are not counted, as upstream
         if self._inflight >= self.config.max_inflight:
             raise status.too_many_requests(1)
@@ -411,10 +428,12 @@ class APIServer:
                                              seconds=time.perf_counter() - start, route=route.canonical)
 
     def _app(self) -> web.Application:
-        assert self.registry is not None and self._cache is not None
-        app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, self._limit_inflight,
-                                           fieldvalidation.middleware(self.openapi)],
+        assert self.registry is not None and self._cache is not None and self.authorizer is not None
+        authorization = authz_filter.AuthorizationFilter(self.authorizer)
+        app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, authorization.middleware,
+                                           self._limit_inflight, fieldvalidation.middleware(self.openapi)],
                               client_max_size=4 * 1024 * 1024)
+        OpenStreams(is_long_running).install(app)  # the runner's cleanup ends them without its shutdown wait
         kubelet = KubeletClient(ca_file=self.certs.ca_path if self.certs else None,
                                 cert_file=self.certs.kubelet_client_cert_path if self.certs else None,
                                 key_file=self.certs.kubelet_client_key_path if self.certs else None)
@@ -466,6 +485,11 @@ class APIServer:
             app.router.add_get(path, handler)
         # before the generic resource route, which would otherwise take them
         app.router.add_post(f"/apis/{authn.GROUP_VERSION}/tokenreviews", self._token_review)
+        app.router.add_post(f"/apis/{authn.GROUP_VERSION}/selfsubjectreviews", self._self_subject_review)
+        for plural in ("subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews"):
+            app.router.add_post(f"/apis/{reviews.AUTHORIZATION}/{plural}", self._access_review)
+        app.router.add_post(f"/apis/{reviews.AUTHORIZATION}/namespaces/{{namespace}}/localsubjectaccessreviews",
+                            self._access_review)
         app.router.add_post(kubeletcerts.PATH, self._serving_kubelet_cert)
         for path, metrics_handler in MetricsAPI(self.registry, kubelet).routes():
             app.router.add_get(path, metrics_handler)
@@ -579,6 +603,28 @@ class APIServer:
     async def _token_review(self, request: web.Request) -> web.Response:
         body = decode_object(await request.read(), request.headers.get("Content-Type", ""))
         return json_response(authn.token_review(body, self.authenticator), 201)
+
+    async def _access_review(self, request: web.Request) -> web.Response:
+        """The four authorization.k8s.io reviews (authorization/reviews.py), answered off the event loop:
+        RBAC reads the store."""
+        assert self.authorizer is not None
+        body = decode_object(await request.read(), request.headers.get("Content-Type", ""))
+        chain, user = self.authorizer, request[authz_filter.USER_KEY]
+        plural = request.path.rstrip("/").rsplit("/", 1)[1]
+        if plural == "localsubjectaccessreviews":
+            work = functools.partial(reviews.local_subject_access_review, body, request.match_info["namespace"], chain)
+        elif plural == "subjectaccessreviews":
+            work = functools.partial(reviews.subject_access_review, body, chain)
+        elif plural == "selfsubjectaccessreviews":
+            work = functools.partial(reviews.self_subject_access_review, body, user, chain)
+        else:
+            work = functools.partial(reviews.self_subject_rules_review, body, user, chain)
+        return json_response(await asyncio.to_thread(work), 201)
+
+    async def _self_subject_review(self, request: web.Request) -> web.Response:
+        body = decode_object(await request.read(), request.headers.get("Content-Type", ""))
+        return json_response(reviews.self_subject_review(body, request[authz_filter.USER_KEY], now=datetime.now(UTC)),
+                             201)
 
     async def _serving_kubelet_cert(self, request: web.Request) -> web.Response:
         """A kubelet's serving certificate (kubeletcerts.py); 404 on a server without a CA."""

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
+from control.controllers.clusterroleaggregation.controller import ClusterRoleAggregationController
 from control.controllers.cronjob.controller import CronJobController
 from control.controllers.daemonset.controller import DaemonSetController
 from control.controllers.deployment.controller import DeploymentController
@@ -180,6 +181,10 @@ def _start_root_ca_cert_publisher(ctx: ControllerContext) -> Run:
     return RootCACertPublisher(ctx.client, ctx.informers, root_ca=root_ca).run
 
 
+def _start_clusterrole_aggregation(ctx: ControllerContext) -> Run:
+    return ClusterRoleAggregationController(ctx.client, ctx.informers).run
+
+
 def _start_resource_quota(ctx: ControllerContext) -> Run:
     return ResourceQuotaController(ctx.client, ctx.informers, resync_period=ctx.config.resource_quota_sync_period).run
 
@@ -242,6 +247,7 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "namespace": _start_namespace,
     "serviceaccount": _start_service_account,
     "root-ca-cert-publisher": _start_root_ca_cert_publisher,
+    "clusterrole-aggregation": _start_clusterrole_aggregation,
     "resourcequota": _start_resource_quota,
     "disruption": _start_disruption,
     "replicaset": _start_replica_set,

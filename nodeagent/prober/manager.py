@@ -88,7 +88,7 @@ class ProbeManager:
         uid = Pod(pod).metadata.uid
         new: list[Worker] = []
         with self._lock:
-            for container in (pod.get("spec") or {}).get("containers") or []:
+            for container in (c.raw for c in Pod(pod).spec.containers):
                 if not isinstance(container, Mapping):
                     continue
                 for kind, spec in container_probes(container).items():

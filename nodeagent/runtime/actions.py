@@ -94,8 +94,9 @@ def should_restart_on_failure(pod: Mapping[str, Any]) -> bool:
 
 
 def _containers(pod: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    items = (pod.get("spec") or {}).get(key) or []
-    return [c for c in items if isinstance(c, Mapping)]
+    spec = Pod(pod).spec
+    items = spec.init_containers if key == "initContainers" else spec.containers
+    return [c.raw for c in items if isinstance(c.raw, Mapping)]
 
 
 def _host_network(pod: Mapping[str, Any]) -> bool:

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from control.api.typed.core import Capabilities, Container, Pod, SecurityContext
 from control.apimachinery.quantity import cpu_to_millicores, to_bytes
 from nodeagent.runtime import labels as L
 from nodeagent.runtime.cri import ContainerConfig, ContainerMetadata, Mount, PidNamespace, Resources, SecurityOptions
@@ -71,8 +72,8 @@ def milli_cpu_to_quota(milli_cpu: int, period: int = QUOTA_PERIOD) -> int:
 
 def linux_resources(container: Mapping[str, Any]) -> Resources:
     """CPU shares, period/quota and the memory limit from the container's resources."""
-    resources = container.get("resources") or {}
-    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    resources = Container(container).resources
+    requests, limits = resources.requests, resources.limits
     cpu_request = cpu_to_millicores(str(requests["cpu"])) if "cpu" in requests else 0
     cpu_limit = cpu_to_millicores(str(limits["cpu"])) if "cpu" in limits else 0
     shares = milli_cpu_to_shares(cpu_limit if cpu_request == 0 and cpu_limit else cpu_request)
@@ -88,27 +89,27 @@ def _capability(name: str) -> str:
 
 def security_options(pod: Mapping[str, Any], container: Mapping[str, Any]) -> SecurityOptions:
     """The effective security context: the container's fields over the pod's."""
-    pod_sc = (pod.get("spec") or {}).get("securityContext") or {}
-    sc = container.get("securityContext") or {}
-    uid = sc.get("runAsUser", pod_sc.get("runAsUser"))
-    gid = sc.get("runAsGroup", pod_sc.get("runAsGroup"))
+    pod_sc = Pod(pod).spec.security_context
+    sc = Container(container).security_context or SecurityContext()
+    uid = sc.run_as_user if "runAsUser" in sc.raw else pod_sc.run_as_user
+    gid = sc.run_as_group if "runAsGroup" in sc.raw else pod_sc.run_as_group
     user = "" if uid is None else f"{uid}:{gid}" if gid is not None else str(uid)
-    groups = ([str(pod_sc["fsGroup"])] if pod_sc.get("fsGroup") is not None else []) + [
-        str(g) for g in pod_sc.get("supplementalGroups") or []]
-    capabilities = sc.get("capabilities") or {}
+    groups = ([str(pod_sc.fs_group)] if pod_sc.fs_group is not None else []) + [
+        str(g) for g in pod_sc.supplemental_groups]
+    capabilities = sc.capabilities or Capabilities()
     return SecurityOptions(
-        user=user, supplemental_groups=tuple(groups), privileged=bool(sc.get("privileged")),
-        read_only_rootfs=bool(sc.get("readOnlyRootFilesystem")),
-        capabilities_add=tuple(_capability(c) for c in capabilities.get("add") or ()),
-        capabilities_drop=tuple(_capability(c) for c in capabilities.get("drop") or ()),
-        no_new_privileges=sc.get("allowPrivilegeEscalation") is False)
+        user=user, supplemental_groups=tuple(groups), privileged=bool(sc.privileged),
+        read_only_rootfs=bool(sc.read_only_root_filesystem),
+        capabilities_add=tuple(_capability(c) for c in capabilities.add),
+        capabilities_drop=tuple(_capability(c) for c in capabilities.drop),
+        no_new_privileges=sc.allow_privilege_escalation is False)
 
 
 def pid_namespace(pod: Mapping[str, Any]) -> PidNamespace:
-    spec = pod.get("spec") or {}
-    if spec.get("hostPID"):
+    spec = Pod(pod).spec
+    if spec.host_pid:
         return PidNamespace.NODE
-    return PidNamespace.POD if spec.get("shareProcessNamespace") else PidNamespace.CONTAINER
+    return PidNamespace.POD if spec.share_process_namespace else PidNamespace.CONTAINER
 
 
 def _env_pairs(env: Sequence[tuple[str, str]] | Mapping[str, str]) -> tuple[tuple[str, str], ...]:

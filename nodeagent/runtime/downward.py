@@ -1,5 +1,5 @@
 """The downward API's values: `fieldRef` (pod fields) and `resourceFieldRef` (container resources), shared
-by env vars (env.py) and downwardAPI volumes (nodeagent/volumes.py).
+by env vars (env.py) and downwardAPI volumes (nodeagent/volumes/).
 
 Upstream: pkg/kubelet/kubelet_pods.go podFieldSelectorRuntimeValue, pkg/fieldpath/fieldpath.go
 (ExtractFieldPathAsString, FormatMap), pkg/api/v1/resource/helpers.go (ExtractContainerResourceValue,

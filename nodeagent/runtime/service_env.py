@@ -16,10 +16,10 @@ these (env.py appends them only where a name is still free).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from control.api.typed.core import Pod, Service
+from control.api.typed.core import Pod, Service, ServicePort
 
 MASTER_NAMESPACE = "default"
 MASTER_SERVICES = frozenset({"kubernetes"})
@@ -51,11 +51,11 @@ def _join(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _link_variables(prefix: str, ip: str, ports: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
+def _link_variables(prefix: str, ip: str, ports: Sequence[ServicePort]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for index, port in enumerate(ports):
-        protocol = str(port.get("protocol") or "TCP")
-        number = int(port.get("port") or 0)
+        protocol = port.protocol or "TCP"
+        number = port.port
         url = f"{protocol.lower()}://{_join(ip, number)}"
         if index == 0:
             out.append((f"{prefix}_PORT", url))
@@ -69,15 +69,15 @@ def from_services(services: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]
     """upstream FromServices: the variables of each Service with a cluster IP, in the order given."""
     out: list[tuple[str, str]] = []
     for service in services:
-        ports = list((service.get("spec") or {}).get("ports") or [])
+        view = Service(service)
+        ports = view.spec.ports
         if not is_service_ip_set(service) or not ports:
             continue
         ip = cluster_ip(service)
-        prefix = env_name(Service(service).metadata.name)
+        prefix = env_name(view.metadata.name)
         out.append((f"{prefix}_SERVICE_HOST", ip))
-        out.append((f"{prefix}_SERVICE_PORT", str(int(ports[0].get("port") or 0))))
-        out += [(f"{prefix}_SERVICE_PORT_{env_name(p['name'])}", str(int(p.get("port") or 0)))
-                for p in ports if p.get("name")]
+        out.append((f"{prefix}_SERVICE_PORT", str(ports[0].port)))
+        out += [(f"{prefix}_SERVICE_PORT_{env_name(p.name)}", str(p.port)) for p in ports if p.name]
         out += _link_variables(prefix, ip, ports)
     return out
 

@@ -25,7 +25,7 @@ import socket
 import struct
 from collections.abc import Callable, Iterable
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 from nodeagent.network.nsenter import call_in_netns
 from nodeagent.runtime.interface import Runtime
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 PROTOCOLS = (ch.V4,)
 CONNECT_TIMEOUT = 5.0
 READ_SIZE = 64 * 1024
+CLOSE_TIMEOUT = 1.0  # how long a close waits for the client's answering close frame
 Opener = Callable[[str, str, int], socket.socket]  # (namespace, pod, port) → connected, blocking socket
 
 
@@ -81,7 +82,7 @@ async def serve(request: web.Request, *, open_port: Opener) -> web.StreamRespons
         ports = parse_ports([*request.query.getall("ports", []), *request.query.getall("port", [])])
     except ValueError as exc:
         raise web.HTTPBadRequest(text=str(exc)) from None
-    ws = web.WebSocketResponse(protocols=PROTOCOLS, max_msg_size=0)
+    ws = web.WebSocketResponse(protocols=PROTOCOLS, max_msg_size=0, timeout=CLOSE_TIMEOUT)
     if not ws.can_prepare(request).ok:
         raise web.HTTPBadRequest(text="Upgrade request required (WebSocket with v4.channel.k8s.io)")
     await ws.prepare(request)
@@ -89,8 +90,9 @@ async def serve(request: web.Request, *, open_port: Opener) -> web.StreamRespons
         await ws.send_bytes(ch.encode(2 * index, port_prefix(port)))
         await ws.send_bytes(ch.encode(2 * index + 1, port_prefix(port)))
     sockets: dict[int, socket.socket] = {}
+    tasks: list[asyncio.Task[None]] = []  # the forwards, then the client's reader
+    code, reason = WSCloseCode.OK, b""
     try:
-        forwards = []
         for index, port in enumerate(ports):
             try:
                 sock = await asyncio.to_thread(open_port, namespace, pod, port)
@@ -100,17 +102,22 @@ async def serve(request: web.Request, *, open_port: Opener) -> web.StreamRespons
                 continue
             sock.setblocking(False)
             sockets[2 * index] = sock
-            forwards.append(asyncio.create_task(_from_pod(ws, sock, 2 * index)))
-        client = asyncio.create_task(_from_client(ws, sockets))
+            tasks.append(asyncio.create_task(_from_pod(ws, sock, 2 * index)))
+        forwards = list(tasks)
+        tasks.append(asyncio.create_task(_from_client(ws, sockets)))
         if forwards:
             await asyncio.wait(forwards)  # every port's connection ended (or the client went: see below)
-        client.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await client
+    except asyncio.CancelledError:  # the kubelet is stopping (control/util/openstreams.py)
+        code, reason = WSCloseCode.GOING_AWAY, b"the kubelet is stopping"
+        raise
     finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for sock in sockets.values():
             sock.close()
-        await ws.close()
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await ws.close(code=code, message=reason)
     return ws
 
 

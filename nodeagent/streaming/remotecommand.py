@@ -15,6 +15,9 @@ runtime: stdin data, v5's stdin close as a write shutdown, resize). When the out
 read and sent as the protocol says (a Status from v4 on); when the client goes first the runtime
 connection is closed (a TTY process gets SIGHUP, as upstream; a non-TTY one sees EOF on stdin).
 
+When the kubelet stops, its open sessions are cancelled (control/util/openstreams.py): each closes its
+WebSocket with 1001 Going Away and releases the runtime connection, as if the client had gone.
+
 Departures: WebSocket only (kubectl's SPDY is translated by the API server, control/apiserver/
 streaming/spdystreaming.py); no streaming idle timeout (upstream: 4 h).
 """
@@ -23,19 +26,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 from nodeagent.runtime.interface import ContainerStream, RuntimeFailure, StreamingRuntime
 from nodeagent.streaming import channels as ch
 
 log = logging.getLogger(__name__)
 READ_SIZE = 64 * 1024
+CLOSE_TIMEOUT = 1.0  # how long a close waits for the client's answering close frame
 
 
 @dataclass(frozen=True)
@@ -80,22 +85,23 @@ async def serve(request: web.Request, *, runtime: StreamingRuntime,
     if protocol is None:
         raise web.HTTPBadRequest(text=f"requested protocol(s) are not supported: {offered}; supports "
                                       f"{list(ch.NAMES)}")
-    ws = web.WebSocketResponse(protocols=(protocol.name,) if protocol.name else (), max_msg_size=0)
+    ws = web.WebSocketResponse(protocols=(protocol.name,) if protocol.name else (), max_msg_size=0,
+                               timeout=CLOSE_TIMEOUT)
     await ws.prepare(request)
     session = Session(ws, options, protocol)
-    # an empty message on the lowest channel the client reads says the connection is up
-    await session.send(ch.STDOUT if options.stdout else ch.STDERR if options.stderr else ch.ERROR, b"")
+    if exec_:
+        start = functools.partial(runtime.exec_stream, container_id, list(options.command), stdin=options.stdin,
+                                  tty=options.tty)
+    else:
+        start = functools.partial(runtime.attach_stream, container_id, stdin=options.stdin)
     try:
-        stream = await asyncio.to_thread(
-            runtime.exec_stream, container_id, list(options.command), stdin=options.stdin, tty=options.tty
-        ) if exec_ else await asyncio.to_thread(runtime.attach_stream, container_id, stdin=options.stdin)
-    except RuntimeFailure as exc:
-        await session.finish(ch.error_status(str(exc)))
-        return ws
-    try:
-        await session.run(stream, exec_=exec_)
-    finally:
-        stream.close()
+        # an empty message on the lowest channel the client reads says the connection is up
+        await session.send(ch.STDOUT if options.stdout else ch.STDERR if options.stderr else ch.ERROR, b"")
+        await session.serve(start, exec_=exec_)
+    except asyncio.CancelledError:  # the kubelet is stopping (control/util/openstreams.py)
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await ws.close(code=WSCloseCode.GOING_AWAY, message=b"the kubelet is stopping")
+        raise
     return ws
 
 
@@ -128,19 +134,34 @@ class Session:
                 await self.send(ch.ERROR, data)
         await self.ws.close()
 
-    async def run(self, stream: ContainerStream, *, exec_: bool) -> None:
+    async def serve(self, start: Callable[[], ContainerStream], *, exec_: bool) -> None:
+        """Start the process's stream (`start`, blocking), bridge it until either side ends, release it."""
+        starting = asyncio.ensure_future(asyncio.to_thread(start))
+        try:
+            stream = await asyncio.shield(starting)
+        except RuntimeFailure as exc:
+            await self.finish(ch.error_status(str(exc)))
+            return
+        except asyncio.CancelledError:  # the stream still comes: release it then
+            starting.add_done_callback(_release)
+            raise
+        try:
+            await self._bridge(stream, exec_=exec_)
+        finally:
+            stream.close()
+
+    async def _bridge(self, stream: ContainerStream, *, exec_: bool) -> None:
         stream.socket.setblocking(False)
         output = asyncio.create_task(self._output(stream))
         client = asyncio.create_task(self._input(stream))
-        done, _ = await asyncio.wait({output, client}, return_when=asyncio.FIRST_COMPLETED)
-        if output not in done:  # the client went away: stop reading from the runtime
-            output.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await output
+        try:
+            await asyncio.wait({output, client}, return_when=asyncio.FIRST_COMPLETED)
+        finally:  # whichever ended first, or this task cancelled: the other stops too
+            for task in (output, client):
+                task.cancel()
+            await asyncio.gather(output, client, return_exceptions=True)
+        if output.cancelled():  # the client went away first: nothing to report
             return
-        client.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await client
         code = await asyncio.to_thread(stream.exit_code) if exec_ else 0
         await self.finish(ch.exit_status(code, list(self.options.command)))
 
@@ -183,3 +204,8 @@ class Session:
                         await asyncio.to_thread(stream.resize, *size)
             except (OSError, RuntimeFailure) as exc:  # the process is gone or closed its stdin
                 log.debug("container stream input: %s", exc)
+
+
+def _release(starting: asyncio.Future[ContainerStream]) -> None:
+    if not starting.cancelled() and starting.exception() is None:
+        starting.result().close()

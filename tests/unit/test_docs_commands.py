@@ -11,12 +11,13 @@ links and paths lead somewhere.
 - Every relative link reaches a file and, with `#anchor`, a heading of it; every repository path in inline
   code exists, and so does every module a package's row of the layout table in docs/architecture.md names.
 - The README opens with the two commands a fresh machine runs, verbatim, and stays a first screen and a map.
-- Every import-linter contract is described in docs/architecture.md, and every dependency in
-  pyproject.toml is in docs/dependencies.md with its reason.
+- Every import-linter contract is described in docs/architecture.md, every controller `--disable` takes
+  in docs/controllers.md, and every dependency in pyproject.toml in docs/dependencies.md with its reason.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -28,6 +29,7 @@ import pytest
 from click.testing import CliRunner
 
 from slimkube.cli import main
+from slimkube.controlplane import known_components
 from tests.support.docs_blocks import DOCS, MODES, ROOT, Block, all_blocks
 
 BIN = Path(sys.executable).parent
@@ -53,19 +55,12 @@ FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
 SPAN = re.compile(r"`([^`]+)`")
 
 
-def _help_flags(*command: str) -> set[str]:
+@functools.cache
+def help_flags(command: tuple[str, ...]) -> set[str]:
+    """The flags `slimkube COMMAND --help` lists."""
     result = CliRunner().invoke(main, [*command, "--help"])
     assert result.exit_code == 0, result.output
     return set(FLAG.findall(result.output)) | {"--help"}
-
-
-HELP: dict[tuple[str, ...], set[str]] = {}
-
-
-def help_flags(command: tuple[str, ...]) -> set[str]:
-    if command not in HELP:
-        HELP[command] = _help_flags(*command)
-    return HELP[command]
 
 
 def install_flags() -> set[str]:
@@ -115,7 +110,6 @@ def documented_flags() -> list[tuple[str, tuple[str, ...], str]]:
             if row:
                 command = tuple(row.group(1).split())
                 found += [(where, command, flag) for flag in FLAG.findall(line)]
-                continue
         for span in SPAN.findall(_prose(path).replace("\n", " ")):
             found += [(f"{path.relative_to(ROOT)}: `{span}`", *pair) for pair in invocations(span)]
     return found
@@ -224,6 +218,13 @@ def test_readme_opens_with_the_two_commands_and_stays_a_map():
     assert "./install.sh && .venv/bin/python -m pytest\n" in first_screen
     assert ".venv/bin/python -m pytest" in (ROOT / ".ci" / "run").read_text()
     assert len(readme.splitlines()) <= 250, "the README is a first screen and a map: the rest goes in docs/"
+
+
+def test_every_disable_name_is_documented():
+    """`--disable NAME` takes the scheduler's and every controller's name: docs/controllers.md lists them all."""
+    page = (ROOT / "docs" / "controllers.md").read_text()
+    missing = [name for name in known_components() if name != "scheduler" and f"`{name}`" not in page]
+    assert not missing, f"controllers docs/controllers.md does not list: {missing}"
 
 
 def test_every_import_contract_is_described():

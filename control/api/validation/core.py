@@ -373,6 +373,8 @@ def _node(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> No
             c.integer(kubelet, "Port", "status.daemonEndpoints.kubeletEndpoint.Port")
 
 
+# --- replication controllers ------------------------------------------------------------------------
+
 def _replication_controller(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
     """Upstream ValidateReplicationControllerSpec: the selector is a plain map, the template a pointer."""
     if (spec := c.obj(obj, "spec", "spec")) is None:

@@ -24,6 +24,7 @@ from control.api.validation import (
     networking,
     node,
     policy,
+    rbac,
     scheduling,
     storage,
 )
@@ -45,10 +46,10 @@ def _merged(tables: Iterable[Mapping[str, _T]]) -> Mapping[str, _T]:
 
 VALIDATORS: Mapping[str, Validator] = _merged(group.VALIDATORS for group in (
     admissionregistration, apiregistration, apps, autoscaling, batch, certificates, coordination, core,
-    discovery, networking, node, policy, scheduling, storage))
+    discovery, networking, node, policy, rbac, scheduling, storage))
 
 NAME_VALIDATORS: Mapping[str, NameValidator] = _merged(
-    group.NAME_VALIDATORS for group in (apiregistration, core, storage))
+    group.NAME_VALIDATORS for group in (apiregistration, core, rbac, storage))
 """The kinds whose `metadata.name` is not a DNS-1123 subdomain (the default)."""
 
 

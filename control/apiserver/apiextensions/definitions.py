@@ -8,7 +8,7 @@ pkg/apiserver/customresource_handler.go for what a served version looks like in 
 ordered as upstream's `version.CompareKubeAwareVersionStrings` orders them (GA before beta before alpha,
 higher first, then the rest alphabetically), which is also the discovery order; the first is preferred.
 
-All pure: the controller (controller.py) reads the CRDs and writes what these functions decide.
+All pure: the controller (control/apiserver/crd/controller.py) reads the CRDs and writes what these functions decide.
 """
 
 from __future__ import annotations

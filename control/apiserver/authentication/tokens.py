@@ -9,8 +9,8 @@ tokens yet (nothing issues them); when they come, they are one more entry here.
 `POST /apis/authentication.k8s.io/v1/tokenreviews` answers for exactly these tokens with upstream's shape:
 `status.authenticated`, `status.user` (username, uid, groups), `status.audiences`, and `status.error` for a
 token nobody knows. Kubelets call it to authenticate bearer tokens sent to them (nodeagent/authn.py), as
-upstream's webhook token authenticator does. The review is not stored (create only, as upstream); any
-authenticated caller may create one (upstream's RBAC gives it to system:auth-delegator; RBAC comes later).
+upstream's webhook token authenticator does. The review is not stored (create only, as upstream); a
+caller needs `create` on tokenreviews (upstream's system:auth-delegator role grants it).
 """
 
 from __future__ import annotations
@@ -29,14 +29,21 @@ AUTHENTICATED = "system:authenticated"
 
 @dataclass(frozen=True)
 class UserInfo:
+    """An authenticated (or impersonated) user; `groups` leave out `system:authenticated`, which every
+    authenticated user has and `to_json` adds."""
+
     username: str
     uid: str = ""
     groups: tuple[str, ...] = field(default_factory=tuple)
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = field(default_factory=tuple)
 
     def to_json(self) -> dict[str, Any]:
-        user: dict[str, Any] = {"username": self.username, "groups": [*self.groups, AUTHENTICATED]}
+        groups = [*self.groups, *(() if AUTHENTICATED in self.groups else (AUTHENTICATED,))]
+        user: dict[str, Any] = {"username": self.username, "groups": groups}
         if self.uid:
             user["uid"] = self.uid
+        if self.extra:
+            user["extra"] = {key: list(values) for key, values in self.extra}
         return user
 
 

@@ -12,7 +12,7 @@ the decoder names them (`unknown field "spec.containers[0].foo"`), as it names a
   decoding error: unknown field "spec.foo", duplicate field "spec.bar"` for create and update, and
   `strict decoding error: ...` for a patch (whose errors are those of the patched object).
 
-Here the Go struct is the kind's OpenAPI definition (openapi.py, the same data upstream generates from
+Here the Go struct is the kind's OpenAPI definition (openapi/spec.py, the same data upstream generates from
 those structs), walked by `prune`: a key an object schema does not list is removed and reported; maps
 (`additionalProperties`), opaque objects (no `properties`: RawExtension, FieldsV1) and
 `x-kubernetes-preserve-unknown-fields` keep everything under them. A kind without a definition (a custom

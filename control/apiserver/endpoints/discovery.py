@@ -17,20 +17,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from control.apiserver.resources import COMPONENT_STATUSES, METRICS_RESOURCES, Resource, ServedResources
+from control.apiserver.resources import (
+    COMPONENT_STATUSES,
+    METRICS_RESOURCES,
+    REVIEW_RESOURCES,
+    Resource,
+    ServedResources,
+)
 from control.util.version import KUBERNETES_MAJOR, KUBERNETES_MINOR, KUBERNETES_VERSION
 
 CONTENT_TYPE = "application/json"
 
 
 def group_versions(table: ServedResources) -> list[tuple[str, str]]:
-    """Every (group, version) discovery lists: the stored resources' of one server's table and
-    metrics.k8s.io (registry/metricsapi.py)."""
-    return list(dict.fromkeys([*table.group_versions(), *((r.group, r.version) for r in METRICS_RESOURCES)]))
+    """Every (group, version) discovery lists: the stored resources' of one server's table, the reviews'
+    (authorization/reviews.py) and metrics.k8s.io (registry/metricsapi.py)."""
+    return list(dict.fromkeys([*table.group_versions(),
+                               *((r.group, r.version) for r in (*REVIEW_RESOURCES, *METRICS_RESOURCES))]))
 
 
 def resources_in(table: ServedResources, group: str, version: str) -> list[Resource]:
-    served = [r for r in (COMPONENT_STATUSES, *METRICS_RESOURCES) if (r.group, r.version) == (group, version)]
+    served = [r for r in (COMPONENT_STATUSES, *REVIEW_RESOURCES, *METRICS_RESOURCES)
+              if (r.group, r.version) == (group, version)]
     return table.resources_in(group, version) + served
 
 

@@ -7,7 +7,7 @@ the answer: the object, a List, or — when the Accept header asks for it — a 
 follow upstream: 201 for create, 200/201 for update (201 when it created), 200 for a delete that removed
 the object and 202 for one that only marked it (graceful pod, finalizers, terminating namespace).
 A client that accepts only `application/vnd.kubernetes.protobuf` gets the same answers re-encoded as
-protobuf (protoencode.py), or 406 for one without a protobuf form; every other client gets JSON.
+protobuf (codec/protoencode.py), or 406 for one without a protobuf form; every other client gets JSON.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from multidict import MultiMapping
 from prometheus_client import Counter
 
 from control.api import podlogoptions
+from control.api.typed import Pod
 from control.apimachinery.labels import SelectorError
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
@@ -245,7 +246,7 @@ class ResourceHandlers:
                                                target.name, options)
         return json_response(obj, 200 if removed else 202)
 
-    # -- a version served as a view of the stored one (views.py) -----------------------------------
+    # -- a version served as a view of the stored one (versionviews.py) ---------------------------
 
     async def _view(self, request: web.Request, target: req.Target, view: views.View) -> web.StreamResponse:
         """Serve `target` (a view's resource) through the stored resource, converting in and out."""
@@ -390,7 +391,7 @@ class ResourceHandlers:
     async def _pod_node(self, target: req.Target, pod: dict[str, Any]) -> tuple[str, NodeConnection]:
         """(node name, kubelet connection) of the node `pod` is bound to."""
         assert NODES is not None
-        node_name = (pod.get("spec") or {}).get("nodeName")
+        node_name = Pod(pod).spec.node_name
         if not node_name:
             raise status.bad_request(f"pod {target.name} does not have a host assigned")
         node = await asyncio.to_thread(self.registry.get, NODES, "", node_name)
@@ -403,7 +404,7 @@ class ResourceHandlers:
 
     async def _stream(self, request: web.Request, target: req.Target) -> web.StreamResponse:
         """`pods/exec`, `pods/attach`, `pods/portforward`: relayed to the kubelet's WebSocket endpoint
-        (streaming.py)."""
+        (streaming/websocket.py)."""
         if target.subresource == "portforward":
             assert PODS is not None
             pod = await asyncio.to_thread(self.registry.must_get, PODS, target.namespace, target.name)

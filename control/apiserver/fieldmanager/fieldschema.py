@@ -3,7 +3,7 @@ which are maps (free keys), which lists are atomic, sets, or maps keyed by some 
 which structs and maps are atomic (upstream: the schema sigs.k8s.io/structured-merge-diff reads, converted by
 k8s.io/kube-openapi/pkg/schemaconv from the OpenAPI document generated out of the Go types).
 
-The facts come from the table the protobuf codec reads (protoschema.py, generated from upstream's
+The facts come from the table the protobuf codec reads (codec/protoschema.py, generated from upstream's
 `generated.proto` and `types.go`): every message's fields, `repeated` and `map<string, V>`, and the markers and
 struct tags of the Go types, read as the OpenAPI generator reads them:
 - `+listType=atomic|set|map` with `+listMapKey=...` (several keys in order), on the field;

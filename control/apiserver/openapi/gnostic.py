@@ -3,7 +3,7 @@
 `Accept: application/com.github.proto-openapi.spec.v2@v1.0+protobuf` and what kubectl 1.20 reads for
 `explain`, client-side validation, strategic-merge patch facts and `diff`'s dry-run check.
 
-The encoder maps the Swagger 2.0 JSON the server builds (openapi.py) onto gnostic's messages, one function
+The encoder maps the Swagger 2.0 JSON the server builds (spec.py) onto gnostic's messages, one function
 per message, field numbers copied from that .proto (the comments name the message). It covers what
 Kubernetes documents and CRD schemas use: Document, Info, Paths/PathItem/Operation, parameters
 (body, query, path, header, form data; `$ref`s as JsonReference), Responses, Schema with every Swagger

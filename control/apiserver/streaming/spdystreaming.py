@@ -55,6 +55,7 @@ STDIN, RESIZE, CLOSE = 0, 4, 255
 CHUNK = 16 * 1024
 WRITE_BUFFER_LIMIT = 1 << 20
 STREAM_WAIT = 5.0  # how long data for a stream the client has not opened yet is kept at the end
+CLOSE_TIMEOUT = 1.0  # how long the tunnel's close waits for kubectl's answering close frame
 
 
 def is_spdy_upgrade(request: web.Request) -> bool:
@@ -246,7 +247,7 @@ async def serve_tunnel(request: web.Request, kubelet: KubeletClient, connection:
     """kubectl ≥ 1.31's port-forward: SPDY inside a WebSocket with subprotocol `SPDY/3.1+portforward.k8s.io`
     (upstream apiserver/pkg/util/proxy/streamtunnel.go); no HTTP upgrade inside, the SPDY frames start at
     once."""
-    ws = web.WebSocketResponse(protocols=(TUNNEL_PROTOCOL,), max_msg_size=0)
+    ws = web.WebSocketResponse(protocols=(TUNNEL_PROTOCOL,), max_msg_size=0, timeout=CLOSE_TIMEOUT)
     await ws.prepare(request)
     url = connection.url(path)
     async with kubelet.session() as session:

@@ -20,6 +20,10 @@ PortForwardREST), with the WebSocket protocol of nodeagent/streaming/portforward
 SPDY/3.1 upgrades (kubectl ≤ 1.29's exec, attach and cp, and every kubectl's port-forward) and kubectl ≥
 1.31's SPDY-in-WebSocket port-forward tunnel (`SPDY/3.1+portforward.k8s.io`) are ended here and translated
 to the same kubelet WebSockets by control/apiserver/streaming/spdystreaming.py.
+
+When the server stops, open relays are cancelled (control/util/openstreams.py) and the client's WebSocket
+closed with 1001 Going Away; a kubelet that stops closes with 1001 too, which is passed on. No close waits
+more than CLOSE_TIMEOUT for the other side's answer.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import logging
 from collections.abc import Mapping
 
 import aiohttp
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 from control.apiserver import status
 from control.apiserver.status import APIError
@@ -44,6 +48,7 @@ log = logging.getLogger(__name__)
 CHANNEL_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v4.base64.channel.k8s.io", "base64.channel.k8s.io",
                      "channel.k8s.io")
 SUBPROTOCOLS = {"exec": CHANNEL_PROTOCOLS, "attach": CHANNEL_PROTOCOLS, "portforward": ("v4.channel.k8s.io",)}
+CLOSE_TIMEOUT = 1.0  # how long a close waits for the other side's answering close frame
 
 
 def offered_protocols(request: web.Request) -> list[str]:
@@ -81,7 +86,7 @@ async def relay(request: web.Request, kubelet: KubeletClient, connection: NodeCo
         upstream = await connect(session, url, request.query, wanted, connection, node_name)
         async with upstream:
             client = web.WebSocketResponse(protocols=(upstream.protocol,) if upstream.protocol else (),
-                                           max_msg_size=0)
+                                           max_msg_size=0, timeout=CLOSE_TIMEOUT)
             await client.prepare(request)
             await _splice(client, upstream)
     return client
@@ -91,7 +96,8 @@ async def connect(session: aiohttp.ClientSession, url: str, params: Mapping[str,
                   connection: NodeConnection, node_name: str) -> aiohttp.ClientWebSocketResponse:
     """A WebSocket to the kubelet; its refusals become the same HTTP errors for the client."""
     try:
-        return await session.ws_connect(url, params=params, max_msg_size=0, autoping=True, protocols=protocols)
+        return await session.ws_connect(url, params=params, max_msg_size=0, autoping=True, protocols=protocols,
+                                        timeout=aiohttp.ClientWSTimeout(ws_close=CLOSE_TIMEOUT))
     except aiohttp.WSServerHandshakeError as exc:
         raise APIError(exc.status if 400 <= exc.status < 500 else 502,
                        {400: "BadRequest", 401: "Unauthorized", 404: "NotFound"}.get(exc.status, "BadGateway"),
@@ -111,15 +117,19 @@ async def _splice(client: web.WebSocketResponse, upstream: aiohttp.ClientWebSock
                 await sink.send_str(message.data)
 
     tasks = {asyncio.create_task(copy(client, upstream)), asyncio.create_task(copy(upstream, client))}
+    code, reason = WSCloseCode.OK, b""
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        if upstream.closed and upstream.close_code == WSCloseCode.GOING_AWAY:  # the kubelet is stopping
+            code, reason = WSCloseCode.GOING_AWAY, b"the kubelet is stopping"
+    except asyncio.CancelledError:  # the API server is stopping (control/util/openstreams.py)
+        code, reason = WSCloseCode.GOING_AWAY, b"the API server is stopping"
+        raise
     finally:
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, ConnectionError, RuntimeError):
-                await task
+        await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(ConnectionError, RuntimeError):
             await upstream.close()
         with contextlib.suppress(ConnectionError, RuntimeError):
-            await client.close()
+            await client.close(code=code, message=reason)

@@ -34,7 +34,8 @@ def test_api_group_list_has_named_groups_with_preferred_version():
     assert set(groups) == {"apps", "batch", "autoscaling", "coordination.k8s.io", "scheduling.k8s.io",
                            "discovery.k8s.io", "policy", "networking.k8s.io", "storage.k8s.io",
                            "certificates.k8s.io", "node.k8s.io", "apiregistration.k8s.io",
-                           "admissionregistration.k8s.io", "apiextensions.k8s.io", "metrics.k8s.io"}
+                           "admissionregistration.k8s.io", "apiextensions.k8s.io", "metrics.k8s.io",
+                           "rbac.authorization.k8s.io", "authentication.k8s.io", "authorization.k8s.io"}
     assert groups["apps"]["preferredVersion"] == {"groupVersion": "apps/v1", "version": "v1"}
     assert groups["apps"]["versions"] == [{"groupVersion": "apps/v1", "version": "v1"}]
     assert groups["autoscaling"]["preferredVersion"] == {"groupVersion": "autoscaling/v2", "version": "v2"}

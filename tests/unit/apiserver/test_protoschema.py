@@ -93,7 +93,7 @@ def test_nullable_list_wrappers() -> None:
     schemas = protoschema.schemas()
     assert schemas.list_wrappers == {
         "k8s.io.api.authentication.v1.ExtraValue", "k8s.io.api.authentication.v1.AttestationValue",
-        "k8s.io.api.certificates.v1.ExtraValue", META + "Verbs"}
+        "k8s.io.api.authorization.v1.ExtraValue", "k8s.io.api.certificates.v1.ExtraValue", META + "Verbs"}
     assert schemas.messages[META + "Verbs"] == {1: Field("items", "string", "repeated")}
     assert schemas.messages["k8s.io.api.authentication.v1.UserInfo"][4] == Field(
         "extra", "k8s.io.api.authentication.v1.ExtraValue", "map")

@@ -126,7 +126,7 @@ def test_group_versions_core_first_and_plurals_unique():
         ("certificates.k8s.io", "v1"), ("networking.k8s.io", "v1"),
         ("storage.k8s.io", "v1"), ("admissionregistration.k8s.io", "v1"), ("apiregistration.k8s.io", "v1"),
         ("node.k8s.io", "v1"), ("coordination.k8s.io", "v1"), ("scheduling.k8s.io", "v1"), ("discovery.k8s.io", "v1"),
-        ("policy", "v1"), ("apiextensions.k8s.io", "v1")]
+        ("policy", "v1"), ("rbac.authorization.k8s.io", "v1"), ("apiextensions.k8s.io", "v1")]
     plurals = [r.plural for r in RESOURCES if not r.storage_version]  # a view shares its stored version's key
     assert len(plurals) == len(set(plurals))  # storage keys carry no group
     assert resources.storage_resource(resources.by_path("autoscaling", "v1", "horizontalpodautoscalers")) is \

@@ -6,7 +6,13 @@ kept; and the controllers of this part registered under upstream's names with th
 from __future__ import annotations
 
 from control.apiserver.endpoints import discovery as documents
-from control.apiserver.resources import COMPONENT_STATUSES, METRICS_RESOURCES, RESOURCES, ServedResources
+from control.apiserver.resources import (
+    COMPONENT_STATUSES,
+    METRICS_RESOURCES,
+    RESOURCES,
+    REVIEW_RESOURCES,
+    ServedResources,
+)
 from control.client.errors import ApiError, NotFound
 from control.controllers.manager import CONTROLLERS, ControllerManagerConfiguration
 from control.controllers.shared.discovery import ServerDiscovery
@@ -24,7 +30,7 @@ class DocumentGetter:
         group_version = path.removeprefix("/api/").removeprefix("/apis/")
         if group_version in self.broken:
             raise ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request")
-        for group, version in {(r.group, r.version) for r in RESOURCES + METRICS_RESOURCES}:
+        for group, version in {(r.group, r.version) for r in RESOURCES + METRICS_RESOURCES + REVIEW_RESOURCES}:
             if group_version == (f"{group}/{version}" if group else version):
                 return documents.api_resource_list(ServedResources(), group, version)
         raise NotFound(404, "NotFound", path)
@@ -35,7 +41,8 @@ def test_every_served_resource_of_the_preferred_versions():
     assert not result.failed
     found = {(r.api_version, r.plural) for r in result.resources}
     # of autoscaling only v2, the preferred version (v1 is a view of the same objects)
-    assert found == {(r.api_version, r.plural) for r in (*RESOURCES, *METRICS_RESOURCES, COMPONENT_STATUSES)
+    assert found == {(r.api_version, r.plural) for r in (*RESOURCES, *METRICS_RESOURCES, *REVIEW_RESOURCES,
+                                                         COMPONENT_STATUSES)
                      if not r.storage_version}
     # the metrics API cannot be deleted or watched: the namespace and garbage collectors pass it by
     assert not any(r.supports("delete") or r.supports("watch") for r in result.resources

@@ -9,14 +9,16 @@ import base64
 import json
 import socket
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
+from aiohttp import WSCloseCode, web
 from aiohttp.test_utils import TestClient, TestServer
 
+from control.util.openstreams import OpenStreams
 from nodeagent.runtime.interface import ContainerStream, RuntimeOperationError
 from nodeagent.streaming import channels as ch
 from nodeagent.streaming import portforward, remotecommand
@@ -231,6 +233,28 @@ def test_client_leaving_closes_the_runtime_stream() -> None:
             await asyncio.sleep(0.02)
 
     run(exec_app(FakeRuntime(process)), body)
+    assert process.closed.is_set()
+
+
+def test_stop_ends_open_sessions_at_once() -> None:
+    """A kubelet that stops closes each open session with 1001 Going Away and releases the runtime stream,
+    without waiting out the runner's shutdown timeout (aiohttp's test server: 60 s)."""
+    process = FakeProcess(tty=False)
+
+    async def main() -> None:
+        app = exec_app(FakeRuntime(process))
+        OpenStreams(lambda request: True).install(app)
+        server = TestServer(app)
+        async with TestClient(server) as client:
+            ws = await client.ws_connect("/exec/ns/pod/c?command=cat&stdin=1&stdout=1", protocols=(ch.V5,))
+            assert (await ws.receive()).data == ch.encode(ch.STDOUT, b"")
+            started = time.monotonic()
+            await server.close()
+            assert time.monotonic() - started < 2
+            assert (await ws.receive()).type is aiohttp.WSMsgType.CLOSE
+            assert ws.close_code == WSCloseCode.GOING_AWAY
+
+    asyncio.run(main())
     assert process.closed.is_set()
 
 

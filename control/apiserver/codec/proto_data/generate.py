@@ -49,7 +49,8 @@ GROUPS = {"core": "", "apps": "apps", "batch": "batch", "autoscaling": "autoscal
           "networking": "networking.k8s.io", "rbac": "rbac.authorization.k8s.io",
           "scheduling": "scheduling.k8s.io", "discovery": "discovery.k8s.io",
           "coordination": "coordination.k8s.io", "storage": "storage.k8s.io",
-          "authentication": "authentication.k8s.io", "certificates": "certificates.k8s.io",
+          "authentication": "authentication.k8s.io", "authorization": "authorization.k8s.io",
+          "certificates": "certificates.k8s.io",
           "node": "node.k8s.io", "admissionregistration": "admissionregistration.k8s.io"}
 # API groups from another repository than kubernetes/api: the proto package → the API group.
 OTHER_PACKAGES = {"k8s.io.kube_aggregator.pkg.apis.apiregistration": "apiregistration.k8s.io"}

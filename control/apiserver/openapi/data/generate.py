@@ -10,7 +10,7 @@ kubernetes-client/python ships it in `kubernetes/swagger.json.unprocessed`). Wha
 - every path under those group-versions (`/api/v1/...`, `/apis/{group}/{version}/...`) with the shared
   `parameters` they reference, and every definition those paths reach.
 
-openapi.py then narrows this at run time to what the resource table serves, so a group-version listed
+openapi/spec.py then narrows this at run time to what the resource table serves, so a group-version listed
 here costs only bytes until a resource of it is added to control/apiserver/resources.py.
 The output is gzip'd compact JSON with sorted keys, so regenerating from the same input gives the same bytes.
 """

@@ -1,7 +1,7 @@
 """One strategy per served resource (upstream: pkg/registry/<group>/<kind>/strategy.go, each wired into the
 kind's REST storage): what differs per kind — defaults, validation, what the server sets on create and
 keeps on update, status and generation handling, allocations, deletion rules — lives here, and the
-generic store (registry.py) only calls it.
+generic store (registry/store.py) only calls it.
 
 `KINDS` maps a resource of the table in resources.py (by plural, unique across the served groups) to its
 strategy's class; a resource not named there is a plain kind and gets the base `Strategy`. Services are
@@ -40,6 +40,7 @@ from control.apiserver.registry.strategies.networking import (
 )
 from control.apiserver.registry.strategies.pods import BindingStrategy, PodStrategy
 from control.apiserver.registry.strategies.priorityclasses import PriorityClassStrategy
+from control.apiserver.registry.strategies.rbac import RBACStrategy
 from control.apiserver.registry.strategies.secrets import SecretStrategy
 from control.apiserver.registry.strategies.services import ServiceAllocations, ServiceStrategy
 from control.apiserver.registry.strategies.storage_csi import VolumeAttachmentStrategy
@@ -48,6 +49,7 @@ from control.apiserver.resources import RESOURCES, Resource
 from control.storage.interface import Storage
 
 _SERVICES = "services"  # its strategy is made by `build`, with the allocators
+_RBAC = ("roles", "clusterroles", "rolebindings", "clusterrolebindings")  # `build` gives them the store's policy
 
 KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "namespaces": NamespaceStrategy,
@@ -85,9 +87,9 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
 
 
 def strategy_for(resource: Resource) -> Strategy:
-    """The strategy of a kind that needs no collaborators (every kind but services)."""
-    if resource.plural == _SERVICES:
-        raise ValueError("the services strategy needs the allocators: use build()")
+    """The strategy of a kind that needs no collaborators (every kind but services and the RBAC kinds)."""
+    if resource.plural == _SERVICES or resource.plural in _RBAC:
+        raise ValueError(f"the {resource.plural} strategy needs collaborators: use build()")
     return KINDS.get(resource.plural, Strategy)(resource)
 
 
@@ -95,5 +97,11 @@ def build(storage: Storage, *, service_cidr: str, node_port_range: tuple[int, in
     """Every served resource's strategy, by plural, for one store over `storage`."""
     allocations = ServiceAllocations(ClusterIPAllocator(storage, service_cidr),
                                      NodePortAllocator(storage, node_port_range))
-    return {resource.plural: ServiceStrategy(resource, allocations) if resource.plural == _SERVICES
-            else strategy_for(resource) for resource in RESOURCES if not resource.storage_version}
+    def make(resource: Resource) -> Strategy:
+        if resource.plural == _SERVICES:
+            return ServiceStrategy(resource, allocations)
+        if resource.plural in _RBAC:
+            return RBACStrategy(resource, storage)
+        return strategy_for(resource)
+
+    return {resource.plural: make(resource) for resource in RESOURCES if not resource.storage_version}

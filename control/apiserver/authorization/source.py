@@ -1,0 +1,57 @@
+"""The RBAC objects read straight from the store (upstream reads them from informers' listers; here the
+store is local and a non-privileged request reads the bindings that may apply to it). Keys follow
+control/apiserver/resources.py: `/registry/{plural}/[{namespace}/]{name}`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from control.apiserver.authentication.tokens import NODE
+from control.apiserver.authorization.authorizer import Chain, PrivilegedGroups, SharedNodeCredential
+from control.apiserver.authorization.rbac import RBACAuthorizer
+from control.storage.interface import Storage
+
+
+def _decoded(value: bytes) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(value)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+class StoragePolicySource:
+    """PolicySource over a Storage."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+
+    def _get(self, key: str) -> Mapping[str, Any] | None:
+        record = self.storage.get(key)
+        return _decoded(record.value) if record is not None else None
+
+    def _list(self, prefix: str) -> Sequence[Mapping[str, Any]]:
+        return [obj for record in self.storage.list(prefix).records if (obj := _decoded(record.value)) is not None]
+
+    def cluster_role(self, name: str) -> Mapping[str, Any] | None:
+        return self._get(f"/registry/clusterroles/{name}") if name else None
+
+    def role(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self._get(f"/registry/roles/{namespace}/{name}") if namespace and name else None
+
+    def cluster_role_bindings(self) -> Sequence[Mapping[str, Any]]:
+        return self._list("/registry/clusterrolebindings/")
+
+    def role_bindings(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        return self._list(f"/registry/rolebindings/{namespace}/") if namespace else []
+
+    def cluster_roles(self) -> Sequence[Mapping[str, Any]]:
+        return self._list("/registry/clusterroles/")
+
+
+def default_chain(storage: Storage) -> Chain:
+    """system:masters, then the node authorizers' place, then RBAC over `storage`."""
+    rbac = RBACAuthorizer(StoragePolicySource(storage))
+    return Chain([PrivilegedGroups(), SharedNodeCredential(NODE.username), rbac], rbac)
