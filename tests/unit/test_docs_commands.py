@@ -17,6 +17,7 @@ links and paths lead somewhere.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -54,19 +55,12 @@ FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
 SPAN = re.compile(r"`([^`]+)`")
 
 
-def _help_flags(*command: str) -> set[str]:
+@functools.cache
+def help_flags(command: tuple[str, ...]) -> set[str]:
+    """The flags `slimkube COMMAND --help` lists."""
     result = CliRunner().invoke(main, [*command, "--help"])
     assert result.exit_code == 0, result.output
     return set(FLAG.findall(result.output)) | {"--help"}
-
-
-HELP: dict[tuple[str, ...], set[str]] = {}
-
-
-def help_flags(command: tuple[str, ...]) -> set[str]:
-    if command not in HELP:
-        HELP[command] = _help_flags(*command)
-    return HELP[command]
 
 
 def install_flags() -> set[str]:
@@ -116,7 +110,6 @@ def documented_flags() -> list[tuple[str, tuple[str, ...], str]]:
             if row:
                 command = tuple(row.group(1).split())
                 found += [(where, command, flag) for flag in FLAG.findall(line)]
-                continue
         for span in SPAN.findall(_prose(path).replace("\n", " ")):
             found += [(f"{path.relative_to(ROOT)}: `{span}`", *pair) for pair in invocations(span)]
     return found

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from control.api.typed import TypedObject
 from control.apimachinery.meta import deep_copy
 from control.apiserver.registry.store import DeleteOptions, Registry
 from control.apiserver.resources import by_path
@@ -89,7 +90,7 @@ def register(registry: Registry, group_versions: Iterable[tuple[str, str]], *, n
             if current is None:
                 current = registry.create(API_SERVICES, "", wanted)
             elif current.get("spec") != wanted["spec"] or \
-                    (current["metadata"].get("labels") or {}).get(AUTOMANAGED_LABEL) != managed:
+                    TypedObject(current).metadata.labels.get(AUTOMANAGED_LABEL) != managed:
                 fixed = deep_copy(current)
                 fixed["spec"] = wanted["spec"]
                 fixed["metadata"].setdefault("labels", {})[AUTOMANAGED_LABEL] = managed
@@ -109,7 +110,7 @@ def unregister_synced(registry: Registry, keep: Iterable[tuple[str, str]]) -> No
     kept = {f"{version}.{group}" for group, version in keep}
     for obj in registry.list_all(API_SERVICES, ""):
         name = obj["metadata"]["name"]
-        if (obj["metadata"].get("labels") or {}).get(AUTOMANAGED_LABEL) == SYNCED and name not in kept:
+        if TypedObject(obj).metadata.labels.get(AUTOMANAGED_LABEL) == SYNCED and name not in kept:
             try:
                 registry.delete(API_SERVICES, "", name, DeleteOptions())
             except APIError as exc:

@@ -25,6 +25,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
+from control.api.typed import TypedObject
 from control.apiserver.registry.store import Registry
 from control.apiserver.resources import by_path
 
@@ -116,7 +117,7 @@ def _reconcile_slice(registry: Registry, *, ip: str, port: int) -> bool:
     if current is None:
         registry.create(ENDPOINT_SLICES, NAMESPACE, wanted)
         return True
-    labels = (current.get("metadata") or {}).get("labels") or {}
+    labels = TypedObject(current).metadata.labels
     if (current.get("endpoints") == wanted["endpoints"] and current.get("ports") == wanted["ports"]
             and labels.get(SERVICE_NAME_LABEL) == NAME):
         return False
@@ -130,11 +131,11 @@ def _reconcile_endpoints(registry: Registry, *, ip: str, port: int) -> bool:
     assert ENDPOINTS is not None
     wanted = master_endpoints(ip, port)
     current = registry.get(ENDPOINTS, NAMESPACE, NAME)
-    if current is not None and current.get("subsets") == wanted["subsets"] and (
-            (current.get("metadata") or {}).get("labels") or {}).get(SKIP_MIRROR_LABEL) == "true":
+    if current is not None and current.get("subsets") == wanted["subsets"] and \
+            TypedObject(current).metadata.labels.get(SKIP_MIRROR_LABEL) == "true":
         return False
     if current is not None:
-        labels = {**((current.get("metadata") or {}).get("labels") or {}), SKIP_MIRROR_LABEL: "true"}
+        labels = {**TypedObject(current).metadata.labels, SKIP_MIRROR_LABEL: "true"}
         wanted["metadata"] = {**current["metadata"], "labels": labels}
         wanted["metadata"].pop("resourceVersion", None)
     registry.update(ENDPOINTS, NAMESPACE, NAME, wanted)

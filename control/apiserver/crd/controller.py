@@ -21,6 +21,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from control.api.typed import TypedObject
 from control.apimachinery.meta import deep_copy, format_timestamp
 from control.apiserver.apiextensions import definitions
 from control.apiserver.controlplane import autoregister
@@ -38,7 +39,7 @@ PREFIX = "/registry/customresourcedefinitions/"
 def _fingerprint(crd: Mapping[str, Any]) -> str:
     """What serving depends on: a change of it means serving anew."""
     return json.dumps([crd.get("spec"), (crd.get("status") or {}).get("acceptedNames"),
-                       bool((crd.get("metadata") or {}).get("deletionTimestamp"))], sort_keys=True)
+                       bool(TypedObject(crd).metadata.deletion_timestamp)], sort_keys=True)
 
 
 def _creation(crd: Mapping[str, Any]) -> tuple[str, str]:

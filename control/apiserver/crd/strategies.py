@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from control.api.typed import TypedObject
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import ErrorType, FieldError
 from control.apiserver import status
@@ -126,7 +127,7 @@ class CustomResourceStrategy(Strategy):
         assert paths is not None
         replicas = (scale.get("spec") or {}).get("replicas") if isinstance(scale.get("spec"), dict) else None
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-            raise status.invalid("Scale", (obj.get("metadata") or {}).get("name", ""), [FieldError.invalid(
+            raise status.invalid("Scale", TypedObject(obj).metadata.name, [FieldError.invalid(
                 "spec.replicas", replicas, "must be greater than or equal to 0")], group="autoscaling")
         new = deep_copy(obj)
         jsonpath.set_value(new, paths.spec_replicas, replicas)

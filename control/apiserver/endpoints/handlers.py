@@ -26,6 +26,7 @@ from multidict import MultiMapping
 from prometheus_client import Counter
 
 from control.api import podlogoptions
+from control.api.typed import Pod
 from control.apimachinery.labels import SelectorError
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
@@ -390,7 +391,7 @@ class ResourceHandlers:
     async def _pod_node(self, target: req.Target, pod: dict[str, Any]) -> tuple[str, NodeConnection]:
         """(node name, kubelet connection) of the node `pod` is bound to."""
         assert NODES is not None
-        node_name = (pod.get("spec") or {}).get("nodeName")
+        node_name = Pod(pod).spec.node_name
         if not node_name:
             raise status.bad_request(f"pod {target.name} does not have a host assigned")
         node = await asyncio.to_thread(self.registry.get, NODES, "", node_name)

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from control.api.typed import ObjectMeta, TypedObject
 from control.api.volumes import access_modes_string, claim_class, is_default_class, volume_class
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
 from control.apimachinery.meta import get_condition, parse_timestamp
@@ -68,12 +69,15 @@ def since(timestamp: str | None, now: datetime) -> str:
 
 
 def _age(obj: Obj, now: datetime) -> str:
-    return since((obj.get("metadata") or {}).get("creationTimestamp"), now)
+    return since(_meta(obj).creation_timestamp, now)
+
+
+def _meta(obj: Obj) -> ObjectMeta:
+    return TypedObject(obj).metadata
 
 
 def _name(obj: Obj) -> str:
-    name: str = (obj.get("metadata") or {}).get("name", "")
-    return name
+    return _meta(obj).name
 
 
 def _spec(obj: Obj) -> Mapping[str, Any]:
@@ -194,7 +198,7 @@ def pod_cells(pod: Obj, now: datetime) -> list[Any]:
         if reason == "Completed" and has_running:
             reason = "Running" if _is_true(pod, "Ready") else "NotReady"
 
-    deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    deleting = bool(_meta(pod).deletion_timestamp)
     if deleting and status.get("reason") == "NodeLost":
         reason = "Unknown"
     elif deleting and phase not in ("Succeeded", "Failed"):
@@ -299,7 +303,7 @@ def node_cells(node: Obj, now: datetime) -> list[Any]:
         states.append("Unknown")
     if _spec(node).get("unschedulable"):
         states.append("SchedulingDisabled")
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    labels = _meta(node).labels
     roles = {key.removeprefix("node-role.kubernetes.io/") for key in labels
              if key.startswith("node-role.kubernetes.io/") and key != "node-role.kubernetes.io/"}
     if labels.get("kubernetes.io/role"):
@@ -322,7 +326,7 @@ def _job_status(job: Obj) -> str:
         return "Complete"
     if _is_true(job, "Failed"):
         return "Failed"
-    if (job.get("metadata") or {}).get("deletionTimestamp"):
+    if _meta(job).deletion_timestamp:
         return "Terminating"
     if _is_true(job, "Suspended"):
         return "Suspended"
@@ -458,16 +462,14 @@ def daemonset_cells(daemonset: Obj, now: datetime) -> list[Any]:
 
 def controller_revision_cells(revision: Obj, now: datetime) -> list[Any]:
     """printControllerRevision: the controller as `kind.group/name` in lower case, `<none>` without one."""
-    owner = next((ref for ref in (revision.get("metadata") or {}).get("ownerReferences") or ()
-                  if ref.get("controller") is True), None)
+    owner = _meta(revision).controller_ref
     controller = "<none>"
     if owner is not None:
-        group = str(owner.get("apiVersion") or "").rpartition("/")[0]
-        kind = str(owner.get("kind") or "")
+        group = owner.api_version.rpartition("/")[0]
         if group:
-            controller = f"{kind.lower()}.{group}/{owner.get('name', '')}"
+            controller = f"{owner.kind.lower()}.{group}/{owner.name}"
         else:
-            controller = f"{kind.lower()}/{owner.get('name', '')}"
+            controller = f"{owner.kind.lower()}/{owner.name}"
     return [_name(revision), controller, revision.get("revision", 0), _age(revision, now)]
 
 
@@ -547,7 +549,7 @@ def _storage_quantity(resources: Mapping[str, Any] | None) -> str:
 
 def _phase(obj: Obj) -> str:
     """The phase, or `Terminating` once a delete was asked for."""
-    return "Terminating" if (obj.get("metadata") or {}).get("deletionTimestamp") else _status(obj).get("phase", "")
+    return "Terminating" if _meta(obj).deletion_timestamp else _status(obj).get("phase", "")
 
 
 def persistent_volume_cells(volume: Obj, now: datetime) -> list[Any]:
@@ -582,7 +584,7 @@ def storage_class_cells(storage_class: Obj, now: datetime) -> list[Any]:
 
 def default_cells(obj: Obj, now: datetime) -> list[Any]:
     """rest.DefaultTableConvertor: the name and the raw creation timestamp (a `date` column, not an age)."""
-    return [_name(obj), (obj.get("metadata") or {}).get("creationTimestamp") or ""]
+    return [_name(obj), _meta(obj).creation_timestamp]
 
 
 def _load_balancer_addresses(load_balancer: Mapping[str, Any] | None) -> str:

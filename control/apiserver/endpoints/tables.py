@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from control.api.typed import TypedObject
 from control.apiserver.endpoints import printers
 from control.apiserver.registry.strategies.base import PrinterColumn, Strategy
 from control.apiserver.resources import Resource
@@ -456,7 +457,7 @@ def custom_printer(columns: tuple[PrinterColumn, ...]) -> Printer:
     definitions_ = (NAME, *(Column(c.name, c.type, c.description, c.priority, c.format) for c in columns))
 
     def cells(obj: Obj, now: datetime) -> list[Any]:
-        return [(obj.get("metadata") or {}).get("name", ""), *(_custom_cell(c, obj, now) for c in columns)]
+        return [TypedObject(obj).metadata.name, *(_custom_cell(c, obj, now) for c in columns)]
 
     return Printer(definitions_, cells)
 
@@ -566,7 +567,7 @@ def watch_event_table(resource: Resource, obj: Obj, *, now: datetime, first: boo
 
     The table's resourceVersion is the object's, as upstream reads it from the object it converts.
     """
-    resource_version = (obj.get("metadata") or {}).get("resourceVersion", "")
+    resource_version = TypedObject(obj).metadata.resource_version
     return table_for(resource, [obj], now=now, list_resource_version=resource_version,
                      include_object=include_object, table_version=table_version, no_headers=not first,
                      printer=printer)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from control.api.typed import TypedObject
 from control.apiserver.fieldmanager import fieldset
 from control.apiserver.fieldmanager.fieldschema import Schema, Type
 from control.apiserver.fieldmanager.fieldset import FieldSetError, Path
@@ -250,7 +251,7 @@ def update(live: dict[str, Any] | None, new: dict[str, Any], ctx: Context, *, ma
     result = copy.copy(new)
     result["metadata"] = dict(new.get("metadata") or {})
     managed = incoming(live, new, subresource=ctx.subresource)
-    if not managed and live is not None and ((live.get("metadata") or {}).get("uid")):
+    if not managed and live is not None and TypedObject(live).metadata.uid:
         result["metadata"].pop("managedFields", None)  # skipNonAppliedManager: not tracked until an apply
         return result
     base = live if live is not None else ctx.schema.zero(*_gvk(new, ctx))
@@ -298,7 +299,7 @@ def apply(live: dict[str, Any] | None, config: dict[str, Any], ctx: Context, *, 
             new, result = _apply(base, config, managed, ctx, manager=manager, force=True, now=now)
     except FieldSetError as exc:
         raise ApplyError(f"failed to create typed patch object ({_gvknn(config, ctx)}): {exc}", code=500) from None
-    if manager == KUBECTL_APPLY and LAST_APPLIED in (((live or {}).get("metadata") or {}).get("annotations") or {}):
+    if manager == KUBECTL_APPLY and live is not None and LAST_APPLIED in TypedObject(live).metadata.annotations:
         new.setdefault("metadata", {}).setdefault("annotations", {})[LAST_APPLIED] = _last_applied_value(config)
     _set_entries(new, result)
     if live is not None and new == live:

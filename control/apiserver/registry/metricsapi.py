@@ -30,6 +30,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from control.api.typed import Node, Pod
 from control.apimachinery.labels import SelectorError
 from control.apimachinery.meta import format_timestamp
 from control.apiserver import status
@@ -133,25 +134,26 @@ def _usage(usage: Usage) -> dict[str, str]:
 
 
 def node_metrics(node: Mapping[str, Any], usage: Usage, now: str) -> dict[str, Any]:
-    meta = node.get("metadata") or {}
+    meta = Node(node).metadata
     return {"kind": "NodeMetrics", "apiVersion": API_VERSION,
-            "metadata": {"name": meta.get("name"), "creationTimestamp": now, "labels": dict(meta.get("labels") or {})},
+            "metadata": {"name": meta.name, "creationTimestamp": now, "labels": dict(meta.labels)},
             "timestamp": usage.timestamp, "window": _window(usage.window), "usage": _usage(usage)}
 
 
 def pod_metrics(pod: Mapping[str, Any], found: Mapping[Key, Usage], now: str) -> dict[str, Any] | None:
     """The PodMetrics of `pod`, or None unless every container in its spec has a usage (metrics-server
     leaves such a pod out rather than report part of it)."""
-    meta = pod.get("metadata") or {}
-    namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
-    names = [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
+    view = Pod(pod)
+    meta = view.metadata
+    namespace, name = meta.namespace, meta.name
+    names = [c.name for c in view.spec.containers]
     container_usages = [found.get(("pod", namespace, name, n)) for n in names]
     if not names or any(u is None for u in container_usages):
         return None
     present = [u for u in container_usages if u is not None]
     return {"kind": "PodMetrics", "apiVersion": API_VERSION,
             "metadata": {"name": name, "namespace": namespace, "creationTimestamp": now,
-                         "labels": dict(meta.get("labels") or {})},
+                         "labels": dict(meta.labels)},
             "timestamp": min(u.timestamp for u in present), "window": _window(max(u.window for u in present)),
             "containers": [{"name": n, "usage": _usage(u)} for n, u in zip(names, present, strict=True)]}
 
@@ -223,12 +225,12 @@ class MetricsAPI:
         return page.items
 
     async def _pod_metrics(self, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        nodes = sorted({str(p["spec"]["nodeName"]) for p in pods if (p.get("spec") or {}).get("nodeName")})
+        nodes = sorted({node for node in (Pod(p).spec.node_name for p in pods) if node})
         found = await self._usages_of(nodes)
         now = format_timestamp(datetime.now(UTC))
         items = []
         for pod in pods:
-            metrics = pod_metrics(pod, found.get(str((pod.get("spec") or {}).get("nodeName")), {}), now)
+            metrics = pod_metrics(pod, found.get(Pod(pod).spec.node_name, {}), now)
             if metrics is not None:
                 items.append(metrics)
         return items

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from control.api.typed import TypedObject
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
@@ -184,12 +185,14 @@ class StrategyValidation:
         errors = strategy.validate(obj, attributes.old)
         resource = strategy.resource
         if errors:
-            raise status.invalid(resource.kind, (obj.get("metadata") or {}).get("name", ""), errors,
+            raise status.invalid(resource.kind, TypedObject(obj).metadata.name, errors,
                                  group=resource.group)
 
 
 class Registry:
-    """CRUD for every resource in resources.RESOURCES over one `Storage`.
+    """CRUD for every resource one server serves over one `Storage`: the built-in table and the custom
+    resources installed with `serve_custom` (`resources`, this server's own table), each write admitted by
+    `admission`, the one chain of control/apiserver/admission/plugins.py.
 
     `service_cidr` and `node_port_range` configure the services strategy's allocators; `clock` gives the
     creation and deletion timestamps (injected for tests), also to the REST storages beside this one

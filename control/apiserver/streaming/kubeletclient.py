@@ -20,6 +20,8 @@ from typing import Any
 
 import aiohttp
 
+from control.api.typed.core import NodeStatus
+
 DEFAULT_PORT = 10250
 PREFERRED_ADDRESS_TYPES = ("InternalIP", "Hostname", "ExternalIP")
 
@@ -42,7 +44,7 @@ def node_connection(node: Mapping[str, Any]) -> NodeConnection | None:
                 addresses[0]["address"] if addresses else None)
     if not host:
         return None
-    endpoint = (node_status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
+    endpoint = NodeStatus(node_status).daemon_endpoints.get("kubeletEndpoint") or {}
     port = endpoint.get("Port")
     return NodeConnection(host=str(host), port=port if isinstance(port, int) and 0 < port < 65536 else DEFAULT_PORT)
 

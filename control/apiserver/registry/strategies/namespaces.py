@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from control.api.typed import TypedObject
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
@@ -56,7 +57,7 @@ class NamespaceStrategy(Strategy):
             return result
         spec = new.get("spec") or {}
         if not isinstance(spec, dict):
-            name = (old.get("metadata") or {}).get("name", "")
+            name = TypedObject(old).metadata.name
             raise status.invalid(self.resource.kind, name, [FieldError.invalid("spec", spec, "must be of type object")])
         result = deep_copy(dict(old))
         result.setdefault("spec", {})["finalizers"] = deep_copy(spec.get("finalizers") or [])

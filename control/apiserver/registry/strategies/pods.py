@@ -21,6 +21,7 @@ from typing import Any
 
 from control.api.qos import qos_class
 from control.api.taints import NO_EXECUTE, TAINT_NOT_READY, TAINT_UNREACHABLE, tolerates
+from control.api.typed import Pod
 from control.apimachinery.meta import set_condition
 from control.apiserver import status
 from control.apiserver.registry.strategies.base import Strategy
@@ -65,7 +66,7 @@ def assign_node(pod: dict[str, Any], node_name: str, *, now: datetime) -> None:
     name = pod["metadata"].get("name", "")
     if pod["metadata"].get("deletionTimestamp"):
         raise status.conflict("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
-    current = (pod.get("spec") or {}).get("nodeName")
+    current = Pod(pod).spec.node_name
     if current:
         raise status.conflict("pods/binding", name, f'pod {name} is already assigned to node "{current}"')
     pod.setdefault("spec", {})["nodeName"] = node_name

@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from control.api.priority import SYSTEM_PRIORITY_CLASS_NAMES
+from control.api.typed import TypedObject
 from control.apiserver.admission.chain import forbidden
 from control.apiserver.registry.strategies.base import Strategy
 
 
 class PriorityClassStrategy(Strategy):
     def prepare_for_delete(self, obj: dict[str, Any]) -> None:
-        name = (obj.get("metadata") or {}).get("name", "")
+        name = TypedObject(obj).metadata.name
         if name in SYSTEM_PRIORITY_CLASS_NAMES:
             raise forbidden(self.resource, name, "this is a system priority class and cannot be deleted")

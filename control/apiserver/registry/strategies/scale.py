@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from control.api.typed import TypedObject
 from control.apimachinery.labels import SelectorError, selector_from_label_selector, selector_from_set
 from control.apimachinery.meta import deep_copy
 from control.apimachinery.validation import FieldError
@@ -41,7 +42,7 @@ def apply_scale(obj: dict[str, Any], scale: dict[str, Any]) -> dict[str, Any]:
     """The workload with the Scale's `spec.replicas` (422 for a negative or non-integer count)."""
     replicas = (scale.get("spec") or {}).get("replicas") if isinstance(scale.get("spec"), dict) else None
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-        raise status.invalid("Scale", (obj.get("metadata") or {}).get("name", ""), [FieldError.invalid(
+        raise status.invalid("Scale", TypedObject(obj).metadata.name, [FieldError.invalid(
             "spec.replicas", replicas, "must be greater than or equal to 0")], group="autoscaling")
     new = deep_copy(obj)
     new.setdefault("spec", {})["replicas"] = replicas

@@ -14,6 +14,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any
 
+from control.api.typed import TypedObject
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
 from control.apiserver.registry.allocators import AllocationError, ClusterIPAllocator, NodePortAllocator
@@ -88,7 +89,7 @@ class ServiceAllocations:
             for step in reversed(undo):
                 step()
             field = "spec.clusterIPs" if "IP" in str(exc) else "spec.ports[0].nodePort"
-            raise status.invalid("Service", (service.get("metadata") or {}).get("name", ""),
+            raise status.invalid("Service", TypedObject(service).metadata.name,
                                  [FieldError.invalid(field, spec.get("clusterIP") if "IP" in str(exc) else "",
                                                      str(exc))]) from None
 
