@@ -4,11 +4,12 @@ The official Python client's `stream()` offers v5.channel.k8s.io and v4.channel.
 stdin as text messages): the client's own end-to-end cases `test_pod_apis` (text and binary sessions with
 /bin/sh: stdout and stderr lines, a Success Status after `exit`) and `test_pod_exec_close_channel` (v5
 CLOSE of stdin ends `cat`, exit code 0) run unchanged in substance, plus its `returncode` for non-zero
-exits and attach to a container's stdin. The older protocols (v4.base64.channel.k8s.io,
-base64.channel.k8s.io, channel.k8s.io) and v4 asked for alone are driven with the `websocket-client`
-package the official client uses, the `Sec-WebSocket-Protocol` header set by the test: stdin as text and
-as binary messages, stdout and stderr apart, non-UTF-8 bytes both ways, and the end of the command as the
-protocol says (a Status from v4 on, a failure's text before), then the close.
+exits, attach to a container's stdin, and its WSClient asked for v4.channel.k8s.io alone. The older
+protocols (v4.base64.channel.k8s.io, base64.channel.k8s.io, channel.k8s.io) and every other protocol
+asked for alone are driven with the `websocket-client` package the official client uses, the
+`Sec-WebSocket-Protocol` header set by the test: stdin as text and as binary messages, stdout and stderr
+apart, non-UTF-8 bytes both ways, and the end of the command as the protocol says (a Status from v4 on, a
+failure's text before), then the close.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import websocket
 from kubernetes import client as k8s
 from kubernetes import config
 from kubernetes.stream import stream
-from kubernetes.stream.ws_client import ERROR_CHANNEL
+from kubernetes.stream.ws_client import ERROR_CHANNEL, WSClient, get_websocket_url
 
 from tests.e2e.shared_cluster import RunningCluster
 from tests.e2e.test_up_down import wait_running
@@ -137,6 +138,29 @@ def test_python_client_returncode(core: k8s.CoreV1Api, cluster_namespace: str, b
     assert resp.returncode is None
     resp.run_forever(timeout=10)
     assert resp.returncode == code
+
+
+def test_python_client_asking_for_v4_alone(workload_cluster: RunningCluster, core: k8s.CoreV1Api,
+                                           cluster_namespace: str, busyboxes: list[str]) -> None:
+    """The official client's own WSClient with its `sec-websocket-protocol` header set to v4.channel.k8s.io
+    (what `stream()` cannot ask for): str stdin, stdout and stderr lines, the exit code from v4's Status."""
+    configuration = core.api_client.configuration
+    url = get_websocket_url(
+        f"{configuration.host}/api/v1/namespaces/{cluster_namespace}/pods/{busyboxes[1]}/exec",
+        [("command", ["sh", "-c", 'read line; echo "out:$line"; echo "err:$line" >&2; exit 4']),
+         ("stdin", "true"), ("stdout", "true"), ("stderr", "true")])
+    headers = {"authorization": f"Bearer {workload_cluster.client.config.token}",
+               "sec-websocket-protocol": "v4.channel.k8s.io"}
+    resp = WSClient(configuration, url, headers, capture_all=True)
+    try:
+        assert resp.subprotocol == "v4.channel.k8s.io"
+        resp.write_stdin("v4\n")
+        assert resp.readline_stdout(timeout=10) == "out:v4"
+        assert resp.readline_stderr(timeout=10) == "err:v4"
+        resp.run_forever(timeout=10)
+        assert not resp.is_open() and resp.returncode == 4
+    finally:
+        resp.close()
 
 
 def test_python_client_attach(workload_cluster: RunningCluster, core: k8s.CoreV1Api,

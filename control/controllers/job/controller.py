@@ -308,9 +308,12 @@ class JobController(Controller):
 
         # 6. Remove the finalizers of what was recorded, then count it.
         recorded = set(pending_succeeded) | set(pending_failed)
-        self._remove_finalizers(key, [p for p in pods if uid_of(p) in recorded or p in finished.ignored])
+        # What this call removed counts even if the pod informer has meanwhile seen the removal and dropped the
+        # uid from `_removed` again (upstream counts the uids removeTrackingFinalizerFromPods returns).
+        to_release = [p for p in pods if uid_of(p) in recorded or p in finished.ignored]
+        just_removed = self._remove_finalizers(key, to_release)
         with self._lock:
-            removed = frozenset(self._removed.get(key, ()))
+            removed = frozenset(self._removed.get(key, ())) | just_removed
 
         def countable(uid: str) -> bool:
             pod = by_uid.get(uid)
@@ -386,10 +389,12 @@ class JobController(Controller):
         writes = self.pod_control.sync_pods(key, typed, delete=pods)
         return writes.deleted, writes.error
 
-    def _remove_finalizers(self, key: str, pods: Iterable[Any]) -> None:
+    def _remove_finalizers(self, key: str, pods: Iterable[Any]) -> frozenset[str]:
         """removeTrackingFinalizerFromPods: a JSON patch per pod, guarded by a test of the entry; a pod gone
-        counts as removed. Raises the first other failure after trying every pod."""
+        counts as removed. Returns the uids this call removed; raises the first other failure after trying
+        every pod."""
         first: Exception | None = None
+        done: set[str] = set()
         for pod in pods:
             finalizers = list(Pod(pod).metadata.finalizers)
             uid = uid_of(pod)
@@ -412,8 +417,10 @@ class JobController(Controller):
                 continue
             with self._lock:
                 self._removed.setdefault(key, set()).add(uid)
+            done.add(uid)
         if first is not None:
             raise first
+        return frozenset(done)
 
     def _release_orphan(self, pod_key: str) -> None:
         """A pod with the tracking finalizer whose Job is gone: drop the finalizer (upstream's orphanQueue)."""
