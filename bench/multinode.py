@@ -102,7 +102,8 @@ def write_config(data_dir: Path, run: str, *, pod_cidr: str) -> None:
     (data_dir / "kubelet.yaml").write_text(yaml.safe_dump({
         "nodeName": f"skbench-{run}", "podBridge": f"skbench{run}", "vethPrefix": "skb", "podCIDR": pod_cidr,
         "clusterCIDR": "10.244.0.0/16", "address": "127.0.0.1", "port": free_port(),
-        "podForwardChain": f"KUBE-SKBENCH-{run}-FWD", "podMasqueradeChain": f"KUBE-SKBENCH-{run}-MASQ"}))
+        "podForwardChain": f"KUBE-SKBENCH-{run}-FWD", "podMasqueradeChain": f"KUBE-SKBENCH-{run}-MASQ",
+        "vxlanDevice": f"skbvx{run}"[:15]}))
     (data_dir / "kube-proxy.yaml").write_text(yaml.safe_dump({
         "healthzBindAddress": f"127.0.0.1:{free_port()}", "metricsBindAddress": f"127.0.0.1:{free_port()}",
         "conntrack": {"maxPerCore": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"}}))

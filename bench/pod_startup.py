@@ -185,7 +185,7 @@ def main() -> int:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="skbench-"))
         node = f"skbench-{run}"
         settings = {"nodeName": node, "podBridge": f"skbench{run}", "vethPrefix": "skb",
-                    "podCIDR": free_pod_cidr(), "address": "127.0.0.1", "port": free_port(),
+                    "podCIDR": free_pod_cidr(), "podNetwork": "none", "address": "127.0.0.1", "port": free_port(),
                     "podForwardChain": f"KUBE-SKBENCH-{run}-FWD", "podMasqueradeChain": f"KUBE-SKBENCH-{run}-MASQ",
                     "dataDir": os.path.join(tmp, "agent"), "maxPods": max(110, args.pods + 10)}
         config_path = os.path.join(tmp, "kubelet.yaml")

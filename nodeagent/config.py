@@ -21,6 +21,7 @@ from control.apimachinery.quantity import Quantity
 from control.util.componentconfig import ConfigError, convert, read_document, with_overrides
 from nodeagent import eviction
 from nodeagent.logs import DEFAULT_MAX_FILES, DEFAULT_MAX_SIZE
+from nodeagent.network.backends.desired import Backend
 from nodeagent.network.manager import NetworkConfig
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -42,6 +43,10 @@ class KubeletConfig:
     cluster_cidr: str = "10.244.0.0/16"  # pod traffic inside it is not masqueraded (network/rules.py)
     pod_forward_chain: str = "KUBE-POD-FORWARD"  # our iptables chains; tests and `down` use their own names
     pod_masquerade_chain: str = "KUBE-POD-MASQ"
+    # how this node reaches other nodes' pods (nodeagent/network/backends/): vxlan (flannel's default),
+    # host-gw or none; the VXLAN device's name (flannel's flannel.1; tests give their own)
+    pod_network: str = "vxlan"
+    vxlan_device: str = "flannel.1"
     max_pods: int = 110
     static_pod_path: str = ""
     static_pod_url: str = ""
@@ -98,6 +103,8 @@ class KubeletConfig:
                              masq_chain=self.pod_masquerade_chain)
 
 
+POD_NETWORKS = tuple(backend.value for backend in Backend)  # vxlan, host-gw, none
+
 # YAML name → (dataclass field, parser). Upstream's KubeletConfiguration names first, then ours.
 _Parser = Any
 _FIELDS: dict[str, tuple[str, _Parser]] = {
@@ -131,6 +138,8 @@ _FIELDS: dict[str, tuple[str, _Parser]] = {
     "clusterCIDR": ("cluster_cidr", str),
     "podForwardChain": ("pod_forward_chain", str),
     "podMasqueradeChain": ("pod_masquerade_chain", str),
+    "podNetwork": ("pod_network", str),
+    "vxlanDevice": ("vxlan_device", str),
     "plegRelistPeriod": ("pleg_relist_period", "duration"),
     "plegRelistThreshold": ("pleg_relist_threshold", "duration"),
     "crashLoopBackOffInitial": ("crash_loop_backoff_initial", "duration"),
@@ -195,6 +204,10 @@ def validate(config: KubeletConfig) -> KubeletConfig:
         config.network(config.pod_cidr or default_pod_cidr(config.cluster_cidr))
     except ValueError as exc:
         raise ConfigError(f"pod network (clusterCIDR, podCIDR, podBridge, vethPrefix, chains): {exc}") from None
+    if config.pod_network not in POD_NETWORKS:
+        raise ConfigError(f"podNetwork: {config.pod_network!r} is not one of {', '.join(POD_NETWORKS)}")
+    if not 0 < len(config.vxlan_device) <= 15 or "/" in config.vxlan_device or " " in config.vxlan_device:
+        raise ConfigError(f"vxlanDevice: {config.vxlan_device!r} is not an interface name of 1 to 15 characters")
     if config.node_ip:
         try:
             ipaddress.ip_address(config.node_ip)

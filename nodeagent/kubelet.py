@@ -86,6 +86,7 @@ class Kubelet:
         self._spawn("local-path-provisioner", parts.local_path.run, self._stop)  # its informers start with the sources'
         parts.sources.start(self._stop)
         self._spawn("node-status", parts.reporter.run, self._stop)
+        self._spawn("pod-routes", parts.pod_routes.run, self._stop)
         parts.server.start()
         self._spawn("housekeeping", self._housekeeping, parts)
         self._start_garbage_collection(parts, recorder)

@@ -9,7 +9,9 @@ depend on, in upstream's order:
   1. Docker: ping the engine (an engine that cannot be reached is fatal);
   2. register the Node (NodeReporter): an API server that cannot be reached here is fatal;
   3. the pod network: the Node's spec.podCIDR, waited for while the node IPAM controller assigns it, or
-     the config's podCIDR, which must match the Node's (nodeagent/podcidr.py); IPAM
+     the config's podCIDR, which must match the Node's (nodeagent/podcidr.py); the backend towards other
+     nodes' pods set up and published on the Node (nodeagent/network/backends/: the VXLAN device, whose
+     MTU the pods then take); IPAM
      under `state_dir`, bridge and host rules ensured, and the addresses of sandboxes that no longer run
      released (restart safety: running sandboxes keep theirs); the hostPort rules re-synced to the
      sandboxes still running (stale KUBE-HP- chains removed);
@@ -32,6 +34,7 @@ complete before either runs.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -59,6 +62,9 @@ from nodeagent.images import PAUSE_IMAGE
 from nodeagent.logs import log_config
 from nodeagent.mirror import MirrorPods, is_mirror
 from nodeagent.network import hostport_manager
+from nodeagent.network.backends.agent import PodNetworkAgent
+from nodeagent.network.backends.desired import Backend
+from nodeagent.network.backends.netlink import NetlinkRoutes
 from nodeagent.network.hostport_manager import HostportManager
 from nodeagent.network.ipam import LocalIPAM, state_path
 from nodeagent.network.manager import PodNetworkManager
@@ -273,6 +279,7 @@ class KubeletParts:
     sources: PodSources
     server: KubeletServer
     pod_cidr: str
+    pod_routes: PodNetworkAgent  # routes / VXLAN entries towards other nodes' pods
     container_gc: ContainerGC
     image_gc: ImageGCManager | None  # None: imageGCHighThresholdPercent 100 turns it off (upstream)
     local_path: LocalPathProvisioner  # this node's share of the built-in local-path provisioner
@@ -311,11 +318,21 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     allocatable = dict(Node(node).status.allocatable)
     node_facts = NodeFacts(host_ips=(node_ip,), allocatable=allocatable)
 
+    pod_routes = PodNetworkAgent(client, NetlinkRoutes(), node_name=config.node_name,
+                                 backend=Backend(config.pod_network), node_ip=node_ip, pod_cidr=pod_cidr,
+                                 device=config.vxlan_device)
+    try:
+        pod_routes.setup()
+    except Exception as exc:
+        raise KubeletError(f"pod network {config.pod_network}: {exc}") from exc
+    network_config = config.network(pod_cidr)
+    if pod_routes.pod_mtu is not None:  # pods' packets must fit the VXLAN device
+        network_config = dataclasses.replace(network_config, mtu=pod_routes.pod_mtu)
+
     os.makedirs(config.state_dir, exist_ok=True)
     ipam = LocalIPAM(state_path(config.state_dir), pod_cidr)
     iptables = detect()
-    manager = PodNetworkManager(config.network(pod_cidr), ipam=ipam, network=NetlinkPodNetwork(),
-                                iptables=iptables)
+    manager = PodNetworkManager(network_config, ipam=ipam, network=NetlinkPodNetwork(), iptables=iptables)
     live_sandboxes = [s.id for pod in runtime.list_pods() for s in pod.sandboxes if s.state is SandboxState.READY]
     manager.start(live_sandboxes)
     hostports = HostportManager(iptables, hostport_manager.state_path(config.state_dir))
@@ -379,7 +396,8 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                                       base_dir=config.local_path_dir, recorder=recorder)
     return KubeletParts(runtime=runtime, reporter=reporter, network=network, hostports=hostports, syncer=syncer,
                         status=status, probes=probes, pleg=pleg, workers=workers, sources=sources, server=server,
-                        pod_cidr=pod_cidr, container_gc=container_gc, image_gc=image_gc, local_path=local_path)
+                        pod_cidr=pod_cidr, pod_routes=pod_routes, container_gc=container_gc, image_gc=image_gc,
+                        local_path=local_path)
 
 
 def node_reference(node_name: str) -> dict[str, str]:

@@ -6,7 +6,9 @@ Removed, in this order:
 1. every Docker container labelled `slimkube.io/node=<node>` (nodeagent/runtime/labels.py), force-removed
    with anonymous volumes, a few at a time; the host end of each sandbox's veth goes with it (and is
    deleted explicitly when it outlived its netns);
-2. the node's pod bridge, then our iptables jumps and chains (nodeagent/network/rules.py `remove`:
+2. the node's pod bridge, the routes to other nodes' pods and the VXLAN device this node's backend made
+   (nodeagent/network/backends/netlink.py `remove_all`: only routes of its protocol number), then our
+   iptables jumps and chains (nodeagent/network/rules.py `remove`:
    only those, never another chain), and the hostPort jumps and chains (KUBE-HOSTPORTS, KUBE-HP-*;
    before the proxy's cleanup, since they jump to its KUBE-MARK-MASQ) with their state file;
 3. the IPAM table and its lock (nodeagent/network/ipam.py), and the pods' directories (volumes,
@@ -52,6 +54,8 @@ class HostNetwork(Protocol):
 
     def delete_bridge(self, name: str) -> bool: ...
 
+    def remove_pod_routes(self, vxlan_device: str) -> None: ...
+
 
 @dataclass(frozen=True)
 class TeardownReport:
@@ -74,6 +78,11 @@ class RealHostNetwork:
         from nodeagent.network.bridge import delete_bridge
 
         return delete_bridge(name)
+
+    def remove_pod_routes(self, vxlan_device: str) -> None:
+        from nodeagent.network.backends.netlink import NetlinkRoutes
+
+        NetlinkRoutes().remove_all(vxlan_device)
 
 
 def node_containers(docker_api: DockerAPI, node_name: str) -> list[dict[str, Any]]:
@@ -154,6 +163,12 @@ def teardown(config: KubeletConfig, *, docker_api: DockerAPI, iptables: hostport
         bridge = network.delete_bridge(net.bridge)
     except Exception as exc:  # noqa: BLE001
         errors.append(f"bridge {net.bridge}: {exc}")
+    if config.pod_network != "none":
+        log(f"removing the routes to other nodes' pods and device {config.vxlan_device}")
+        try:
+            network.remove_pod_routes(config.vxlan_device)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"pod routes: {exc}")
     chains: tuple[str, ...] = ()
     try:
         rules.remove(iptables, net.rules)

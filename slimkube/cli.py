@@ -331,6 +331,10 @@ def _kubelet_options(command: _Command) -> _Command:  # the flags `agent` and `u
         click.option("--pod-cidr", help="This node's pod CIDR, which must match the Node's spec.podCIDR if it has "
                      "one [default: the Node's spec.podCIDR, given by the node IPAM controller]."),
         click.option("--node-ip", help="The InternalIP to report [default: the address routing to the server]."),
+        click.option("--pod-network", type=click.Choice(["vxlan", "host-gw", "none"]),
+                     help="How this node reaches other nodes' pods: a VXLAN overlay, routes via their "
+                     "InternalIPs (nodes on one subnet), or nothing (an external CNI) [default: the config's "
+                     "podNetwork, vxlan]."),
         click.option("--cluster-dns", help="Comma-separated cluster DNS addresses pods get under dnsPolicy "
                      "ClusterFirst [default: the service CIDR's tenth address, 10.96.0.10]."),
         click.option("--cluster-domain", help="The cluster's DNS domain [default: cluster.local]."),
@@ -395,8 +399,8 @@ def _client_config(kubeconfig: str | None, server: str | None, token: str | None
 @_kubelet_options
 def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig: str | None, data_dir: str | None,
           kubelet_port: int | None, cluster_cidr: str | None, config_file: str | None, node_name: str | None,
-          pod_cidr: str | None, node_ip: str | None, cluster_dns: str | None, cluster_domain: str | None,
-          serve_dns: bool, verbose: bool) -> None:
+          pod_cidr: str | None, node_ip: str | None, pod_network: str | None, cluster_dns: str | None,
+          cluster_domain: str | None, serve_dns: bool, verbose: bool) -> None:
     """Run a kubelet on this host that joins the cluster at --server (or --kubeconfig) until SIGINT/SIGTERM.
 
     With a K10 token the agent checks the server's CA (GET /cacerts) against the token's hash before it sends
@@ -410,7 +414,7 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
 
     _check_credentials(kubeconfig, server, token, ca_file)
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, pod_cidr=pod_cidr,
-                             node_ip=node_ip, port=kubelet_port, cluster_cidr=cluster_cidr,
+                             node_ip=node_ip, pod_network=pod_network, port=kubelet_port, cluster_cidr=cluster_cidr,
                              cluster_dns=cluster_dns_flag(cluster_dns), cluster_domain=cluster_domain)
     config = with_default_cluster_dns(config, DEFAULT_SERVICE_CIDR)
     _logging(verbose)
@@ -458,8 +462,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
        resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
        horizontal_pod_autoscaler_sync_period: str, scheduler_config: str | None, scheduler_bind_address: str,
        scheduler_port: int, config_file: str | None, node_name: str | None, pod_cidr: str | None,
-       node_ip: str | None, cluster_dns: str | None, cluster_domain: str | None, serve_dns: bool,
-       verbose: bool) -> None:
+       node_ip: str | None, pod_network: str | None, cluster_dns: str | None, cluster_domain: str | None,
+       serve_dns: bool, verbose: bool) -> None:
     """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
     Prints progress, then the admin kubeconfig path once the node is Ready. Ctrl-C stops them; the pods keep
@@ -487,7 +491,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     flags = UpFlags(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
                     service_cidr=service_cidr, cluster_cidr=cluster_cidr, kubelet_port=kubelet_port,
                     node_count=node_count, nodes_cidr=nodes_cidr, disable=disable, config_file=config_file,
-                    node_name=node_name, pod_cidr=pod_cidr, node_ip=node_ip, cluster_dns=cluster_dns,
+                    node_name=node_name, pod_cidr=pod_cidr, node_ip=node_ip, pod_network=pod_network,
+                    cluster_dns=cluster_dns,
                     cluster_domain=cluster_domain, serve_dns=serve_dns)
     try:
         plan = plan_up(flags, gather_facts(flags))

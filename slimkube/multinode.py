@@ -4,7 +4,7 @@
 
 The plan `up` made is kept in `DIR/nodes/nodes.json`, so `down` and `node` act on the nodes that were
 really made, whatever flags they are given. Settings for the nodes' daemons: `DIR/nodes/kubelet.yaml`
-(a KubeletConfiguration for every node 2..N; the per-node name, IP, pod CIDR and data dir come as flags,
+(a KubeletConfiguration for every node 2..N; the per-node name, IP and data dir come as flags,
 which override it) and `DIR/nodes/kube-proxy.yaml`, when present.
 """
 
@@ -17,7 +17,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from slimkube import nodenet, nodes
+from control.util.iptables import detect
+from slimkube import nodenet, noderules, nodes
 from slimkube.nodeprocs import Child, Launch, NodeGroup
 
 Say = Callable[[str], None]
@@ -59,6 +60,7 @@ class Join:
     cluster_dns: str = ""  # comma-separated, as `agent --cluster-dns`; "" = the agent's default
     cluster_domain: str = ""
     serve_dns: bool = True
+    pod_network: str = ""  # as `agent --pod-network`; "" = the agent's default
 
 
 def launcher(data_dir: str, join: Join, *, say: Say, python: str = sys.executable) -> Launch:
@@ -70,7 +72,7 @@ def launcher(data_dir: str, join: Join, *, say: Say, python: str = sys.executabl
             argv = nodes.agent_argv(node, python=python, server=join.server, token=join.token,
                                     cluster_cidr=join.cluster_cidr, config_file=kubelet_yaml,
                                     cluster_dns=join.cluster_dns, cluster_domain=join.cluster_domain,
-                                    serve_dns=join.serve_dns)
+                                    serve_dns=join.serve_dns, pod_network=join.pod_network)
         else:
             argv = nodes.proxy_argv(node, python=python, server=join.server, token=join.token,
                                     cluster_cidr=join.cluster_cidr, config_file=proxy_yaml)
@@ -80,14 +82,17 @@ def launcher(data_dir: str, join: Join, *, say: Say, python: str = sys.executabl
 
 
 def start_network(data_dir: str, plan: nodes.NodesPlan, *, say: Say) -> None:
-    """Wire the node network (idempotent) and record the plan for `down` and `node`."""
+    """Wire the node network and its forwarding and egress rules (slimkube/noderules.py; idempotent), and
+    record the plan for `down` and `node`."""
     from nodeagent.network.bridge import ensure_bridge
 
     save_plan(data_dir, plan)  # first: `down` must find what a failed start left
     say(f"[up] node network {plan.nodes_cidr} on bridge {plan.bridge} (this host {plan.host_ip})")
     nodenet.wire(plan, ensure_bridge=ensure_bridge)
+    noderules.apply(detect(), noderules.NodeRulesConfig(bridge=plan.bridge, nodes_cidr=plan.nodes_cidr,
+                                                        uplink=nodenet.default_route_device()))
     for node in plan.nodes:
-        say(f"[node {node.name}] namespace {node.netns}: {node.node_ip}, pod CIDR {node.pod_cidr} via {node.node_ip}")
+        say(f"[node {node.name}] namespace {node.netns}: {node.node_ip}")
 
 
 def node_group(data_dir: str, plan: nodes.NodesPlan, join: Join, *, say: Say) -> NodeGroup:
@@ -114,6 +119,10 @@ def down_nodes(data_dir: str, *, say: Say, python: str = sys.executable) -> list
         if done.returncode != 0:
             errors.append(f"node {node.name}: `down` in its namespace exited {done.returncode}")
     errors += nodenet.unwire(plan)
+    try:
+        noderules.remove(detect())
+    except Exception as exc:  # noqa: BLE001 - report it with the rest
+        errors.append(f"node network rules: {exc}")
     say(f"[down] removed the namespaces of {', '.join(n.name for n in plan.nodes) or 'no nodes'}, their veths "
         f"and bridge {plan.bridge}")
     if not errors:

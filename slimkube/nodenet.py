@@ -5,11 +5,11 @@
    on ip_forward);
 2. per node: the named network namespace (`ip netns add`, so `ip netns exec NAME` enters it), its
    loopback up, a veth pair with the host end on the bridge and the other end moved in as `eth0` with
-   the node's address, a default route via the host's bridge address;
-3. per node: the host route of its pod CIDR via its address (`ip route replace`).
+   the node's address, a default route via the host's bridge address.
+No pod routes: each node's agent makes its own (`--pod-network`, nodeagent/network/backends/).
 
 `unwire` removes them in reverse: namespaces (which takes their `eth0`, pod bridge, pods' veths and their
-iptables rules with them), host veths, the bridge (its routes go with it).
+iptables rules with them), host veths, the bridge.
 
 The commands are iproute2's because the namespaces must be iproute2's named ones (`/run/netns/NAME`) for
 `ip netns exec` to enter them; they run through an injected `Run` so the order is unit-tested.
@@ -55,8 +55,17 @@ def ensure_netns(name: str, *, run: Run = run_ip) -> None:
         _check(run, "netns", "add", name)
 
 
+def default_route_device(*, run: Run = run_ip) -> str:
+    """The device of this namespace's default route ("" when there is none)."""
+    for line in _check(run, "route", "show", "default").splitlines():
+        words = line.split()
+        if "dev" in words[:-1]:
+            return words[words.index("dev") + 1]
+    return ""
+
+
 def wire_node(plan: NodesPlan, node: NodeSpec, *, run: Run = run_ip) -> None:
-    """Step 2 and 3 of the module notes for one node."""
+    """Step 2 of the module notes for one node."""
     ensure_netns(node.netns, run=run)
     _check(run, "-n", node.netns, "link", "set", "lo", "up")
     if not link_exists(NODE_IFNAME, run=run, netns=node.netns):
@@ -67,7 +76,6 @@ def wire_node(plan: NodesPlan, node: NodeSpec, *, run: Run = run_ip) -> None:
     _check(run, "-n", node.netns, "addr", "replace", f"{node.node_ip}/{plan.prefixlen}", "dev", NODE_IFNAME)
     _check(run, "-n", node.netns, "link", "set", NODE_IFNAME, "up")
     _check(run, "-n", node.netns, "route", "replace", "default", "via", plan.host_ip, "dev", NODE_IFNAME)
-    _check(run, "route", "replace", node.pod_cidr, "via", node.node_ip, "dev", plan.bridge)
 
 
 def wire(plan: NodesPlan, *, ensure_bridge: Callable[[str, str], object], run: Run = run_ip) -> None:

@@ -168,7 +168,7 @@ class NodeGroup:
             except FileNotFoundError:
                 pass
             self._say(f"[node {state.node.name}] starting agent in namespace {state.node.netns} "
-                      f"({state.node.node_ip}, pod CIDR {state.node.pod_cidr})")
+                      f"({state.node.node_ip})")
             state.agent = self._launch(state.node, "agent")
         self._thread = threading.Thread(target=self.run, name="node-supervisor", daemon=True)
         self._thread.start()

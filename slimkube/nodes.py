@@ -4,14 +4,14 @@ Node 1 is `up`'s own kubelet in the host's network namespace, as with one node. 
 network namespace named after the node, joined to the host by a veth pair whose host end sits on one node
 bridge (kind's and k3d's one-host clusters do the same with containers on a Docker network):
 
-    host netns:  bridge `slimnodes0` 10.250.0.1/24 ── veth `slimnode2` ─┐   route 10.244.<k+1>.0/24 via .2
-                                                   └─ veth `slimnode3` ─┼─┐ route 10.244.<k+2>.0/24 via .3
-    netns NAME-2: eth0 10.250.0.2/24, default via 10.250.0.1  ◄────────┘ │  cbr0 10.244.<k+1>.1/24 (its kubelet)
-    netns NAME-3: eth0 10.250.0.3/24, default via 10.250.0.1  ◄──────────┘  cbr0 10.244.<k+2>.1/24
+    host netns:  bridge `slimnodes0` 10.250.0.1/24 ── veth `slimnode2` ─┐
+                                                   └─ veth `slimnode3` ─┼─┐
+    netns NAME-2: eth0 10.250.0.2/24, default via 10.250.0.1  ◄────────┘ │
+    netns NAME-3: eth0 10.250.0.3/24, default via 10.250.0.1  ◄──────────┘
 
-Pod CIDRs are routed host-gw style (flannel's host-gw backend): the host routes each node's pod CIDR via
-that node's address, each node namespace sends everything else to the host. Node 1's pod CIDR is the
-base (`10.244.k.0/24`, k = 0 by default); node i takes the (i-1)-th /24 after it in the cluster CIDR.
+The node namespaces are plain hosts on one L2: nothing here routes pods. Each node's pod CIDR comes from
+the node IPAM controller (its Node's spec.podCIDR) and each node's agent reaches the others' pods through
+its own backend (`--pod-network`, nodeagent/network/backends/), exactly as on separate hosts.
 The host's bridge address is what the nodes use to reach the API server, so `up` advertises it (the
 `kubernetes` Service's endpoint) and its serving certificate names it, and node 1 reports it as its
 InternalIP (so every node's address is on the one node network).
@@ -47,7 +47,6 @@ class NodeSpec:
     index: int          # 2..N
     name: str           # Node name = network namespace name
     node_ip: str        # its eth0 address on the node bridge
-    pod_cidr: str       # 10.244.x.0/24, routed via node_ip
     host_veth: str      # the host end of its veth pair, on the node bridge
     data_dir: str       # DIR/nodes/NAME: the agent's and proxy's data dir
 
@@ -66,13 +65,9 @@ class NodesPlan:
     prefixlen: int
     nodes: tuple[NodeSpec, ...]
 
-    def host_routes(self) -> tuple[tuple[str, str], ...]:
-        """(destination, gateway) routes the host needs: each node's pod CIDR via its address."""
-        return tuple((node.pod_cidr, node.node_ip) for node in self.nodes)
-
     def to_json(self) -> dict[str, Any]:
         return {"bridge": self.bridge, "nodesCIDR": self.nodes_cidr, "hostIP": self.host_ip,
-                "nodes": [{"index": n.index, "name": n.name, "nodeIP": n.node_ip, "podCIDR": n.pod_cidr,
+                "nodes": [{"index": n.index, "name": n.name, "nodeIP": n.node_ip,
                            "hostVeth": n.host_veth, "dataDir": n.data_dir} for n in self.nodes]}
 
     @classmethod
@@ -80,7 +75,7 @@ class NodesPlan:
         network = ipaddress.IPv4Network(document["nodesCIDR"])
         return cls(bridge=document["bridge"], nodes_cidr=str(network), host_ip=document["hostIP"],
                    prefixlen=network.prefixlen,
-                   nodes=tuple(NodeSpec(index=n["index"], name=n["name"], node_ip=n["nodeIP"], pod_cidr=n["podCIDR"],
+                   nodes=tuple(NodeSpec(index=n["index"], name=n["name"], node_ip=n["nodeIP"],
                                         host_veth=n["hostVeth"], data_dir=n["dataDir"]) for n in document["nodes"]))
 
 
@@ -93,20 +88,7 @@ def node_name(first: str, index: int) -> str:
     return name
 
 
-def pod_cidr_of(first_pod_cidr: str, cluster_cidr: str, index: int) -> str:
-    """Node `index`'s pod CIDR: the (index-1)-th network of node 1's size after node 1's, inside the
-    cluster CIDR."""
-    first = ipaddress.IPv4Network(first_pod_cidr)
-    cluster = ipaddress.IPv4Network(cluster_cidr)
-    address = int(first.network_address) + (index - 1) * first.num_addresses
-    candidate = ipaddress.IPv4Network((address, first.prefixlen)) if address < 2 ** 32 else None
-    if candidate is None or not candidate.subnet_of(cluster):
-        raise PlanError(f"node {index}'s pod CIDR (after {first_pod_cidr}) does not fit in the cluster CIDR "
-                        f"{cluster_cidr}: use fewer --nodes, a lower node 1 podCIDR or a larger cluster CIDR")
-    return str(candidate)
-
-
-def plan(count: int, *, first_name: str, first_pod_cidr: str, cluster_cidr: str, data_dir: str,
+def plan(count: int, *, first_name: str, cluster_cidr: str, data_dir: str,
          nodes_cidr: str = DEFAULT_NODES_CIDR) -> NodesPlan:
     """The plan for nodes 2..count (an empty `nodes` for count 1)."""
     if count < 1:
@@ -124,7 +106,6 @@ def plan(count: int, *, first_name: str, first_pod_cidr: str, cluster_cidr: str,
     for index in range(2, count + 1):
         name = node_name(first_name, index)
         nodes.append(NodeSpec(index=index, name=name, node_ip=str(hosts[index - 1]),
-                              pod_cidr=pod_cidr_of(first_pod_cidr, cluster_cidr, index),
                               host_veth=f"{HOST_VETH_PREFIX}{index}",
                               data_dir=os.path.join(data_dir, NODES_DIR, name)))
     return NodesPlan(bridge=BRIDGE, nodes_cidr=str(network), host_ip=str(hosts[0]), prefixlen=network.prefixlen,
@@ -137,12 +118,13 @@ def server_url(plan: NodesPlan, port: int) -> str:
 
 def agent_argv(node: NodeSpec, *, python: str, server: str, token: str, cluster_cidr: str,
                config_file: str | None, cluster_dns: str = "", cluster_domain: str = "",
-               serve_dns: bool = True) -> list[str]:
+               serve_dns: bool = True, pod_network: str = "") -> list[str]:
     """`slimkube agent` for `node`, exactly as a worker host joins (`--server URL --token TOKEN`: the CA
-    fetched from /cacerts is checked against the token's hash, then the token sent)."""
+    fetched from /cacerts is checked against the token's hash, then the token sent; no --pod-cidr: the Node
+    gets one from the node IPAM controller)."""
     argv = [python, "-m", "slimkube.cli", "agent", "--server", server, "--token", token, "--node-name", node.name,
-            "--node-ip", node.node_ip, "--pod-cidr", node.pod_cidr, "--cluster-cidr", cluster_cidr,
-            "--data-dir", node.data_dir]
+            "--node-ip", node.node_ip, "--cluster-cidr", cluster_cidr, "--data-dir", node.data_dir]
+    argv += ["--pod-network", pod_network] if pod_network else []
     argv += (["--cluster-dns", cluster_dns] if cluster_dns else []) + \
         (["--cluster-domain", cluster_domain] if cluster_domain else []) + ([] if serve_dns else ["--no-serve-dns"])
     return argv + (["--config", config_file] if config_file else [])

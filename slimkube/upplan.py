@@ -7,9 +7,7 @@ components are switched off. Deriving it:
 1. `--service-cidr` / `--cluster-cidr` are networks without host bits, `--disable` names known components;
 2. the kubelet's settings: its config file (`--config`, else DATA_DIR/kubelet.yaml when present), then the
    flags given; no clusterDNS from either means the service CIDR's tenth address, where kube-dns goes;
-   with one node and no podCIDR the node IPAM controller gives the Node one (the kubelet waits for it);
-   with `--nodes N` node 1's default is the cluster CIDR's first /24, nodes 2..N the next ones, because
-   the node network routes each node's planned pod CIDR to it;
+   no podCIDR: the node IPAM controller gives each Node one (the kubelets wait for it);
 3. with `--nodes N`: the node network plan, which node 1's InternalIP joins unless one is configured, and
    which needs the API server reachable from the node namespaces (`--bind-address` 0.0.0.0 or the host's
    node bridge address, which the server then advertises);
@@ -35,7 +33,7 @@ from control.apiserver.controlplane.bootstrap import cluster_dns_ip
 from control.apiserver.server import ServerConfig
 from control.util.componentconfig import ConfigError, read_document, with_overrides
 from nodeagent import config as kubelet_config
-from nodeagent.config import KubeletConfig, default_pod_cidr
+from nodeagent.config import KubeletConfig
 from nodeagent.node_status import default_ip
 from proxy import config as proxy_config
 from proxy.config import ProxyConfig
@@ -73,6 +71,7 @@ class UpFlags:
     node_name: str | None = None
     pod_cidr: str | None = None
     node_ip: str | None = None
+    pod_network: str | None = None
     cluster_dns: str | None = None
     cluster_domain: str | None = None
     serve_dns: bool = True
@@ -107,7 +106,8 @@ class UpPlan:
         assert self.nodes is not None
         return Join(server=nodes.server_url(self.nodes, api_port), token=token,
                     cluster_cidr=self.kubelet.cluster_cidr, cluster_dns=",".join(self.kubelet.cluster_dns),
-                    cluster_domain=self.kubelet.cluster_domain, serve_dns=self.serve_dns)
+                    cluster_domain=self.kubelet.cluster_domain, serve_dns=self.serve_dns,
+                    pod_network=self.kubelet.pod_network)
 
 
 def kubelet_config_file(data_dir: str, config_file: str | None) -> str | None:
@@ -179,6 +179,7 @@ def _kubelet(flags: UpFlags, facts: HostFacts) -> KubeletConfig:
     """Step 2: the config file, then the flags, then the cluster DNS address and pod CIDR defaults."""
     overrides = {"data_dir": flags.data_dir, "node_name": flags.node_name, "node_ip": flags.node_ip,
                  "port": flags.kubelet_port, "cluster_cidr": flags.cluster_cidr, "pod_cidr": flags.pod_cidr,
+                 "pod_network": flags.pod_network,
                  "cluster_dns": cluster_dns_flag(flags.cluster_dns), "cluster_domain": flags.cluster_domain}
     base = KubeletConfig(node_name=facts.hostname.lower())
     try:
@@ -188,8 +189,6 @@ def _kubelet(flags: UpFlags, facts: HostFacts) -> KubeletConfig:
     except ConfigError as exc:
         raise UpPlanError(str(exc)) from None
     config = with_default_cluster_dns(config, flags.service_cidr)
-    if not config.pod_cidr and flags.node_count > 1:  # the node network routes each node's planned /24 to it
-        config = dataclasses.replace(config, pod_cidr=default_pod_cidr(config.cluster_cidr))
     return config
 
 
@@ -198,7 +197,7 @@ def _nodes(flags: UpFlags, kubelet: KubeletConfig) -> nodes.NodesPlan | None:
     if flags.node_count == 1:
         return None
     try:
-        result = nodes.plan(flags.node_count, first_name=kubelet.node_name, first_pod_cidr=kubelet.pod_cidr,
+        result = nodes.plan(flags.node_count, first_name=kubelet.node_name,
                             cluster_cidr=kubelet.cluster_cidr, data_dir=flags.data_dir, nodes_cidr=flags.nodes_cidr)
     except nodes.PlanError as exc:
         raise UpPlanError(str(exc)) from None

@@ -1,32 +1,37 @@
 """`slimkube up --nodes 3` on one host as a user runs it: node 1 in the host's
 namespace, nodes 2 and 3 each in a network namespace with their own `slimkube agent` and `slimkube proxy`
 processes, joined with `--server URL --token TOKEN` (the CA checked against the token).
-
-One `up` serves the whole test, in steps: three Ready nodes; pods pinned to each node (spec.nodeName,
-so each node is reached for sure) reach each other across nodes; a ClusterIP Service whose only pod is on
-node 3 answers from
+One `up` per pod network backend (vxlan, host-gw) serves the whole test, in steps: three Ready nodes with
+distinct pod CIDRs from the node IPAM controller (no node is told one) and flannel's annotations; pods
+pinned to each node (spec.nodeName, so each node is reached for sure) reach each other across nodes through
+the agents' own backend (`up` routes no pods), and a server pod sees the client pod's own address; a server
+in a namespace outside the cluster CIDR, made by the test and routing back only via this host, sees the
+client's node address (egress masquerade); a ClusterIP Service whose only pod is on node 3 answers from
 a pod on every node, and its NodePort on every node's address; the `kubernetes` Service answers from a pod
 on every node; `node stop` of node 2 → its Lease expires and, `up` running with a short
 `--node-monitor-grace-period`, the node lifecycle controller sets it Ready=Unknown with the unreachable
 NoExecute taint, while its pod keeps running and is not evicted (the API server's default toleration is
 300 s); `node start` → Ready again without the taints, its pod adopted (same container, restartCount
 unchanged); Ctrl-C, then `down` leaves no namespace, link, chain or container.
-
 Safety: every address traffic goes to was made by `up` or this test (pod IPs, node IPs on the node
-network, the service CIDR); before any packet to a service IP the test's service CIDR is routed to an
-empty bridge in the host's namespace and in each node's (tests/support/safety_net.py). The node network
-and pod CIDRs are chosen clear of this host's routes.
+network, the outside namespace, the service CIDR); before any packet to a service IP the test's service
+CIDR is routed to an empty bridge in the host's namespace and in each node's (tests/support/safety_net.py).
+The node network, the cluster CIDR (a /22) and the outside namespace's network are chosen clear of this
+host's routes; node 1's VXLAN device has the test's own name and sits on the test's node bridge.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,6 +42,7 @@ from control.client.rest import RESTClient
 from control.util.iptables import detect
 from nodeagent.network import rules
 from proxy.app import run_cleanup
+from slimkube import noderules
 from slimkube.nodes import BRIDGE, HOST_VETH_PREFIX
 from tests.e2e.test_up_down import ROOT, UpProcess, assert_adopted, node_containers, wait_running, write_up_config
 from tests.support.apiserver import free_port
@@ -82,12 +88,63 @@ def host_fetch(url: str) -> str:
         return ""
 
 
+# busybox httpd serving its host name at / and, at /cgi-bin/ip, the address the request came from
+WEB_SCRIPT = ("mkdir -p /www/cgi-bin && hostname > /www/index.html && "
+              "printf '#!/bin/sh\\necho Content-Type: text/plain\\necho\\necho $REMOTE_ADDR\\n' > /www/cgi-bin/ip && "
+              "chmod +x /www/cgi-bin/ip && exec httpd -f -p 8080 -h /www")
+
+
+def remote_addr(text: str) -> str:
+    """The client address busybox httpd's CGI reports (an IPv4-mapped IPv6 address in brackets) as IPv4."""
+    return text.strip().strip("[]").removeprefix("::ffff:")
+
+
 def web_pod(name: str, node: str) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "sktest-web", "pod": name}},
             "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [{
                 "name": "app", "image": "slimkube/busybox:1", "imagePullPolicy": "Never",
-                "command": ["sh", "-c", "mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www"],
+                "command": ["sh", "-c", WEB_SCRIPT],
                 "ports": [{"containerPort": 8080}]}]}}
+
+
+@dataclass(frozen=True)
+class Outside:
+    address: str  # the server's
+    gateway: str  # this host's address on the server's link: what node 1's (the host's) pods are seen as
+
+
+@contextmanager
+def outside_server(run_id: str) -> Iterator[Outside]:
+    """A namespace `sktest-<run>-out` behind a veth from this host (a /24 clear of its routes, outside every
+    cluster CIDR), routing back only via this host, serving WEB_SCRIPT's /cgi-bin/ip with busybox httpd:
+    without masquerade a pod's packets would get no answer. Removed on exit."""
+    net, name, link = free_block("10.249", range(0, 250), 1), f"sktest-{run_id}-out", f"sktest{run_id[:6]}o"
+    gateway, address = f"10.249.{net}.1", f"10.249.{net}.2"
+    www = Path(tempfile.mkdtemp(prefix="sktest-www-"))
+    (www / "cgi-bin").mkdir()
+    script = www / "cgi-bin" / "ip"
+    script.write_text("#!/bin/sh\necho Content-Type: text/plain\necho\necho $REMOTE_ADDR\n")
+    script.chmod(0o755)
+    server: subprocess.Popen | None = None
+    try:
+        for argv in (["netns", "add", name], ["link", "add", link, "type", "veth", "peer", "name", "eth0", "netns",
+                                               name],
+                     ["addr", "add", f"{gateway}/24", "dev", link], ["link", "set", link, "up"],
+                     ["-n", name, "addr", "add", f"{address}/24", "dev", "eth0"],
+                     ["-n", name, "link", "set", "eth0", "up"], ["-n", name, "link", "set", "lo", "up"],
+                     ["-n", name, "route", "add", "default", "via", gateway]):
+            subprocess.run(["ip", *argv], check=True, capture_output=True)
+        server = subprocess.Popen(["ip", "netns", "exec", name, "busybox", "httpd", "-f", "-p", "8080", "-h", str(www)])
+        wait_for(lambda: remote_addr(host_fetch(f"http://{address}:8080/cgi-bin/ip")) == gateway, 10,
+                 "the outside server")
+        yield Outside(address=address, gateway=gateway)
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait(10)
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        delete_link(link)
+        shutil.rmtree(www, ignore_errors=True)
 
 
 def lease_expired(client: RESTClient, node: str) -> bool:
@@ -114,14 +171,16 @@ def ready_since(client: RESTClient, node: str, since: datetime) -> bool:
 
 
 def prepare_cluster(data_dir: Path, run_id: str, docker_api,
-                    register: Callable[[Callable[[], object]], object]) -> dict:
-    """A data dir for `up --nodes 3`: node 1's kubelet.yaml names the test's node, bridge, chains and a pod
-    CIDR whose next two /24s are free too; DIR/nodes/kubelet.yaml gives nodes 2..3 a short Lease. Everything
-    `up` may make is removed by the action given to `register`, even when the test fails."""
+                    register: Callable[[Callable[[], object]], object], *, pod_network: str = "vxlan") -> dict:
+    """A data dir for `up --nodes 3`: node 1's kubelet.yaml names the test's node, bridge, chains, VXLAN
+    device, backend and a /22 cluster CIDR clear of this host's routes, out of which the node IPAM controller
+    gives every node its /24; DIR/nodes/kubelet.yaml gives nodes 2..3 a short Lease.
+    Everything `up` may make is removed by the action given to `register`, even when the test fails."""
     (data_dir / "nodes").mkdir(parents=True)
-    first = free_block("10.244", range(100, 250), NODES)
+    first = free_block("10.244", range(100, 252, 4), 4)  # a /22 clear of this host's routes: the cluster CIDR
     nodes_net = free_block("10.250", range(0, 250), 1)
-    settings, pod_rules = write_up_config(data_dir, run_id, pod_cidr=f"10.244.{first}.0/24")
+    settings, pod_rules = write_up_config(data_dir, run_id, pod_cidr=None, cluster_cidr=f"10.244.{first}.0/22",
+                                          pod_network=pod_network)
     (data_dir / "nodes" / "kubelet.yaml").write_text(yaml.safe_dump({
         "nodeStatusUpdateFrequency": "2s", "nodeLeaseDurationSeconds": LEASE_SECONDS}))
     name = settings["nodeName"]
@@ -133,22 +192,29 @@ def prepare_cluster(data_dir: Path, run_id: str, docker_api,
                 docker_api.remove_container(cid, force=True, v=True)
         for node in names[1:]:
             subprocess.run(["ip", "netns", "del", node], capture_output=True)
-        for link in [f"{HOST_VETH_PREFIX}{i}" for i in range(2, NODES + 1)] + [BRIDGE, settings["podBridge"]]:
+        for link in [f"{HOST_VETH_PREFIX}{i}" for i in range(2, NODES + 1)] + [BRIDGE, settings["podBridge"],
+                                                                                settings["vxlanDevice"]]:
             delete_link(link)
         rules.remove(detect(), pod_rules)
+        noderules.remove(detect())
         run_cleanup(detect())
 
     register(remove_everything)
     return {"data_dir": str(data_dir), "names": names, "nodes_cidr": f"10.250.{nodes_net}.0/24",
-            "service_cidr": free_service_cidr(), "run_id": run_id}
+            "service_cidr": free_service_cidr(), "run_id": run_id, "cluster_cidr": settings["clusterCIDR"],
+            "vxlan_device": settings["vxlanDevice"]}
 
 
 @pytest.fixture
-def cluster(root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanup: Callable) -> dict:
-    """prepare_cluster for one test, removed at its teardown."""
-    return prepare_cluster(tmp_path / "up", run_id, docker_api, cleanup)
+def cluster(request, root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanup: Callable) -> dict:
+    """prepare_cluster for one test, removed at its teardown; the pod network backend is vxlan unless the
+    test parametrizes this fixture (indirect) with another."""
+    pod_network = getattr(request, "param", "vxlan")
+    return {**prepare_cluster(tmp_path / "up", run_id, docker_api, cleanup, pod_network=pod_network),
+            "pod_network": pod_network}
 
 
+@pytest.mark.parametrize("cluster", ["vxlan", "host-gw"], indirect=True)
 def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: dict, docker_api,
                                                                      cleanup: Callable) -> None:
     data_dir, names, run_id = cluster["data_dir"], cluster["names"], cluster["run_id"]
@@ -187,10 +253,28 @@ def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: d
         for pod, node in pods.items():  # each pod has an address from its own node's pod CIDR
             assert ipaddress.ip_address(ips[pod]) in ipaddress.ip_network(nodes[node]["spec"]["podCIDR"])
 
-        for source in pods:  # pod → pod, across every pair of nodes
+        cidrs = {name: node["spec"]["podCIDR"] for name, node in nodes.items()}  # node IPAM's, one each
+        assert len(set(cidrs.values())) == NODES, cidrs
+        assert all(ipaddress.ip_network(c).subnet_of(ipaddress.ip_network(cluster["cluster_cidr"]))
+                   for c in cidrs.values()), cidrs
+        for name, node in nodes.items():  # each agent published its backend as flannel does
+            annotations = node["metadata"].get("annotations") or {}
+            assert annotations.get("flannel.alpha.coreos.com/backend-type") == cluster["pod_network"], annotations
+            assert annotations.get("flannel.alpha.coreos.com/public-ip") == addresses[name], annotations
+
+        for source in pods:  # pod → pod, across every pair of nodes, through the nodes' own backend
             for target in pods:
                 if source != target:
-                    assert fetch(docker_api, source, f"http://{ips[target]}:8080/") == target, (source, target)
+                    wait_for(lambda s=source, t=target: fetch(docker_api, s, f"http://{ips[t]}:8080/") == t, 20,
+                             f"{source} → {target}")
+                    seen = remote_addr(fetch(docker_api, source, f"http://{ips[target]}:8080/cgi-bin/ip"))
+                    assert seen == ips[source], (source, target, seen)  # no NAT between pods
+
+        outside = nets.enter_context(outside_server(run_id))  # a host beyond the cluster CIDR: sees node addresses
+        for source, node in pods.items():
+            seen = remote_addr(fetch(docker_api, source, f"http://{outside.address}:8080/cgi-bin/ip"))
+            expected = outside.gateway if node == names[0] else addresses[node]
+            assert seen == expected, (source, node, seen)
 
         client.create("/api/v1/namespaces/default/services", {
             "apiVersion": "v1", "kind": "Service", "metadata": {"name": "sktest-web3"},
@@ -249,6 +333,9 @@ def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: d
     assert not [n for n in names if n in netns], netns
     links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
     assert HOST_VETH_PREFIX not in links and f"sktest{run_id}" not in links, links
+    assert cluster["vxlan_device"] not in links, links
+    assert subprocess.run(["ip", "route", "show", "proto", "86"], capture_output=True, text=True).stdout == ""
     iptables = detect()
     assert not iptables.has_chain("filter", f"KUBE-SKTEST-{run_id}-FWD")
     assert not iptables.has_chain("nat", "KUBE-SERVICES")
+    assert not iptables.has_chain("filter", "KUBE-NODES-FORWARD") and not iptables.has_chain("nat", "KUBE-NODES-EGRESS")

@@ -13,7 +13,7 @@ after) — each inside a network namespace on the node bridge, made with slimkub
 its own nodes'. The node must get a pod CIDR of its own from the node IPAM controller (the Vagrantfile passes none),
 become Ready with the address the Vagrantfile gave it, its proxy sync the `kubernetes` Service into its
 namespace, a DaemonSet made before it joined get a pod running on it, and a pod bound to it serve from its
-pod CIDR.
+pod CIDR to node 1 through the agents' VXLAN backend (node 1's device on the node bridge, named by the test).
 
 What a VM has of its own and a namespace on this host has not: a host name (each daemon gets a UTS
 namespace named after the worker) and /var/lib (each gets a tmpfs there, in the mount namespace `ip netns
@@ -117,13 +117,14 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
     var_lib_before = Path("/var/lib/slimkube").exists()
     data_dir = tmp_path / "up"
     (data_dir / "nodes").mkdir(parents=True)
-    first = free_block("10.244", range(100, 250), 3)
+    first = free_block("10.244", range(100, 252, 4), 4)  # a /22 clear of this host's routes: the cluster CIDR
     nodes_cidr = f"10.250.{free_block('10.250', range(0, 250), 1)}.0/24"
-    settings, pod_rules = write_up_config(data_dir, run_id, pod_cidr=f"10.244.{first}.0/24")
+    settings, pod_rules = write_up_config(data_dir, run_id, pod_cidr=None, cluster_cidr=f"10.244.{first}.0/22",
+                                          pod_network="vxlan")
     names = [settings["nodeName"], f"{settings['nodeName']}-2"]
-    full = nodes.plan(3, first_name=names[0], first_pod_cidr=settings["podCIDR"],
-                      cluster_cidr=settings["clusterCIDR"], data_dir=str(data_dir), nodes_cidr=nodes_cidr)
-    # the third address and /24 of the plan, as `up --nodes 3` would give them, under the VM's name
+    full = nodes.plan(3, first_name=names[0], cluster_cidr=settings["clusterCIDR"], data_dir=str(data_dir),
+                      nodes_cidr=nodes_cidr)
+    # the third address of the plan, as `up --nodes 3` would give it, under the VM's name
     worker = dataclasses.replace(full.nodes[-1], name=f"{names[0]}-worker2", data_dir=str(tmp_path / "worker"))
     worker_plan = dataclasses.replace(full, nodes=(worker,))
 
@@ -132,7 +133,7 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
             for cid in node_containers(docker_api, node):
                 docker_api.remove_container(cid, force=True, v=True)
         subprocess.run(["ip", "netns", "del", names[1]], capture_output=True)
-        for link in [f"{nodes.HOST_VETH_PREFIX}2", nodes.BRIDGE, settings["podBridge"]]:
+        for link in [f"{nodes.HOST_VETH_PREFIX}2", nodes.BRIDGE, settings["podBridge"], settings["vxlanDevice"]]:
             delete_link(link)
         rules.remove(detect(), pod_rules)
         run_cleanup(detect())
@@ -199,8 +200,6 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
         others = {client.get(f"/api/v1/nodes/{name}")["spec"]["podCIDR"] for name in names}
         assert pod_cidr not in others and len(others) == 2, (pod_cidr, others)
         assert ipaddress.ip_network(pod_cidr).subnet_of(ipaddress.ip_network(settings["clusterCIDR"]))
-        # this host routes each node's pod CIDR to it, as `up` does for its own nodes (gone with the bridge)
-        subprocess.run(["ip", "route", "replace", pod_cidr, "via", worker.node_ip, "dev", up_plan.bridge], check=True)
         internal = [a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"]
         assert internal == [worker.node_ip]
         assert {n["metadata"]["name"] for n in client.get("/api/v1/nodes")["items"]} == {*names, worker.name}
@@ -215,7 +214,9 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
         client.create("/api/v1/namespaces/default/pods", web_pod("web-worker", worker.name))
         pod = wait_running(client, "/api/v1/namespaces/default/pods/web-worker")
         assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(pod_cidr)
-        assert host_fetch(f"http://{pod['status']['podIP']}:8080/") == "web-worker"  # routed via its node IP
+        # node 1 (this host) reaches the worker's pod through the agents' VXLAN backend, as a pod of node 1 does
+        wait_for(lambda: host_fetch(f"http://{pod['status']['podIP']}:8080/") == "web-worker", 20,
+                 "the worker's pod from node 1")
 
     proxy.stop()
     agent.stop()

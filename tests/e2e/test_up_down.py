@@ -27,6 +27,7 @@ import yaml
 
 from control.client.rest import RESTClient
 from control.util.iptables import detect
+from nodeagent.config import default_pod_cidr
 from nodeagent.network import rules
 from nodeagent.runtime import labels
 from proxy.app import run_cleanup
@@ -138,21 +139,25 @@ def assert_adopted(client: RESTClient, before: dict, docker_api, node: str, cont
     assert set(node_containers(docker_api, node)) == set(containers)
 
 
-def write_up_config(data_dir: Path, run_id: str, *, pod_cidr: str) -> tuple[dict[str, Any], rules.PodRulesConfig]:
-    """DIR/kubelet.yaml naming this test's node, bridge, pod CIDR and chains, and DIR/kube-proxy.yaml with its
+def write_up_config(data_dir: Path, run_id: str, *, pod_cidr: str | None, cluster_cidr: str = "10.244.0.0/16",
+                    pod_network: str = "none") -> tuple[dict[str, Any], rules.PodRulesConfig]:
+    """DIR/kubelet.yaml naming this test's node, bridge, chains, VXLAN device (`pod_network` none by
+    default: no backend device in the host's namespace unless the test wants one, on its own node bridge)
+    and pod CIDR (None: the node IPAM controller's, out of `cluster_cidr`), and DIR/kube-proxy.yaml with its
     own free ports (the host's conntrack settings left as they are); the kubelet settings and the pod rules
     they make, for the test's cleanup."""
     settings = {
         "nodeName": f"sktest-{run_id}", "podBridge": f"sktest{run_id}", "vethPrefix": "skt",
-        "clusterCIDR": "10.244.0.0/16", "podCIDR": pod_cidr, "address": "127.0.0.1", "port": free_port(),
+        "clusterCIDR": cluster_cidr, "address": "127.0.0.1", "port": free_port(),
         "podForwardChain": f"KUBE-SKTEST-{run_id}-FWD", "podMasqueradeChain": f"KUBE-SKTEST-{run_id}-MASQ",
-        "nodeStatusUpdateFrequency": "2s",
+        "nodeStatusUpdateFrequency": "2s", "podNetwork": pod_network, "vxlanDevice": f"skvx{run_id[:8]}",
+        **({"podCIDR": pod_cidr} if pod_cidr else {}),
     }
     (data_dir / "kubelet.yaml").write_text(yaml.safe_dump(settings))
     (data_dir / "kube-proxy.yaml").write_text(yaml.safe_dump({
         "healthzBindAddress": f"127.0.0.1:{free_port()}", "metricsBindAddress": f"127.0.0.1:{free_port()}",
         "conntrack": {"maxPerCore": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"}}))
-    pod_rules = rules.PodRulesConfig(bridge=settings["podBridge"], pod_cidr=settings["podCIDR"],
+    pod_rules = rules.PodRulesConfig(bridge=settings["podBridge"], pod_cidr=pod_cidr or default_pod_cidr(cluster_cidr),
                                      cluster_cidr=settings["clusterCIDR"], forward_chain=settings["podForwardChain"],
                                      masq_chain=settings["podMasqueradeChain"])
     return settings, pod_rules

@@ -108,8 +108,9 @@ def test_agent_joins_with_only_server_and_token_and_stops_on_sigterm(
     thread_server, api = server
     name = f"sktest-{run_id}"
     settings = {"nodeName": name, "podBridge": f"sktest{run_id}", "vethPrefix": "skt", "podCIDR": free_pod_cidr(),
-                "address": "127.0.0.1", "port": free_port(), "podForwardChain": f"KUBE-SKTEST-{run_id}-FWD",
-                "podMasqueradeChain": f"KUBE-SKTEST-{run_id}-MASQ", "nodeStatusUpdateFrequency": "1s"}
+                "podNetwork": "none", "address": "127.0.0.1", "port": free_port(),
+                "podForwardChain": f"KUBE-SKTEST-{run_id}-FWD", "podMasqueradeChain": f"KUBE-SKTEST-{run_id}-MASQ",
+                "nodeStatusUpdateFrequency": "1s"}
     config_path = tmp_path / "kubelet.yaml"
     config_path.write_text(yaml.safe_dump(settings))
     config = load(str(config_path), overrides={"data_dir": str(tmp_path / "agent")})

@@ -228,7 +228,7 @@ def kubelet(tmp_path_factory, docker_api, images, iptables, cleanup):
     config = KubeletConfig(
         node_name=f"sktest-{rid}", node_ip="127.0.0.1", address="127.0.0.1", port=0,
         data_dir=str(tmp_path_factory.mktemp("kubelet")), pod_cidr=free_pod_cidr(), pod_bridge=f"sktest{rid}"[:15],
-        veth_prefix="sktest", pod_forward_chain=f"KUBE-SKTEST-{rid}-FWD",
+        pod_network="none", veth_prefix="sktest", pod_forward_chain=f"KUBE-SKTEST-{rid}-FWD",
         pod_masquerade_chain=f"KUBE-SKTEST-{rid}-MASQ",
         pleg_relist_period=0.25, container_gc_period=0.5, image_gc_period=0.5,
         image_gc_high_threshold_percent=1, image_gc_low_threshold_percent=0, image_minimum_gc_age=3_600_000.0)

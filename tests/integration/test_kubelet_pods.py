@@ -93,7 +93,7 @@ def node(tmp_path_factory, docker_api, images, iptables) -> Iterator[Node]:
     config = KubeletConfig(
         node_name=f"sktest-{rid}", node_ip="127.0.0.1", address="127.0.0.1", port=0,
         data_dir=str(tmp_path_factory.mktemp("kubelet")), pod_cidr=free_pod_cidr(), pod_bridge=f"sktest{rid}"[:15],
-        veth_prefix="sktest", pod_forward_chain=f"KUBE-SKTEST-{rid}-FWD",
+        pod_network="none", veth_prefix="sktest", pod_forward_chain=f"KUBE-SKTEST-{rid}-FWD",
         pod_masquerade_chain=f"KUBE-SKTEST-{rid}-MASQ",
         static_pod_path=str(tmp_path_factory.mktemp("manifests")), file_check_frequency=0.5,
         sync_frequency=5.0, node_status_update_frequency=5.0, pleg_relist_period=0.25,

@@ -295,7 +295,7 @@ def stack(tmp_path_factory, docker_api, images, iptables) -> Iterator[Stack]:
     config = KubeletConfig(
         node_name=f"sktest-{rid}", node_ip=node_ip, address="127.0.0.1", port=0,
         data_dir=str(tmp_path_factory.mktemp("kubelet")), pod_cidr=pod_cidr, pod_bridge=f"sktest{rid}",
-        veth_prefix="sktest", pod_forward_chain=f"KUBE-SKTEST-{rid}-FWD",
+        pod_network="none", veth_prefix="sktest", pod_forward_chain=f"KUBE-SKTEST-{rid}-FWD",
         pod_masquerade_chain=f"KUBE-SKTEST-{rid}-MASQ",
         sync_frequency=5.0, node_status_update_frequency=5.0, pleg_relist_period=0.25)
     ipt = detect()

@@ -182,7 +182,7 @@ def test_agent_is_ready_once_its_node_is_registered(root, docker_api, iptables, 
     config_path.write_text(yaml.safe_dump({
         "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", "nodeName": name,
         "podBridge": f"sktest{run_id}", "vethPrefix": "skt", "podCIDR": free_pod_cidr(), "address": "127.0.0.1",
-        "port": free_port(), "podForwardChain": f"KUBE-SKTEST-{run_id}-FWD",
+        "podNetwork": "none", "port": free_port(), "podForwardChain": f"KUBE-SKTEST-{run_id}-FWD",
         "podMasqueradeChain": f"KUBE-SKTEST-{run_id}-MASQ"}))
     config = load(str(config_path), overrides={"data_dir": str(tmp_path / "agent")})
     cleanup(lambda: teardown(config, docker_api=docker_api, iptables=detect(), network=RealHostNetwork()))

@@ -59,6 +59,9 @@ def test_defaults_without_a_file() -> None:
     pytest.param({"podBridge": "a-very-long-bridge-name"}, "podBridge", id="long-bridge"),
     pytest.param({"clusterDNS": "10.96.0.10"}, "clusterDNS: expected a list", id="dns-not-list"),
     pytest.param({"crashLoopBackOffInitial": "10m", "crashLoopBackOffMax": "1m"}, "crashLoopBackOff", id="backoff"),
+    pytest.param({"podNetwork": "flannel"}, "podNetwork: 'flannel' is not one of vxlan, host-gw, none",
+                 id="pod-network"),
+    pytest.param({"vxlanDevice": "a-very-long-device-name"}, "vxlanDevice", id="long-vxlan-device"),
 ])
 def test_bad_documents_are_refused_with_the_field_named(document: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

@@ -47,6 +47,9 @@ class FakeNetwork:
         self.calls.append(f"bridge {name}")
         return True
 
+    def remove_pod_routes(self, vxlan_device: str) -> None:
+        self.calls.append(f"pod routes {vxlan_device}")
+
 
 def container(cid: str, node: str, kind: labels.Kind) -> dict:
     return {"Id": cid, "Labels": {labels.NODE: node, labels.CONTAINER_TYPE: kind.value}}
@@ -73,7 +76,7 @@ def test_removes_only_this_nodes_containers_apps_before_sandboxes_then_network_a
     report = teardown(cfg, docker_api=docker, iptables=iptables, network=network, log=lines.append)
 
     assert docker.removed == ["app1", "sb1"]
-    assert network.calls == [f"link {veth_name('sb1', prefix='sktv')}", "bridge sktestbr"]
+    assert network.calls == [f"link {veth_name('sb1', prefix='sktv')}", "bridge sktestbr", "pod routes flannel.1"]
     assert not iptables.jumps  # both jumps deleted before the chains
     assert "-X KUBE-SKTEST-FWD" in iptables.restores[-1] and "-X KUBE-SKTEST-MASQ" in iptables.restores[-1]
     assert not ipam.exists() and not os.path.exists(cfg.pods_dir)
@@ -95,3 +98,10 @@ def test_nothing_to_remove_is_fine(tmp_path):
     report = teardown(config(tmp_path), docker_api=FakeDocker([]), iptables=FakeIptables(),
                       network=FakeNetwork(set()))
     assert (report.containers, report.veths, report.ipam_state, report.pod_dirs, report.errors) == (0, 0, False, 0, ())
+
+
+def test_pod_network_none_leaves_routes_alone(tmp_path):
+    cfg = dataclasses.replace(config(tmp_path), pod_network="none")
+    network = FakeNetwork(set())
+    teardown(cfg, docker_api=FakeDocker([]), iptables=FakeIptables(), network=network)
+    assert network.calls == ["bridge sktestbr"]

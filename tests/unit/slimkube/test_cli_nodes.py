@@ -56,7 +56,7 @@ def test_agent_refuses_to_trust_a_server_it_cannot_verify_exit_1(tmp_path, serve
     pytest.param(["--nodes", "3", "--bind-address", "127.0.0.1"], "reachable from the node namespaces",
                  id="nodes-need-a-reachable-server"),
     pytest.param(["--nodes", "3", "--nodes-cidr", "10.244.0.0/24"], "overlaps the cluster CIDR", id="nodes-cidr"),
-    pytest.param(["--nodes", "3", "--pod-cidr", "10.244.255.0/24"], "does not fit", id="pod-cidrs-run-out"),
+    pytest.param(["--pod-network", "flannel"], "'flannel' is not one of", id="pod-network"),
 ])
 def test_up_usage_errors_exit_2(tmp_path, args, message):
     result = CliRunner().invoke(main, ["up", "--data-dir", str(tmp_path), *args])

@@ -41,15 +41,15 @@ class FakeIp:
         return subprocess.CompletedProcess(args, code, out, "boom" if code else "")
 
 
-PLAN = nodes.plan(3, first_name="h", first_pod_cidr="10.244.0.0/24", cluster_cidr="10.244.0.0/16", data_dir="/d")
+PLAN = nodes.plan(3, first_name="h", cluster_cidr="10.244.0.0/16", data_dir="/d")
 
 
-def test_wire_makes_bridge_namespaces_veths_addresses_and_routes():
+def test_wire_makes_bridge_namespaces_veths_and_addresses_and_no_pod_routes():
     ip, bridges = FakeIp(), []
     nodenet.wire(PLAN, ensure_bridge=lambda name, cidr: bridges.append((name, cidr)), run=ip)
     assert bridges == [("slimnodes0", "10.250.0.1/24")]
     changes = [c for c in ip.calls if c[-2:] != ("netns", "list") and "show" not in c]
-    assert changes[:8] == [
+    assert changes[:7] == [
         ("netns", "add", "h-2"),
         ("-n", "h-2", "link", "set", "lo", "up"),
         ("link", "add", "slimnode2", "type", "veth", "peer", "name", "eth0", "netns", "h-2"),
@@ -57,9 +57,10 @@ def test_wire_makes_bridge_namespaces_veths_addresses_and_routes():
         ("-n", "h-2", "addr", "replace", "10.250.0.2/24", "dev", "eth0"),
         ("-n", "h-2", "link", "set", "eth0", "up"),
         ("-n", "h-2", "route", "replace", "default", "via", "10.250.0.1", "dev", "eth0"),
-        ("route", "replace", "10.244.1.0/24", "via", "10.250.0.2", "dev", "slimnodes0"),
     ]
-    assert ("route", "replace", "10.244.2.0/24", "via", "10.250.0.3", "dev", "slimnodes0") in changes
+    assert ("-n", "h-3", "route", "replace", "default", "via", "10.250.0.1", "dev", "eth0") in changes
+    # each node's agent routes pods itself (nodeagent/network/backends/): the host gets no pod route
+    assert not [c for c in changes if c[0] == "route"]
 
 
 def test_wiring_again_makes_no_second_namespace_or_veth():
@@ -78,8 +79,8 @@ def test_a_half_made_veth_is_replaced():
 
 
 def test_a_failing_command_names_itself():
-    with pytest.raises(nodenet.NodeNetError, match="ip route replace 10.244.1.0/24 .*boom"):
-        nodenet.wire(PLAN, ensure_bridge=lambda *a: None, run=FakeIp(fail="route replace 10.244.1.0/24"))
+    with pytest.raises(nodenet.NodeNetError, match="ip -n h-2 route replace default via 10.250.0.1 .*boom"):
+        nodenet.wire(PLAN, ensure_bridge=lambda *a: None, run=FakeIp(fail="route replace default"))
 
 
 def test_unwire_removes_namespaces_then_veths_then_the_bridge_and_reports_failures():
@@ -89,3 +90,16 @@ def test_unwire_removes_namespaces_then_veths_then_the_bridge_and_reports_failur
     assert removals == [("netns", "del", "h-2"), ("netns", "del", "h-3"), ("link", "del", "slimnode2"),
                         ("link", "del", "slimnode3"), ("link", "del", "slimnodes0")]
     assert nodenet.unwire(PLAN, run=FakeIp(netns={"h-2"}, fail="netns del")) == ["namespace h-2: boom"]
+
+
+@pytest.mark.parametrize(("output", "device"), [
+    pytest.param("default via 10.0.0.1 dev eth0 proto dhcp src 10.0.0.5 metric 100\n", "eth0", id="dhcp"),
+    pytest.param("default dev wg0 scope link\n", "wg0", id="no-gateway"),
+    pytest.param("", "", id="none"),
+])
+def test_default_route_device(output, device):
+    def run(args):
+        assert tuple(args) == ("route", "show", "default")
+        return subprocess.CompletedProcess(args, 0, output, "")
+
+    assert nodenet.default_route_device(run=run) == device

@@ -34,7 +34,7 @@ class FakeProcess:
 
 class Harness:
     def __init__(self, tmp_path) -> None:
-        self.plan = nodes.plan(3, first_name="h", first_pod_cidr="10.244.0.0/24", cluster_cidr="10.244.0.0/16",
+        self.plan = nodes.plan(3, first_name="h", cluster_cidr="10.244.0.0/16",
                                data_dir=str(tmp_path))
         for node in self.plan.nodes:
             os.makedirs(node.data_dir)
@@ -125,7 +125,7 @@ def test_stop_signals_every_process_and_starts_nothing_after(tmp_path):
 
 
 def test_node_stop_and_start_without_a_running_agent(tmp_path):
-    node = nodes.plan(2, first_name="h", first_pod_cidr="10.244.0.0/24", cluster_cidr="10.244.0.0/16",
+    node = nodes.plan(2, first_name="h", cluster_cidr="10.244.0.0/16",
                       data_dir=str(tmp_path)).nodes[0]
     os.makedirs(node.data_dir)
     with open(os.path.join(node.data_dir, "agent.pid"), "w") as handle:

@@ -2,55 +2,44 @@
 
 from __future__ import annotations
 
-import ipaddress
-
 import pytest
 
 from slimkube import nodes
 
 
 def three(**overrides):
-    options = {"first_name": "host", "first_pod_cidr": "10.244.0.0/24", "cluster_cidr": "10.244.0.0/16",
-               "data_dir": "/d"}
+    options = {"first_name": "host", "cluster_cidr": "10.244.0.0/16", "data_dir": "/d"}
     return nodes.plan(3, **{**options, **overrides})
 
 
 def test_one_node_plans_no_namespaces():
-    plan = nodes.plan(1, first_name="host", first_pod_cidr="10.244.0.0/24", cluster_cidr="10.244.0.0/16",
-                      data_dir="/d")
+    plan = nodes.plan(1, first_name="host", cluster_cidr="10.244.0.0/16", data_dir="/d")
     assert plan.nodes == () and plan.host_ip == "10.250.0.1"
 
 
-def test_nodes_2_to_n_get_names_addresses_pod_cidrs_veths_and_data_dirs():
+def test_nodes_2_to_n_get_names_addresses_veths_and_data_dirs():
     plan = three()
-    assert [(n.index, n.name, n.netns, n.node_ip, n.pod_cidr, n.host_veth, n.data_dir) for n in plan.nodes] == [
-        (2, "host-2", "host-2", "10.250.0.2", "10.244.1.0/24", "slimnode2", "/d/nodes/host-2"),
-        (3, "host-3", "host-3", "10.250.0.3", "10.244.2.0/24", "slimnode3", "/d/nodes/host-3"),
+    assert [(n.index, n.name, n.netns, n.node_ip, n.host_veth, n.data_dir) for n in plan.nodes] == [
+        (2, "host-2", "host-2", "10.250.0.2", "slimnode2", "/d/nodes/host-2"),
+        (3, "host-3", "host-3", "10.250.0.3", "slimnode3", "/d/nodes/host-3"),
     ]
     assert (plan.bridge, plan.host_ip, plan.prefixlen) == ("slimnodes0", "10.250.0.1", 24)
-    assert plan.host_routes() == (("10.244.1.0/24", "10.250.0.2"), ("10.244.2.0/24", "10.250.0.3"))
 
 
-def test_pod_cidrs_follow_node_1s_and_never_overlap():
-    plan = nodes.plan(5, first_name="n", first_pod_cidr="10.244.100.0/24", cluster_cidr="10.244.0.0/16",
-                      data_dir="/d", nodes_cidr="10.250.7.0/24")
-    cidrs = [ipaddress.ip_network("10.244.100.0/24")] + [ipaddress.ip_network(n.pod_cidr) for n in plan.nodes]
-    assert [str(c) for c in cidrs[1:]] == ["10.244.101.0/24", "10.244.102.0/24", "10.244.103.0/24", "10.244.104.0/24"]
-    assert not any(a.overlaps(b) for i, a in enumerate(cidrs) for b in cidrs[i + 1:])
+def test_node_addresses_follow_the_nodes_cidr():
+    plan = nodes.plan(5, first_name="n", cluster_cidr="10.244.0.0/16", data_dir="/d", nodes_cidr="10.250.7.0/24")
     assert [n.node_ip for n in plan.nodes] == ["10.250.7.2", "10.250.7.3", "10.250.7.4", "10.250.7.5"]
 
 
 @pytest.mark.parametrize("count,overrides,message", [
     pytest.param(0, {}, "at least 1", id="zero"),
-    pytest.param(3, {"first_pod_cidr": "10.244.254.0/24"}, "does not fit in the cluster CIDR", id="past-cluster"),
     pytest.param(3, {"nodes_cidr": "10.250.0.0/31"}, "has room for", id="small-node-net"),
     pytest.param(3, {"nodes_cidr": "10.244.9.0/24"}, "overlaps the cluster CIDR", id="overlap"),
     pytest.param(3, {"nodes_cidr": "10.250.0.1/24"}, "--nodes-cidr", id="host-bits"),
     pytest.param(3, {"first_name": "a" * 252}, "not a valid DNS-1123", id="long-name"),
 ])
 def test_plans_that_cannot_work_are_refused(count, overrides, message):
-    options = {"first_name": "host", "first_pod_cidr": "10.244.0.0/24", "cluster_cidr": "10.244.0.0/16",
-               "data_dir": "/d", **overrides}
+    options = {"first_name": "host", "cluster_cidr": "10.244.0.0/16", "data_dir": "/d", **overrides}
     with pytest.raises(nodes.PlanError, match=message):
         nodes.plan(count, **options)
 
@@ -67,12 +56,15 @@ def test_agents_and_proxies_join_with_server_and_token_inside_their_namespace():
                                                         config_file="/d/nodes/kubelet.yaml"))
     assert agent == ["ip", "netns", "exec", "host-2", "py", "-m", "slimkube.cli", "agent",
                      "--server", "https://10.250.0.1:6443", "--token", "K10abc::node:pw", "--node-name", "host-2",
-                     "--node-ip", "10.250.0.2", "--pod-cidr", "10.244.1.0/24", "--cluster-cidr", "10.244.0.0/16",
+                     "--node-ip", "10.250.0.2", "--cluster-cidr", "10.244.0.0/16",
                      "--data-dir", "/d/nodes/host-2", "--config", "/d/nodes/kubelet.yaml"]
     with_dns = nodes.agent_argv(node, python="py", server="https://s:1", token="t", cluster_cidr="10.244.0.0/16",
                                 config_file=None, cluster_dns="10.100.0.10", cluster_domain="corp.k8s",
                                 serve_dns=False)
     assert with_dns[-5:] == ["--cluster-dns", "10.100.0.10", "--cluster-domain", "corp.k8s", "--no-serve-dns"]
+    backend = nodes.agent_argv(node, python="py", server="https://s:1", token="t", cluster_cidr="10.244.0.0/16",
+                               config_file=None, pod_network="host-gw")
+    assert "--pod-cidr" not in backend and backend[backend.index("--pod-network") + 1] == "host-gw"
     proxy = nodes.proxy_argv(node, python="py", server="https://s:1", token="t", cluster_cidr="10.244.0.0/16",
                              config_file=None)
     assert proxy == ["py", "-m", "slimkube.cli", "proxy", "--server", "https://s:1", "--token", "t",

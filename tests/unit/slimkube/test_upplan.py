@@ -51,8 +51,9 @@ def test_the_plan_is_frozen():
     pytest.param({"cluster_cidr": "10.50.0.0/16"}, None, {"cluster_cidr": "10.50.0.0/16", "pod_cidr": ""},
                  id="one-node-pod-cidr-from-the-node-ipam"),
     pytest.param({"cluster_cidr": "10.50.0.0/16", "node_count": 2}, None,
-                 {"cluster_cidr": "10.50.0.0/16", "pod_cidr": "10.50.0.0/24"},
-                 id="nodes-pod-cidr-is-the-cluster-cidrs-first-24"),
+                 {"cluster_cidr": "10.50.0.0/16", "pod_cidr": ""}, id="nodes-pod-cidrs-from-the-node-ipam"),
+    pytest.param({"pod_network": "host-gw"}, {"podNetwork": "none"}, {"pod_network": "host-gw"},
+                 id="pod-network-flag-wins-over-the-file"),
     pytest.param({}, {"clusterCIDR": "10.60.0.0/16", "podCIDR": "10.60.7.0/24"},
                  {"cluster_cidr": "10.60.0.0/16", "pod_cidr": "10.60.7.0/24"}, id="cidrs-from-the-file"),
     pytest.param({"node_name": "flagged", "kubelet_port": 10555}, {"nodeName": "filed", "port": 10444},
@@ -90,16 +91,17 @@ def test_disabled_components_are_in_the_plan():
 def test_three_nodes_share_one_node_network():
     plan = _plan(node_count=3)
     assert plan.nodes is not None
-    assert [(n.name, n.node_ip, n.pod_cidr, n.data_dir) for n in plan.nodes.nodes] == [
-        ("debian-2", "10.250.0.2", "10.244.1.0/24", "/var/lib/sk/nodes/debian-2"),
-        ("debian-3", "10.250.0.3", "10.244.2.0/24", "/var/lib/sk/nodes/debian-3"),
+    assert [(n.name, n.node_ip, n.data_dir) for n in plan.nodes.nodes] == [
+        ("debian-2", "10.250.0.2", "/var/lib/sk/nodes/debian-2"),
+        ("debian-3", "10.250.0.3", "/var/lib/sk/nodes/debian-3"),
     ]
+    assert plan.kubelet.pod_cidr == ""  # every node's comes from the node IPAM controller
     assert plan.nodes.host_ip == "10.250.0.1"
     assert plan.kubelet.node_ip == "10.250.0.1" and plan.kubelet.address == "0.0.0.0"
     assert plan.server.advertise_address == "10.250.0.1"
     assert plan.node_join(api_port=6443, token="K10x::node:pw") == Join(
         server="https://10.250.0.1:6443", token="K10x::node:pw", cluster_cidr="10.244.0.0/16",
-        cluster_dns="10.96.0.10", cluster_domain="cluster.local", serve_dns=True)
+        cluster_dns="10.96.0.10", cluster_domain="cluster.local", serve_dns=True, pod_network="vxlan")
 
 
 def test_a_configured_node_ip_is_kept_with_several_nodes():
@@ -121,8 +123,6 @@ def test_a_configured_node_ip_is_kept_with_several_nodes():
                  None, id="nodes-need-a-reachable-server"),
     pytest.param({"node_count": 3, "nodes_cidr": "10.244.0.0/24"}, None, None, "overlaps the cluster CIDR", None,
                  id="nodes-cidr"),
-    pytest.param({"node_count": 3, "pod_cidr": "10.244.255.0/24"}, None, None, "does not fit", None,
-                 id="pod-cidrs-run-out"),
 ])
 def test_refusals_name_the_problem(flags, kubelet, proxy, message, flag):
     with pytest.raises(UpPlanError, match=message) as caught:
