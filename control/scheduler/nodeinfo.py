@@ -66,6 +66,21 @@ class PodInfo:
         return metadata.namespace, frozenset(metadata.labels.items())
 
 
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the plugins read of one Node object, kept beside it (`node` is that object, compared by identity)."""
+
+    node: Mapping[str, Any] | None
+    labels: Mapping[str, str]
+    taints: tuple[Mapping[str, Any], ...]
+    unschedulable: bool
+
+    @classmethod
+    def of(cls, node: Mapping[str, Any] | None) -> NodeFacts:
+        view = Node(node)
+        return cls(node, view.metadata.labels, tuple(t.raw for t in view.spec.taints), view.spec.unschedulable)
+
+
 @dataclass
 class NodeInfo:
     node: Mapping[str, Any] | None = None  # None: pods are known on a node the informer has not (or no longer) seen
@@ -82,6 +97,7 @@ class NodeInfo:
     name: str = ""  # the Node's name, kept from set_node (read per node per plugin: not parsed each time)
     _memo: dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
     _memo_generation: int = field(default=0, repr=False, compare=False)
+    _facts: NodeFacts | None = field(default=None, repr=False, compare=False)
 
     def memo(self) -> dict[Hashable, Any]:
         """Values plugins derive from this node's pods, kept while the node does not change: its generation
@@ -93,7 +109,16 @@ class NodeInfo:
 
     @property
     def labels(self) -> Mapping[str, str]:
-        return Node(self.node).metadata.labels
+        return self.facts.labels
+
+    @property
+    def facts(self) -> NodeFacts:
+        """The Node's fields filters and scores read per node per cycle, read through the typed view once per
+        Node object (a view per read made the 1,000-node scheduling bench ~25% slower)."""
+        facts = self._facts
+        if facts is None or facts.node is not self.node:
+            facts = self._facts = NodeFacts.of(self.node)
+        return facts
 
     def pods_with_affinity(self) -> list[PodInfo]:
         """Upstream NodeInfo.PodsWithAffinity: pods with pod affinity or anti-affinity."""

@@ -1,10 +1,10 @@
 """The shell blocks of README.md and docs/*.md, as the docs tests run them.
 
 A fenced block whose info string starts with `sh` says how it is run:
-- `sh cli` — runnable anywhere from the repository root, no root, no cluster (tests/unit/test_docs_commands.py);
+- `sh cli` — runnable anywhere from the repository root, no root, no cluster (tests/unit/test_docs_cli_blocks.py);
 - `sh e2e` — kubectl and curl against a running cluster, with `KUBECONFIG` and `DIR` (the server's data dir)
   set, in a namespace of its own (tests/e2e/test_docs_commands.py, on the shared `up --nodes 3`);
-- `sh norun=ID` — not runnable on this machine; `NOT_RUN` in tests/unit/test_docs_commands.py gives each ID's
+- `sh norun=ID` — not runnable on this machine; `NOT_RUN` in tests/unit/test_docs_cli_blocks.py gives each ID's
   reason. Their `slimkube` and `install.sh` flags are still checked against the real command lines.
 """
 

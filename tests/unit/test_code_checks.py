@@ -29,3 +29,12 @@ def test_mypy_finds_nothing():
 def test_mypy_runs_in_strict_mode():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
     assert config["strict"] is True
+
+
+def test_test_module_basenames_are_unique():
+    # pytest imports test modules by basename (rootdir-relative "prepend" mode, no __init__ in every folder):
+    # two files of one name stop the whole suite at collection, which a run of one folder does not show.
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}

@@ -8,7 +8,6 @@ of times; a hostIP of 0.0.0.0 conflicts with every address on the same port and 
 from __future__ import annotations
 
 from control.api.taints import tolerates
-from control.api.typed.core import Node
 from control.api.typed.core import Pod as PodView
 from control.scheduler.cache import Snapshot
 from control.scheduler.framework import SKIP, SUCCESS, CycleState, Pod, Status, unschedulable
@@ -26,7 +25,7 @@ class NodeName:
     name = "NodeName"
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        wanted = PodView(pod).spec.node_name
+        wanted = (pod.get("spec") or {}).get("nodeName")  # read per node per cycle: a plain read, no view
         if wanted and wanted != node.name:
             return unschedulable(NODE_NAME_REASON, resolvable=False)
         return SUCCESS
@@ -60,7 +59,7 @@ class NodeUnschedulable:
     name = "NodeUnschedulable"
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        if not Node(node.node).spec.unschedulable:
+        if not node.facts.unschedulable:
             return SUCCESS
         if any(tolerates(toleration.raw, UNSCHEDULABLE_TAINT) for toleration in PodView(pod).spec.tolerations):
             return SUCCESS

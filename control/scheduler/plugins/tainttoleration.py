@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from control.api.taints import taints_of, tolerates, tolerations_of
-from control.api.typed.core import Node
 from control.scheduler.framework import (
     SUCCESS,
     CycleState,
@@ -31,7 +30,7 @@ def _taints(node: NodeInfo) -> list[dict[str, Any]]:
 
 
 def _has_taints(node: NodeInfo) -> bool:
-    return bool(Node(node.node).spec.taints)
+    return bool(node.facts.taints)
 
 
 def _tolerations(pod: Pod) -> list[Mapping[str, Any]]:
