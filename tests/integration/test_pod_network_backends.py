@@ -54,19 +54,26 @@ def cluster(netns: Callable[[str], str]) -> dict[str, str]:
         ip("-n", node, "addr", "add", f"10.99.0.{i}/24", "dev", "eth0")
         ip("-n", node, "link", "set", "eth0", "up")
         ip("-n", node, "link", "set", "lo", "up")
-        in_ns(node, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-        ip("-n", node, "link", "add", "cbr0", "type", "veth", "peer", "name", "eth0", "netns", pod)
-        ip("-n", node, "addr", "add", f"10.244.{i}.1/24", "dev", "cbr0")
-        ip("-n", node, "link", "set", "cbr0", "up")
-        ip("-n", pod, "addr", "add", f"10.244.{i}.2/24", "dev", "eth0")
-        ip("-n", pod, "link", "set", "eth0", "up")
-        ip("-n", pod, "route", "add", "default", "via", f"10.244.{i}.1")
+        wire_pod(node, pod, i)
     return names
 
 
-def agents(cluster: dict[str, str], backend: d.Backend) -> list[PodNetworkAgent]:
+def wire_pod(node: str, pod: str, i: int) -> None:
+    """Node namespace `node` forwards and holds pod CIDR 10.244.i.0/24 on cbr0, with `pod` at 10.244.i.2."""
+    in_ns(node, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+    ip("-n", node, "link", "add", "cbr0", "type", "veth", "peer", "name", "eth0", "netns", pod)
+    ip("-n", node, "addr", "add", f"10.244.{i}.1/24", "dev", "cbr0")
+    ip("-n", node, "link", "set", "cbr0", "up")
+    ip("-n", pod, "addr", "add", f"10.244.{i}.2/24", "dev", "eth0")
+    ip("-n", pod, "link", "set", "eth0", "up")
+    ip("-n", pod, "route", "add", "default", "via", f"10.244.{i}.1")
+
+
+def agents(cluster: dict[str, str], backend: d.Backend,
+           node_ip: Callable[[int], str] = lambda i: f"10.99.0.{i}") -> list[PodNetworkAgent]:
+    """A set-up agent for nodes n1 and n2 of `cluster`, node i at `node_ip(i)` with pod CIDR 10.244.i.0/24."""
     made = [PodNetworkAgent(FakeClient(), NetlinkRoutes(netns=cluster[f"n{i}"]), node_name=f"n{i}", backend=backend,
-                            node_ip=f"10.99.0.{i}", pod_cidr=f"10.244.{i}.0/24") for i in (1, 2)]
+                            node_ip=node_ip(i), pod_cidr=f"10.244.{i}.0/24") for i in (1, 2)]
     for agent in made:
         agent.setup()
     return made

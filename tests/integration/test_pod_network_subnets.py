@@ -12,8 +12,8 @@ import pytest
 
 from nodeagent.network.backends import desired as d
 from nodeagent.network.backends.agent import PodNetworkAgent
-from nodeagent.network.backends.netlink import NetlinkRoutes
-from tests.integration.test_pod_network_backends import FakeClient, in_ns, ip, node_object, reaches
+from tests.integration.test_pod_network_backends import agents as backend_agents
+from tests.integration.test_pod_network_backends import in_ns, ip, node_object, reaches, wire_pod
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -33,22 +33,12 @@ def routed(netns: Callable[[str], str]) -> dict[str, str]:
         ip("-n", node, "addr", "add", f"10.97.{i}.2/24", "dev", "eth0")
         ip("-n", node, "link", "set", "eth0", "up")
         ip("-n", node, "route", "add", "default", "via", f"10.97.{i}.1")
-        in_ns(node, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-        ip("-n", node, "link", "add", "cbr0", "type", "veth", "peer", "name", "eth0", "netns", pod)
-        ip("-n", node, "addr", "add", f"10.244.{i}.1/24", "dev", "cbr0")
-        ip("-n", node, "link", "set", "cbr0", "up")
-        ip("-n", pod, "addr", "add", f"10.244.{i}.2/24", "dev", "eth0")
-        ip("-n", pod, "link", "set", "eth0", "up")
-        ip("-n", pod, "route", "add", "default", "via", f"10.244.{i}.1")
+        wire_pod(node, pod, i)
     return names
 
 
 def agents(names: dict[str, str], backend: d.Backend) -> list[PodNetworkAgent]:
-    made = [PodNetworkAgent(FakeClient(), NetlinkRoutes(netns=names[f"n{i}"]), node_name=f"n{i}", backend=backend,
-                            node_ip=f"10.97.{i}.2", pod_cidr=f"10.244.{i}.0/24") for i in (1, 2)]
-    for agent in made:
-        agent.setup()
-    return made
+    return backend_agents(names, backend, node_ip=lambda i: f"10.97.{i}.2")
 
 
 def test_vxlan_reaches_pods_across_routed_subnets(routed) -> None:
