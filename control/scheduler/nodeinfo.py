@@ -169,7 +169,8 @@ class NodeInfo:
     def clone(self) -> NodeInfo:
         return NodeInfo(self.node, dict(self.pods), self.requested.copy(), self.non_zero_requested.copy(),
                         self.allocatable.copy(), set(self.used_ports), dict(self.image_states), self.generation,
-                        self.num_with_affinity, self.num_with_required_anti_affinity, self.name)
+                        self.num_with_affinity, self.num_with_required_anti_affinity, self.name,
+                        _facts=self._facts)  # the same Node object: its facts carry over
 
 
 def node_images(node: Mapping[str, Any] | None) -> dict[str, int]:
