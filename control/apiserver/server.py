@@ -386,7 +386,8 @@ class APIServer:
         if request.path in PUBLIC_PATHS or request.path.startswith(("/healthz/", "/livez/", "/readyz/")):
             return await handler(request)
         # upstream's union: the client certificate first, then the bearer token
-        user = x509.authenticate_transport(request.transport.get_extra_info("ssl_object") if request.transport else None,
+        transport = request.transport
+        user = x509.authenticate_transport(transport.get_extra_info("ssl_object") if transport else None,
                                            now=time.time())
         if user is None:
             user = self.authenticator.authenticate_header(request.headers.get("Authorization", ""))

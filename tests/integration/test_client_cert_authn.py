@@ -34,7 +34,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Endpoint,
         yield endpoint, data
 
 
-def client_cert(data: Path, out: Path, subject: str, *, days: str = "30", ca: tuple[str, str] | None = None) -> tuple[str, str]:
+def client_cert(data: Path, out: Path, subject: str, *, days: str = "30",
+                ca: tuple[str, str] | None = None) -> tuple[str, str]:
     """(cert, key) for `subject`, signed by the server's CA (or by `ca`, a (cert, key) pair)."""
     key, csr, cert = str(out / "client.key"), str(out / "client.csr"), str(out / "client.crt")
     openssl.run("req", "-new", *openssl.EC_KEY, "-keyout", key, "-out", csr, "-subj", subject)
@@ -65,7 +66,8 @@ def whoami(endpoint: Endpoint, cert: str, key: str) -> requests.Response:
                          json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
 
 
-def test_the_certificate_subject_is_the_user_and_its_groups(server: tuple[Endpoint, Path], tmp_path: Path) -> None:
+def test_the_certificate_subject_is_the_user_and_its_groups(server: tuple[Endpoint, Path],
+                                                             tmp_path: Path) -> None:
     endpoint, data = server
     cert, key = client_cert(data, tmp_path, "/O=team-a/O=system:nodes/CN=system:node:alpha")
     answer = whoami(endpoint, cert, key)
@@ -75,7 +77,8 @@ def test_the_certificate_subject_is_the_user_and_its_groups(server: tuple[Endpoi
     assert user["groups"] == ["team-a", "system:nodes", "system:authenticated"]
 
 
-def test_the_official_client_with_a_client_certificate_kubeconfig(server: tuple[Endpoint, Path], tmp_path: Path) -> None:
+def test_the_official_client_with_a_client_certificate_kubeconfig(server: tuple[Endpoint, Path],
+                                                                   tmp_path: Path) -> None:
     endpoint, data = server
     cert, key = client_cert(data, tmp_path, "/O=system:masters/CN=ops")
     api = k8s_config.new_client_from_config(config_file=kubeconfig(endpoint, cert, key, tmp_path / "kc"))
@@ -84,7 +87,8 @@ def test_the_official_client_with_a_client_certificate_kubeconfig(server: tuple[
     assert "kube-system" in names
 
 
-def test_a_user_without_permissions_is_refused_by_name(server: tuple[Endpoint, Path], tmp_path: Path) -> None:
+def test_a_user_without_permissions_is_refused_by_name(server: tuple[Endpoint, Path],
+                                                        tmp_path: Path) -> None:
     endpoint, data = server
     cert, key = client_cert(data, tmp_path, "/CN=carol")
     answer = requests.get(endpoint.url + "/api/v1/namespaces/default/secrets", cert=(cert, key), verify=endpoint.ca,

@@ -66,7 +66,8 @@ def user_from_peercert(peercert: Mapping[str, Any] | None, *, now: float) -> Use
         raise CertificateRejected("x509: certificate has expired or is not yet valid: not valid before "
                                   f"{peercert.get('notBefore')}")
     if now > not_after:
-        raise CertificateRejected(f"x509: certificate has expired or is not yet valid: expired {peercert.get('notAfter')}")
+        raise CertificateRejected("x509: certificate has expired or is not yet valid: expired "
+                                  f"{peercert.get('notAfter')}")
     subject = peercert.get("subject")
     names = _attributes(subject, "commonName")
     if not names or not names[0]:
