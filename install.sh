@@ -65,6 +65,7 @@ setup_host() {
   #    systemd brings systemd-analyze, which checks our unit files (tests/integration/test_systemd_units.py);
   #    under CI=true also Debian's vagrant, for `vagrant validate` (tests/unit/test_vagrantfile.py).
   packages=(docker.io iptables conntrack busybox-static etcd-server gcc libc6-dev iproute2 python3-venv ca-certificates openssl
+            containernetworking-plugins
             systemd)
   missing=()
   for p in "${packages[@]}"; do
