@@ -110,7 +110,8 @@ class UpPlan:
         return Join(server=nodes.server_url(self.nodes, api_port), token=token,
                     cluster_cidr=self.kubelet.cluster_cidr, cluster_dns=",".join(self.kubelet.cluster_dns),
                     cluster_domain=self.kubelet.cluster_domain, serve_dns=self.serve_dns,
-                    pod_network=self.kubelet.pod_network)
+                    pod_network=self.kubelet.pod_network, network_plugin=self.kubelet.network_plugin,
+                    cni_bin_dir=self.kubelet.cni_bin_dir)
 
 
 def kubelet_config_file(data_dir: str, config_file: str | None) -> str | None:
