@@ -428,10 +428,10 @@ def _token_options(command: _Command) -> _Command:  # `agent` and `proxy`: the j
 @click.option("--cluster-cidr", help="Pod addresses of the whole cluster (not masqueraded between pods) "
               "[default: the config's, 10.244.0.0/16].")
 @_kubelet_options
-def agent(server: str | None, token: str | None, token_file: str | None, ca_file: str | None, kubeconfig: str | None, data_dir: str | None,
-          kubelet_port: int | None, cluster_cidr: str | None, config_file: str | None, node_name: str | None,
-          pod_cidr: str | None, node_ip: str | None, pod_network: str | None, cluster_dns: str | None,
-          cluster_domain: str | None, serve_dns: bool, verbose: bool) -> None:
+def agent(server: str | None, token: str | None, token_file: str | None, ca_file: str | None, kubeconfig: str | None,
+          data_dir: str | None, kubelet_port: int | None, cluster_cidr: str | None, config_file: str | None,
+          node_name: str | None, pod_cidr: str | None, node_ip: str | None, pod_network: str | None,
+          cluster_dns: str | None, cluster_domain: str | None, serve_dns: bool, verbose: bool) -> None:
     """Run a kubelet on this host that joins the cluster at --server (or --kubeconfig) until SIGINT/SIGTERM.
 
     With a K10 token the agent checks the server's CA (GET /cacerts) against the token's hash before it sends

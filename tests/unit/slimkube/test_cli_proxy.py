@@ -24,7 +24,8 @@ def kubeconfig(tmp_path: Path) -> str:
 
 
 @pytest.mark.parametrize("args, message", [
-    pytest.param([], "--server and the join token (--token-file FILE or SLIMKUBE_TOKEN in the environment) are required (or --kubeconfig)", id="no-credential"),
+    pytest.param([], "--server and the join token (--token-file FILE or SLIMKUBE_TOKEN in the environment) are "
+                 "required (or --kubeconfig)", id="no-credential"),
     pytest.param(["--server", "https://127.0.0.1:6443"], "--server and the join token", id="no-token"),
     pytest.param(["--kubeconfig", "KUBECONFIG", "--server", "https://x:6443"], "not both", id="both"),
     pytest.param(["--kubeconfig", "KUBECONFIG", "--healthz-bind-address", "10256"], "healthzBindAddress",
