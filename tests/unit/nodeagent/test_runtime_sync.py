@@ -86,7 +86,7 @@ class FakeNetwork:
         self.fail = fail
         self.calls: list[tuple[str, ...]] = []
 
-    def attach(self, sandbox_id: str, pod_uid: str, pid: int | str) -> PodInterface:
+    def attach(self, sandbox_id: str, pod: Mapping[str, Any], pid: int | str) -> PodInterface:
         self.calls.append(("attach", sandbox_id, str(pid)))
         if self.fail:
             raise PodNetworkError("netlink says no")
