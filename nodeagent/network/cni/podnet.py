@@ -17,6 +17,7 @@ pkg/kubelet/dockershim/network/cni/cni.go SetUpPod / TearDownPod / buildCNIRunti
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -77,7 +78,11 @@ def load_network(conf_dir: str) -> conf.NetworkConfigList:
 
 def cached_network(attachment: CachedAttachment) -> conf.NetworkConfigList:
     """The list an attachment was added with, from its cached bytes (a list, or a single plugin's config)."""
-    return conf.parse(attachment.config, "cached.conflist" if b'"plugins"' in attachment.config else "cached.conf")
+    try:
+        listed = "plugins" in json.loads(attachment.config)
+    except (ValueError, TypeError):
+        listed = False  # conf.parse says what is wrong with it
+    return conf.parse(attachment.config, "cached.conflist" if listed else "cached.conf")
 
 
 class CNIPodNetwork:
