@@ -25,8 +25,8 @@ Who a token is (authentication/tokens.py) is what `POST /apis/authentication.k8s
 
 Kubelets: at start, beside the CA, the API server's kubelet client certificate
 (`DIR/tls/apiserver-kubelet-client.{crt,key}`, certs.py) that every call to a kubelet presents
-(kubeletclient.py), and `POST /v1-slimkube/serving-kubelet-certificate` signs kubelets' serving certificates
-(kubeletcerts.py).
+(kubeletclient.py). Kubelets get their client and serving certificates through CertificateSigningRequests,
+which the controller manager's csrapproving and csrsigning controllers answer (docs/identity.md).
 
 Overload: at most `max_inflight` non-watch requests run at once; the next gets 429 with Retry-After,
 as upstream's --max-requests-inflight filter does, so a burst degrades into client retries (the
@@ -55,7 +55,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from control.apiserver import resources as resources_table
 from control.apiserver import status
-from control.apiserver.authentication import certs, kubeletcerts, x509
+from control.apiserver.authentication import certs, x509
 from control.apiserver.authentication import tokens as authn
 from control.apiserver.authorization import filter as authz_filter
 from control.apiserver.authorization import reviews
@@ -83,7 +83,7 @@ from control.apiserver.streaming.kubeletclient import KubeletClient
 from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
-from control.util import jointoken, openssl
+from control.util import jointoken
 from control.util.openstreams import OpenStreams
 
 log = logging.getLogger(__name__)
@@ -500,7 +500,6 @@ class APIServer:
             app.router.add_post(f"/apis/{reviews.AUTHORIZATION}/{plural}", self._access_review)
         app.router.add_post(f"/apis/{reviews.AUTHORIZATION}/namespaces/{{namespace}}/localsubjectaccessreviews",
                             self._access_review)
-        app.router.add_post(kubeletcerts.PATH, self._serving_kubelet_cert)
         for path, metrics_handler in MetricsAPI(self.registry, kubelet).routes():
             app.router.add_get(path, metrics_handler)
         app.router.add_get("/api/v1/componentstatuses", self._component_statuses)
@@ -635,19 +634,6 @@ class APIServer:
         body = decode_object(await request.read(), request.headers.get("Content-Type", ""))
         return json_response(reviews.self_subject_review(body, request[authz_filter.USER_KEY], now=datetime.now(UTC)),
                              201)
-
-    async def _serving_kubelet_cert(self, request: web.Request) -> web.Response:
-        """A kubelet's serving certificate (kubeletcerts.py); 404 on a server without a CA."""
-        if self.certs is None:
-            raise web.HTTPNotFound()
-        wanted = kubeletcerts.parse(decode_object(await request.read(), "application/json"))
-        try:
-            issued = await asyncio.to_thread(certs.sign, self.certs, wanted.csr_pem, subject=wanted.subject,
-                                             extensions=wanted.extensions)
-        except openssl.OpenSSLError as exc:  # openssl refused the CSR (bad PEM, bad self-signature)
-            raise status.bad_request(f"csr: {exc}") from None
-        log.info("issued a kubelet serving certificate for node %s (%s)", wanted.node_name, ", ".join(wanted.alt_names))
-        return json_response({"certificate": issued.decode()}, 201)
 
     async def _cacerts(self, request: web.Request) -> web.Response:
         """The CA bundle, byte for byte as on disk (the join token's hash is over these bytes)."""

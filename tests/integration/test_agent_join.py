@@ -25,6 +25,7 @@ from nodeagent.bootstrap import BootstrapError, join
 from nodeagent.config import load
 from nodeagent.teardown import RealHostNetwork, teardown
 from tests.support.apiserver import Endpoint, ThreadServer, free_port
+from tests.support.ca_signing import certificate_controllers
 from tests.support.hostnet import free_pod_cidr
 
 
@@ -33,7 +34,8 @@ def server(tmp_path) -> Iterator[tuple[ThreadServer, Endpoint]]:
     thread_server = ThreadServer(str(tmp_path / "server"))
     endpoint = thread_server.start()
     try:
-        yield thread_server, endpoint
+        with certificate_controllers(endpoint.kubeconfig, str(tmp_path / "server" / "tls")):
+            yield thread_server, endpoint
     finally:
         thread_server.stop()
 

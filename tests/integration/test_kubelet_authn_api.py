@@ -1,5 +1,6 @@
-"""The kubelet's HTTPS API against a real API server (in a thread): the kubelet gets its serving certificate
-signed through the join channel (node token), and only callers the cluster vouches for get past /healthz —
+"""The kubelet's HTTPS API against a real API server (in a thread): the kubelet's serving certificate is
+signed by the cluster CA (as the csrsigning controller would), and only callers the cluster vouches for get
+past /healthz —
 the API server's kubelet-client certificate, or a bearer token a TokenReview accepts. Without credentials,
 with a wrong token, or with a certificate from another CA (or the kubelet's own serving-only one) nothing
 runs (the handlers record every call). The API server's pods/log proxy reaches the kubelet with its client
@@ -19,9 +20,10 @@ from control.client.rest import RESTClient
 from control.util import openssl
 from nodeagent import servingcert
 from nodeagent.authn import TokenReviewCache
-from nodeagent.parts import SERVING_CERT_PATH, TOKEN_REVIEWS_PATH
+from nodeagent.parts import TOKEN_REVIEWS_PATH
 from nodeagent.server import KubeletServer
 from tests.support.apiserver import running_server
+from tests.support.ca_signing import CASigner
 
 NODE = "sktest-authn"
 PROTECTED = ["/pods", "/stats/summary", "/containerLogs/default/web/app"]
@@ -54,7 +56,7 @@ def kubelet(cluster: dict[str, Any], tmp_path: Path, cleanup) -> dict[str, Any]:
     client: RESTClient = cluster["node_client"]
     ca = cluster["endpoint"].ca
     tls = servingcert.ensure(str(tmp_path), NODE, addresses=["127.0.0.1"], ca_file=ca,
-                             sign=lambda body: client.create(SERVING_CERT_PATH, body)["certificate"])
+                             sign=CASigner(str(cluster["data"] / "tls")))
     reviews: list[str] = []
 
     def review(token: str) -> dict:
@@ -179,7 +181,4 @@ def test_tokenreview_api_answers_for_the_servers_tokens(cluster: dict[str, Any])
     unauthenticated = requests.post(endpoint.url + TOKEN_REVIEWS_PATH, json={"spec": {"token": endpoint.token}},
                                     verify=endpoint.verify, timeout=5)
     assert unauthenticated.status_code == 401
-    refused = requests.post(endpoint.url + SERVING_CERT_PATH, json={"nodeName": "x", "csr": "x"},
-                            verify=endpoint.verify, timeout=5)
-    assert refused.status_code == 401  # no certificate for anybody without the node token
 

@@ -97,6 +97,7 @@ async def connect(session: aiohttp.ClientSession, url: str, params: Mapping[str,
     """A WebSocket to the kubelet; its refusals become the same HTTP errors for the client."""
     try:
         return await session.ws_connect(url, params=params, max_msg_size=0, autoping=True, protocols=protocols,
+                                        server_hostname=connection.server_hostname,
                                         timeout=aiohttp.ClientWSTimeout(ws_close=CLOSE_TIMEOUT))
     except aiohttp.WSServerHandshakeError as exc:
         raise APIError(exc.status if 400 <= exc.status < 500 else 502,
