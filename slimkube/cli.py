@@ -377,7 +377,7 @@ def _make_kubelet(config: KubeletConfig, client_config: ClientConfig, *, serve_d
         except BootstrapError as exc:
             raise click.ClickException(str(exc)) from None
     kubelet = Kubelet(config, RESTClient(node_config, user_agent=f"slimkube-kubelet/{config.node_name}"))
-    return with_dns(kubelet, config, client_config, say=_say, tag=tag) if serve_dns else kubelet
+    return with_dns(kubelet, config, node_config, say=_say, tag=tag) if serve_dns else kubelet
 
 
 def _credentials(kubeconfig: str | None, server: str | None, token: str | None, token_file: str | None,

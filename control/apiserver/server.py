@@ -214,7 +214,7 @@ class APIServer:
         self.node_token = _read_or_create_secret(self._node_token_path)
         self._node_password = jointoken.parse(self.node_token).password
         self.authenticator = authn.TokenAuthenticator({self.admin_token: authn.ADMIN,
-                                                        self._node_password: authn.NODE})
+                                                        self._node_password: authn.JOIN})
         self._given_storage = storage
         self._storage: Storage | None = None  # the store, timed into etcd_request_duration_seconds
         self._owns_storage = storage is None
@@ -266,8 +266,8 @@ class APIServer:
         if token != self.node_token:
             _write_private(self._node_token_path, token + "\n")
             self.node_token = token
-        self.authenticator.replace({self.admin_token: authn.ADMIN, self._node_password: authn.NODE,
-                                    token: authn.NODE})
+        self.authenticator.replace({self.admin_token: authn.ADMIN, self._node_password: authn.JOIN,
+                                    token: authn.JOIN})
 
     async def start(self) -> None:
         self._stopping = False

@@ -56,10 +56,10 @@ def test_node_token_names_the_served_ca_and_joins_with_tls_verified(server, tmp_
 
     config = join(api.url, str(token), data_dir=str(tmp_path / "agent"))
     assert config.ca_file == str(tmp_path / "agent" / "agent" / "server-ca.crt") and config.token == token.password
-    with RESTClient(config) as client:
-        assert client.get("/api/v1/namespaces/default")["metadata"]["name"] == "default"
-    full = requests.get(api.url + "/api/v1/namespaces", verify=api.ca, timeout=10,
-                        headers={"Authorization": f"Bearer {token}"})
+    with RESTClient(config) as client:  # the join token buys CSRs (docs/identity.md), TLS-verified
+        assert client.list("/apis/certificates.k8s.io/v1/certificatesigningrequests")["items"] == []
+    full = requests.get(api.url + "/apis/certificates.k8s.io/v1/certificatesigningrequests", verify=api.ca,
+                        timeout=10, headers={"Authorization": f"Bearer {token}"})
     assert full.status_code == 200  # the whole K10 string works as a bearer token too
     wrong = requests.get(api.url + "/api/v1/namespaces", verify=api.ca, timeout=10,
                          headers={"Authorization": "Bearer " + token.password[:-1]})

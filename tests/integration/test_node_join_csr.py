@@ -1,8 +1,9 @@
 """A node's join through a CertificateSigningRequest against a real API server (in a thread) with the
 certificate controllers: the join token buys the node's own client certificate (`system:node:<name>`, kept
 0600 in the data dir and reused), a second joiner claiming the same name with the shared token is refused,
-and the first node joins again with its node password after losing its certificate (nodeagent/bootstrap.py,
-control/controllers/certificates/)."""
+and the first node joins again with its node password after losing its certificate; the join token itself is
+refused everything but CSRs and what a worker's kube-proxy reads (nodeagent/bootstrap.py,
+control/controllers/certificates/, docs/identity.md)."""
 
 from __future__ import annotations
 
@@ -62,3 +63,25 @@ def test_join_kept_refused_for_a_second_claimant_and_joined_again(cluster: tuple
     os.unlink(files.cert_file)  # the first node lost its certificate but kept its node password
     again = bootstrap.node_credentials(join, "worker-a", data_dir=first_dir, timeout=60)
     assert whoami(endpoint, again) == "system:node:worker-a"
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("GET", "/api/v1/namespaces/kube-system/secrets"),
+    ("GET", "/api/v1/namespaces/kube-system/secrets/worker-a.node-password.slimkube"),
+    ("GET", "/api/v1/pods"),
+    ("GET", "/api/v1/namespaces/default/configmaps"),
+    ("POST", "/api/v1/nodes"),
+    ("PATCH", "/api/v1/nodes/worker-a"),
+    ("POST", "/api/v1/namespaces/default/pods"),
+    ("PUT", f"{CSRS}/x/approval"),
+    ("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
+])
+def test_the_join_token_is_refused_everything_but_its_csrs(cluster: tuple[Endpoint, Path], method: str,
+                                                           path: str) -> None:
+    endpoint, data = cluster
+    token = (data / "node-token").read_text().strip()
+    answer = requests.request(method, endpoint.url + path, headers={"Authorization": f"Bearer {token}",
+                                                                    "Content-Type": "application/merge-patch+json"},
+                              json={}, verify=endpoint.ca, timeout=30)
+    assert answer.status_code == 403, answer.text
+    assert 'User "system:bootstrap:node-token"' in answer.json()["message"]

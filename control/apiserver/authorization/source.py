@@ -8,8 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from control.apiserver.authentication.tokens import NODE
-from control.apiserver.authorization.authorizer import Chain, PrivilegedGroups, SharedNodeCredential
+from control.apiserver.authorization.authorizer import Chain, PrivilegedGroups
 from control.apiserver.authorization.rbac import RBACAuthorizer
 from control.storage.interface import Storage
 
@@ -54,4 +53,4 @@ class StoragePolicySource:
 def default_chain(storage: Storage) -> Chain:
     """system:masters, then the node authorizers' place, then RBAC over `storage`."""
     rbac = RBACAuthorizer(StoragePolicySource(storage))
-    return Chain([PrivilegedGroups(), SharedNodeCredential(NODE.username), rbac], rbac)
+    return Chain([PrivilegedGroups(), rbac], rbac)
