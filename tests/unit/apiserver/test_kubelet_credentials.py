@@ -19,14 +19,14 @@ from control.apiserver.streaming.kubeletclient import NodeConnection, node_conne
 from control.util import openssl
 
 needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
-TOKENS = authn.TokenAuthenticator({"admin-secret": authn.ADMIN, "node-pass": authn.NODE, "K10abc::node:node-pass":
-                                   authn.NODE})
+TOKENS = authn.TokenAuthenticator({"admin-secret": authn.ADMIN, "node-pass": authn.JOIN, "K10abc::node:node-pass":
+                                   authn.JOIN})
 
 
 @pytest.mark.parametrize(("header", "expected"), [
     pytest.param("Bearer admin-secret", authn.ADMIN, id="admin"),
-    pytest.param("bearer  node-pass ", authn.NODE, id="node-password"),
-    pytest.param("Bearer K10abc::node:node-pass", authn.NODE, id="node-k10-form"),
+    pytest.param("bearer  node-pass ", authn.JOIN, id="node-password"),
+    pytest.param("Bearer K10abc::node:node-pass", authn.JOIN, id="node-k10-form"),
     pytest.param("Bearer admin-secre", None, id="prefix"),
     pytest.param("Bearer ", None, id="empty"),
     pytest.param("Basic admin-secret", None, id="other-scheme"),
