@@ -89,8 +89,8 @@ def test_node_token_is_stable_across_restarts(tmp_path):
     api = second.start()
     try:
         assert node_token(data_dir) == before and before.startswith("K10")
-        response = requests.get(api.url + "/api/v1/namespaces", verify=api.ca, timeout=10,
-                                headers={"Authorization": f"Bearer {parse(before).password}"})
+        response = requests.get(api.url + "/apis/certificates.k8s.io/v1/certificatesigningrequests", verify=api.ca,
+                                timeout=10, headers={"Authorization": f"Bearer {parse(before).password}"})
         assert response.status_code == 200
     finally:
         second.stop()

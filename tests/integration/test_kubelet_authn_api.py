@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 import requests
 
-from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
 from control.util import openssl
 from nodeagent import servingcert
@@ -23,7 +22,7 @@ from nodeagent.authn import TokenReviewCache
 from nodeagent.parts import TOKEN_REVIEWS_PATH
 from nodeagent.server import KubeletServer
 from tests.support.apiserver import running_server
-from tests.support.ca_signing import CASigner
+from tests.support.ca_signing import CASigner, node_client_config
 
 NODE = "sktest-authn"
 PROTECTED = ["/pods", "/stats/summary", "/containerLogs/default/web/app"]
@@ -45,7 +44,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     data = tmp_path_factory.mktemp("apiserver")
     with running_server(str(data)) as endpoint:
         node_token = (data / "node-token").read_text().strip()
-        with RESTClient(ClientConfig(server=endpoint.url, token=node_token, ca_file=endpoint.ca)) as node_client, \
+        node = node_client_config(endpoint.url, str(data / "tls"), NODE, str(data))
+        with RESTClient(node) as node_client, \
                 RESTClient.from_kubeconfig(endpoint.kubeconfig) as admin:
             yield {"data": data, "endpoint": endpoint, "node_client": node_client, "admin": admin,
                    "node_token": node_token}

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-from control.client.kubeconfig import load_kubeconfig
+from control.client.kubeconfig import ClientConfig, load_kubeconfig
 from control.controllers.certificates import authority, decisions, request
 from control.controllers.manager import CONTROLLERS, ControllerManager, ControllerManagerConfiguration
 from nodeagent import csr
@@ -46,3 +46,17 @@ def certificate_controllers(kubeconfig: str, tls_dir: str) -> Iterator[Controlle
         yield manager
     finally:
         manager.stop()
+
+
+def node_client_config(server: str, tls_dir: str, node_name: str, directory: str) -> ClientConfig:
+    """A ClientConfig as node `node_name` (`system:node:<name>`, `system:nodes`), its certificate issued straight
+    from the CA under `tls_dir` (what the join through a CSR ends with) into `directory`."""
+    ca = authority.Authority(os.path.join(tls_dir, "ca.crt"), os.path.join(tls_dir, "ca.key"))
+    key, cert = os.path.join(directory, f"{node_name}.key"), os.path.join(directory, f"{node_name}.crt")
+    csr.make_key(key)
+    pem = csr.certificate_request(key, csr.node_subject(node_name))
+    issued = authority.issue(ca, pem, request.parse(pem), csr.CLIENT_USAGES, now=datetime.now(UTC),
+                             duration=decisions.DEFAULT_DURATION, ca_not_after=ca.not_after())
+    with open(cert, "w", encoding="ascii") as handle:
+        handle.write(issued)
+    return ClientConfig(server=server, ca_file=ca.cert_file, cert_file=cert, key_file=key)
