@@ -62,14 +62,15 @@ class Cluster:
     vxlan_device: str  # node 1's, in this host's namespace (the others' are flannel.1 in theirs)
 
 
-def start(tmp_path_factory: pytest.TempPathFactory, docker_api, pod_network: str,
-          stack: ExitStack) -> Cluster:
-    """`up --nodes 3 --node-subnets 2 --pod-network …` with the safety net, all removed when `stack` closes."""
+def start(tmp_path_factory: pytest.TempPathFactory, docker_api, pod_network: str, stack: ExitStack, *,
+          network_plugin: str = "builtin") -> Cluster:
+    """`up --nodes 3 --node-subnets 2` with the pod network backend and network plugin given (as
+    prepare_cluster sets them) and the safety net, all removed when `stack` closes."""
     run_id = uuid.uuid4().hex[:8]
     actions: list[Callable[[], object]] = []
     stack.callback(lambda: [action() for action in reversed(actions)])
     prepared = prepare_cluster(tmp_path_factory.mktemp("subnets") / "up", run_id, docker_api, actions.append,
-                               pod_network=pod_network)
+                               pod_network=pod_network, network_plugin=network_plugin)
     up = UpProcess(prepared["data_dir"], free_port(), "--nodes", "3", "--node-subnets", str(SUBNETS),
                    "--nodes-cidr", prepared["nodes_cidr"], "--service-cidr", prepared["service_cidr"],
                    bind_address="0.0.0.0")
