@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from control.apiserver.admission.chain import Chain, Reader, ValidatingPlugin
 from control.apiserver.admission.lifecycle import NamespaceLifecycle
+from control.apiserver.admission.noderestriction import NodeRestriction
 from control.apiserver.admission.priority import OneGlobalDefault, PodPriority
 from control.apiserver.admission.quota import QuotaAdmission
 from control.apiserver.admission.storageclass import DefaultStorageClass
@@ -20,4 +21,4 @@ def chain(reader: Reader, *, validation: ValidatingPlugin) -> Chain:
     """The chain over `reader` (the registry); `validation` is the kind's own validation, run first of the
     validating plugins."""
     return Chain(mutating=[NamespaceLifecycle(reader), PodPriority(reader), DefaultStorageClass(reader)],
-                 validating=[validation, OneGlobalDefault(reader), QuotaAdmission(reader)])
+                 validating=[validation, NodeRestriction(reader), OneGlobalDefault(reader), QuotaAdmission(reader)])

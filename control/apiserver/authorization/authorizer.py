@@ -3,8 +3,8 @@ authorizerfactory.NewPrivilegedGroups, pkg/kubeapiserver/authorizer/config.go fo
 k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go forbiddenMessage/Forbidden).
 
 Order: members of `system:masters` are allowed everything first, as upstream's privileged-groups authorizer;
-then the node authorizers' place (today: the shared node join credential keeps the full access it has always
-had; a per-node Node authorizer replaces it when nodes get their own identities); then RBAC. The first
+then the node authorizers (the shared node join credential, while it keeps the full access it has always
+had, and the Node authorizer for `system:node:<name>` users, node.py); then RBAC. The first
 authorizer that allows or denies decides; when none does, the request is forbidden and the reasons of all
 of them (joined by newlines) follow upstream's message.
 """

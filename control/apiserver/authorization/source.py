@@ -10,6 +10,8 @@ from typing import Any
 
 from control.apiserver.authentication.tokens import NODE
 from control.apiserver.authorization.authorizer import Chain, PrivilegedGroups, SharedNodeCredential
+from control.apiserver.authorization.node import NodeAuthorizer
+from control.apiserver.authorization.nodegraph import NodeGraph
 from control.apiserver.authorization.rbac import RBACAuthorizer
 from control.storage.interface import Storage
 
@@ -51,7 +53,9 @@ class StoragePolicySource:
         return self._list("/registry/clusterroles/")
 
 
-def default_chain(storage: Storage) -> Chain:
-    """system:masters, then the node authorizers' place, then RBAC over `storage`."""
+def default_chain(storage: Storage, graph: NodeGraph | None = None) -> Chain:
+    """system:masters, then the node authorizers (the Node authorizer over `graph`, which the server keeps
+    current; an empty one where no node asks, as in the escalation checks), then RBAC over `storage`."""
     rbac = RBACAuthorizer(StoragePolicySource(storage))
-    return Chain([PrivilegedGroups(), SharedNodeCredential(NODE.username), rbac], rbac)
+    node = NodeAuthorizer(graph if graph is not None else NodeGraph())
+    return Chain([PrivilegedGroups(), SharedNodeCredential(NODE.username), node, rbac], rbac)
