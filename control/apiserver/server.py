@@ -57,9 +57,10 @@ from control.apiserver import status
 from control.apiserver.authentication import certs, kubeletcerts
 from control.apiserver.authentication import tokens as authn
 from control.apiserver.authorization import filter as authz_filter
-from control.apiserver.authorization import nodegraph_populator, reviews
+from control.apiserver.authorization import follower, reviews
 from control.apiserver.authorization.authorizer import Chain
 from control.apiserver.authorization.nodegraph import NodeGraph
+from control.apiserver.authorization.policycache import PolicyCache
 from control.apiserver.authorization.source import default_chain
 from control.apiserver.codec import fieldvalidation
 from control.apiserver.codec.jsonwire import encode_json
@@ -232,7 +233,7 @@ class APIServer:
         self._crds: CRDController | None = None
         self._crd_task: asyncio.Task[None] | None = None
         self.authorizer: Chain | None = None  # system:masters, the node authorizers, RBAC (authorization/)
-        self._node_graph_task: asyncio.Task[None] | None = None
+        self._authorizer_views_task: asyncio.Task[None] | None = None
         # `kubectl get cs`: the store's check is this server's own; the composition root adds the others
         self.components = componentstatus.ComponentStatuses()
         self.components.register("etcd-0", self._storage_health)
@@ -278,14 +279,14 @@ class APIServer:
                                  node_port_range=self.config.node_port_range)
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
         await asyncio.to_thread(reconcile_policy, self.registry)
-        node_graph = NodeGraph()
-        self.authorizer = default_chain(self._storage, node_graph)
+        node_graph, policy = NodeGraph(), PolicyCache(self._storage)
+        self.authorizer = default_chain(self._storage, node_graph, policy)
         self._bootstrapped = True
         self._cache = WatchCache(self._storage)
         await self._cache.start()
-        loaded = await asyncio.to_thread(nodegraph_populator.load, node_graph, self._storage)  # before serving
-        self._node_graph_task = asyncio.create_task(
-            nodegraph_populator.follow(node_graph, self._storage, self._cache, loaded))
+        views = (node_graph, policy)
+        loaded = await asyncio.to_thread(follower.load, views, self._storage)  # before serving
+        self._authorizer_views_task = asyncio.create_task(follower.follow(views, self._storage, self._cache, loaded))
         self._crds = CRDController(self.registry, schemas=self.openapi)
         crd_events = self._cache.subscribe(CRD_PREFIX, self._cache.revision)  # first: no change is missed
         await asyncio.to_thread(self._crds.sync_all)  # custom resources are served before the server listens
@@ -356,13 +357,13 @@ class APIServer:
 
     async def stop(self) -> None:
         self._stopping = True  # readyz's shutdown check fails from here on
-        if self._node_graph_task is not None:
-            self._node_graph_task.cancel()
+        if self._authorizer_views_task is not None:
+            self._authorizer_views_task.cancel()
             try:
-                await self._node_graph_task
+                await self._authorizer_views_task
             except asyncio.CancelledError:
                 pass
-            self._node_graph_task = None
+            self._authorizer_views_task = None
         if self._crd_task is not None:
             self._crd_task.cancel()
             try:

@@ -71,6 +71,20 @@ class Chain:
                 reasons.append(verdict.reason)
         return Verdict(Decision.NO_OPINION, "\n".join(reasons))
 
+    def authorize_now(self, attributes: Attributes) -> Verdict | None:
+        """`authorize` without blocking (RBAC over its in-memory policy); None when only a blocking look (the
+        store, or waiting for the policy to catch up) can tell."""
+        reasons: list[str] = []
+        for authorizer in self.authorizers:
+            verdict = self.rbac.authorize_now(attributes) if authorizer is self.rbac else authorizer.authorize(attributes)
+            if verdict is None:
+                return None
+            if verdict.decision is not Decision.NO_OPINION:
+                return verdict
+            if verdict.reason:
+                reasons.append(verdict.reason)
+        return Verdict(Decision.NO_OPINION, "\n".join(reasons))
+
     def needs_lookup(self, user: UserInfo) -> bool:
         """False when a store-free authorizer allows the user everything (the common, fast case)."""
         probe = Attributes(user=user, verb="get", path="/")

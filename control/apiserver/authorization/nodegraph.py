@@ -131,9 +131,14 @@ class _PV(NamedTuple):
     secrets: frozenset[Ref]
 
 
+PODS, PVS, ATTACHMENTS = "/registry/pods/", "/registry/persistentvolumes/", "/registry/volumeattachments/"
+
+
 class NodeGraph:
-    """The graph, changed one object at a time by the populator (nodegraph_populator.py) and read by the
-    Node authorizer; thread-safe (the authorizer runs on worker threads, the populator on the loop)."""
+    """The graph, changed one object at a time from the watch cache (a follower.Consumer) and read by the
+    Node authorizer; thread-safe (the authorizer runs on worker threads, the follower on the loop)."""
+
+    prefixes = (PODS, PVS, ATTACHMENTS)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -150,6 +155,19 @@ class NodeGraph:
             self._pvs.clear()
             self._pvs_by_secret.clear()
             self._attachments.clear()
+
+    def apply(self, key: str, obj: dict[str, Any] | None) -> None:
+        """One stored object's state (None: gone), by its storage key."""
+        if key.startswith(PODS):
+            namespace, _, name = key[len(PODS):].partition("/")
+            self.set_pod(namespace, name, obj)
+        elif key.startswith(PVS):
+            self.set_pv(key[len(PVS):], obj)
+        elif key.startswith(ATTACHMENTS):
+            self.set_attachment(key[len(ATTACHMENTS):], obj)
+
+    def caught_up(self, revision: int) -> None:
+        """Nothing waits on the graph's freshness: a kubelet retries what it was refused."""
 
     def set_pod(self, namespace: str, name: str, pod: Mapping[str, Any] | None) -> None:
         """Put the pod's current state (None: deleted) in the graph."""

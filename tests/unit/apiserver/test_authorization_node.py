@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 
 from control.apiserver.authentication.tokens import UserInfo
-from control.apiserver.authorization import nodegraph_populator
+from control.apiserver.authorization import follower
 from control.apiserver.authorization.attributes import Attributes, request_attributes
 from control.apiserver.authorization.node import NodeAuthorizer, node_identity
 from control.apiserver.authorization.nodegraph import NodeGraph, Ref, pod_references, pv_references
 from control.apiserver.authorization.source import default_chain
-from control.storage.interface import Event, EventType
 from control.storage.sqlite import SQLiteStorage
 
 
@@ -199,10 +198,10 @@ def test_populator_loads_and_applies_events(tmp_path: Path) -> None:
         {"name": "s", "secret": {"secretName": "s0"}}])).encode())
     storage.create("/registry/configmaps/ns0/ignored", b"{}")
     graph = NodeGraph()
-    revision = nodegraph_populator.load(graph, storage)
+    revision = follower.load([graph], storage)
     assert revision == storage.revision()
     assert graph.has_path("node0", Ref("secrets", "ns0", "s0"))
-    nodegraph_populator.apply_event(graph, Event(EventType.DELETED, "/registry/pods/ns0/p0", b"{}", revision + 1, 1))
+    graph.apply("/registry/pods/ns0/p0", None)
     assert not graph.has_path("node0", Ref("secrets", "ns0", "s0"))
 
 
