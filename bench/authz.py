@@ -23,6 +23,7 @@ through the API): µs per create decision for each identity.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -78,7 +79,8 @@ def configmap(name: str) -> dict[str, Any]:
 
 def build_policy(session: requests.Session, endpoint: Endpoint, roles: int) -> None:
     for ns in (NAMESPACE, LIST_NAMESPACE):
-        post(session, endpoint, "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        post(session, endpoint, "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                       "metadata": {"name": ns}})
     for i in range(roles):
         rules = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": [f"s-{i}"]}]
         post(session, endpoint, f"{RBAC}/clusterroles", role("ClusterRole", f"bench-{i}", rules))
@@ -110,13 +112,13 @@ def run_round(session: requests.Session, endpoint: Endpoint, tag: str, count: in
     identities = (("masters", MASTERS), ("rbac", AS_USER))
     for i in range(count):
         for who, headers in identities:
-            results[who]["create"].append(timed(lambda: session.post(
-                f"{endpoint.url}/api/v1/namespaces/{NAMESPACE}/configmaps", json=configmap(f"{tag}-{who}-{i}"),
-                headers=headers, verify=endpoint.verify, timeout=30), 201))
+            results[who]["create"].append(timed(functools.partial(
+                session.post, f"{endpoint.url}/api/v1/namespaces/{NAMESPACE}/configmaps",
+                json=configmap(f"{tag}-{who}-{i}"), headers=headers, verify=endpoint.verify, timeout=30), 201))
     for _ in range(count):
         for who, headers in identities:
-            results[who]["list"].append(timed(lambda: session.get(
-                f"{endpoint.url}/api/v1/namespaces/{LIST_NAMESPACE}/configmaps", headers=headers,
+            results[who]["list"].append(timed(functools.partial(
+                session.get, f"{endpoint.url}/api/v1/namespaces/{LIST_NAMESPACE}/configmaps", headers=headers,
                 verify=endpoint.verify, timeout=30), 200))
 
 
@@ -178,7 +180,8 @@ def main() -> None:
             server.stop()
     print(f"\n{args.roles} Roles/RoleBindings + {args.roles} ClusterRoles/ClusterRoleBindings, "
           f"{args.rounds} rounds x {args.requests} requests per identity and kind, LIST of {args.list_size}:")
-    print(f"| {'request':<10} | {'system:masters p50 ms':>22} | {'RBAC user p50 ms':>17} | {'ratio (goal <= 1.1)':>20} |")
+    print(f"| {'request':<10} | {'system:masters p50 ms':>22} | {'RBAC user p50 ms':>17} "
+          f"| {'ratio (goal <= 1.1)':>20} |")
     print(f"|{'-' * 12}|{'-' * 23}:|{'-' * 18}:|{'-' * 21}:|")
     for kind in ("create", "list"):
         masters = statistics.median(results["masters"][kind]) * 1000

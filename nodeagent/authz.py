@@ -106,7 +106,7 @@ class SubjectAccessReviewCache:
                 return cached[1]
         try:
             answer = self._review(spec)
-        except Exception as exc:  # noqa: BLE001 - no answer: 500 for this request, asked again next time
+        except Exception as exc:
             raise ReviewFailed(str(exc)) from exc
         allowed = (answer.get("status") or {}).get("allowed") is True
         with self._lock:

@@ -206,7 +206,8 @@ def test_an_authenticated_caller_needs_the_node_subresource(kubelet: dict[str, A
         assert answer.text == f"Forbidden (user=mallory, verb={verb}, resource=nodes, subresource={subresource})"
     assert kubelet["calls"] == []
     assert kubelet["access_reviews"][0] == {
-        "resourceAttributes": {"verb": "get", "version": "v1", "resource": "nodes", "subresource": "pods", "name": NODE},
+        "resourceAttributes": {"verb": "get", "version": "v1", "resource": "nodes", "subresource": "pods",
+                               "name": NODE},
         "user": "mallory", "groups": []}
 
     grant(admin, "trent", "nodes/stats", cleanup)
@@ -230,7 +231,8 @@ def grant(admin: RESTClient, user: str, subresource: str, cleanup) -> None:
         "rules": [{"apiGroups": [""], "resources": [subresource], "verbs": ["get"]}]})
     cleanup(lambda: admin.delete(f"{rbac}/clusterroles/kubelet-{user}"))
     admin.create(f"{rbac}/clusterrolebindings", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": f"kubelet-{user}"},
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": f"kubelet-{user}"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"kubelet-{user}"},
         "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}]})
     cleanup(lambda: admin.delete(f"{rbac}/clusterrolebindings/kubelet-{user}"))

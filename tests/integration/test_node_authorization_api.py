@@ -51,7 +51,8 @@ def ns(api: Endpoint) -> str:
 
 
 def pod_on(api: Endpoint, ns: str, name: str, node: str, secret: str) -> None:
-    create(api, f"/api/v1/namespaces/{ns}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {
+    create(api, f"/api/v1/namespaces/{ns}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                                                  "spec": {
         "nodeName": node, "containers": [{"name": "c", "image": "slimkube/busybox:1"}],
         "volumes": [{"name": "s", "secret": {"secretName": secret}}]}})
 
@@ -91,7 +92,8 @@ def test_a_node_writes_only_its_own_node(api: Endpoint) -> None:
     assert message(taints) == f'nodes "{A}" is forbidden: node "{A}" is not allowed to modify taints'
     role = api.request("PATCH", f"/api/v1/nodes/{A}", headers={**as_node(A), **merge},
                        data='{"metadata": {"labels": {"node-role.kubernetes.io/control-plane": ""}}}')
-    assert message(role) == f'nodes "{A}" is forbidden: is not allowed to modify labels: node-role.kubernetes.io/control-plane'
+    assert message(role) == (f'nodes "{A}" is forbidden: is not allowed to modify labels: '
+                             "node-role.kubernetes.io/control-plane")
     own = api.request("PATCH", f"/api/v1/nodes/{A}", headers={**as_node(A), **merge},
                       data='{"metadata": {"labels": {"tier": "mine", "topology.kubernetes.io/zone": "z1"}}}')
     assert own.status_code == 200, own.text

@@ -76,7 +76,8 @@ class Chain:
         store, or waiting for the policy to catch up) can tell."""
         reasons: list[str] = []
         for authorizer in self.authorizers:
-            verdict = self.rbac.authorize_now(attributes) if authorizer is self.rbac else authorizer.authorize(attributes)
+            verdict = (self.rbac.authorize_now(attributes) if authorizer is self.rbac
+                       else authorizer.authorize(attributes))
             if verdict is None:
                 return None
             if verdict.decision is not Decision.NO_OPINION:

@@ -138,7 +138,7 @@ class NodeGraph:
     """The graph, changed one object at a time from the watch cache (a follower.Consumer) and read by the
     Node authorizer; thread-safe (the authorizer runs on worker threads, the follower on the loop)."""
 
-    prefixes = (PODS, PVS, ATTACHMENTS)
+    prefixes: tuple[str, ...] = (PODS, PVS, ATTACHMENTS)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -63,7 +63,7 @@ class PolicyCache(IndexedPolicy):
     """A PolicySource (rbac.py) in memory, indexed (rbac.IndexedPolicy); each role's rules are read once,
     when it is stored."""
 
-    prefixes = (CLUSTER_ROLES, ROLES, CLUSTER_ROLE_BINDINGS, ROLE_BINDINGS)
+    prefixes: tuple[str, ...] = (CLUSTER_ROLES, ROLES, CLUSTER_ROLE_BINDINGS, ROLE_BINDINGS)
 
     def __init__(self, storage: Storage) -> None:
         self._storage = storage

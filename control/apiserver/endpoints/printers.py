@@ -595,7 +595,8 @@ def role_cells(role: Obj, now: datetime) -> list[Any]:
 def binding_cells(binding: Obj, now: datetime) -> list[Any]:
     """printRoleBinding / printClusterRoleBinding: ROLE `Kind/name`; the wide USERS, GROUPS and
     SERVICEACCOUNTS (`namespace/name`) joined by `, ` (rbac.SubjectsStrings)."""
-    ref = binding.get("roleRef") if isinstance(binding.get("roleRef"), Mapping) else {}
+    given = binding.get("roleRef")
+    ref: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     found: dict[str, list[str]] = {"User": [], "Group": [], "ServiceAccount": []}
     for subject in binding.get("subjects") or []:
         if not isinstance(subject, Mapping) or subject.get("kind") not in found:

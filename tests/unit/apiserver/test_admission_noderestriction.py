@@ -105,7 +105,8 @@ def changed(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     pytest.param(Attributes(Operation.CREATE, PODS, "ns", "mirror", mirror(volumes=[{"name": "v", "configMap": {
         "name": "c"}}])), 'pods "mirror" is forbidden: node "mynode" can not create pods that reference configmaps',
                  id="mirror-configmap"),
-    pytest.param(Attributes(Operation.CREATE, PODS, "ns", "mirror", mirror(volumes=[{"name": "v", "persistentVolumeClaim": {
+    pytest.param(Attributes(Operation.CREATE, PODS, "ns", "mirror", mirror(volumes=[{"name": "v",
+                                                                                     "persistentVolumeClaim": {
         "claimName": "c"}}])),
                  'pods "mirror" is forbidden: node "mynode" can not create pods that reference persistentvolumeclaims',
                  id="mirror-pvc"),
@@ -122,7 +123,8 @@ def changed(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
                             pod("theirs", "othernode"), subresource="status"),
                  'pods "theirs" is forbidden: node "mynode" can only update pod status for pods with spec.nodeName set '
                  "to itself", id="other-pod-status"),
-    pytest.param(Attributes(Operation.UPDATE, PODS, "ns", "mine", pod("mine", "mynode", metadata={"labels": {"a": "b"}}),
+    pytest.param(Attributes(Operation.UPDATE, PODS, "ns", "mine",
+                            pod("mine", "mynode", metadata={"labels": {"a": "b"}}),
                             pod("mine", "mynode"), subresource="status"),
                  'pods "mine" is forbidden: node "mynode" cannot update labels through pod status', id="status-labels"),
     pytest.param(Attributes(Operation.CREATE, PODS, "ns", "mine", {}, subresource="binding"),
@@ -133,7 +135,8 @@ def changed(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     pytest.param(Attributes(Operation.CREATE, NODES, "", "mynode", node("mynode", {
         "node-role.kubernetes.io/master": "", "foo.node-restriction.kubernetes.io/x": "y"})),
                  'nodes "mynode" is forbidden: node "mynode" is not allowed to set the following labels: '
-                 "foo.node-restriction.kubernetes.io/x, node-role.kubernetes.io/master", id="register-forbidden-labels"),
+                 "foo.node-restriction.kubernetes.io/x, node-role.kubernetes.io/master",
+                 id="register-forbidden-labels"),
     pytest.param(Attributes(Operation.UPDATE, NODES, "", "othernode", node("othernode"), node("othernode")),
                  'nodes "othernode" is forbidden: node "mynode" is not allowed to modify node "othernode"',
                  id="other-node"),

@@ -30,7 +30,8 @@ FULL_POD_SPEC: dict[str, Any] = {
     "serviceAccountName": "sa0",
     "imagePullSecrets": [{"name": "pull"}],
     "containers": [{"name": "c", "env": [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "env-s", "key": "k"}}},
-                                         {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "env-cm", "key": "k"}}}],
+                                         {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "env-cm",
+                                                                                          "key": "k"}}}],
                     "envFrom": [{"secretRef": {"name": "from-s"}}, {"configMapRef": {"name": "from-cm"}}]}],
     "initContainers": [{"name": "i", "envFrom": [{"secretRef": {"name": "init-s"}}]}],
     "ephemeralContainers": [{"name": "e", "envFrom": [{"configMapRef": {"name": "eph-cm"}}]}],
@@ -89,7 +90,8 @@ def graph_with_pods() -> NodeGraph:
                                             {"name": "c", "configMap": {"name": "configmap0-pod0-node0"}},
                                             {"name": "v", "persistentVolumeClaim": {"claimName": "pvc0-pod0-node0"}}],
                                    resourceClaims=[{"name": "r", "resourceClaimName": "claim0-pod0-node0"}]))
-    graph.set_pod("ns0", "p1", pod("p1", "node1", volumes=[{"name": "s", "secret": {"secretName": "secret0-pod0-node1"}}]))
+    graph.set_pod("ns0", "p1", pod("p1", "node1", volumes=[{"name": "s",
+                                                           "secret": {"secretName": "secret0-pod0-node1"}}]))
     graph.set_pod("ns0", "unbound", pod("unbound", "", volumes=[{"name": "s", "secret": {"secretName": "unbound-s"}}]))
     graph.set_pv("pv0-pod0-node0", {"spec": {"claimRef": {"namespace": "ns0", "name": "pvc0-pod0-node0"},
                                              "csi": {"driver": "d", "nodePublishSecretRef":
@@ -105,8 +107,10 @@ def ask(verb: str, path: str, user: UserInfo | None = None, **query: str) -> Att
 # upstream TestAuthorizer, as HTTP requests
 @pytest.mark.parametrize(("method", "path", "query", "allowed", "reason"), [
     pytest.param("GET", "/api/v1/namespaces/ns0/secrets/secret0-pod0-node0", {}, True, "", id="allowed-secret"),
-    pytest.param("GET", "/api/v1/namespaces/ns0/configmaps/configmap0-pod0-node0", {}, True, "", id="allowed-configmap"),
-    pytest.param("GET", "/api/v1/namespaces/ns0/persistentvolumeclaims/pvc0-pod0-node0", {}, True, "", id="allowed-pvc"),
+    pytest.param("GET", "/api/v1/namespaces/ns0/configmaps/configmap0-pod0-node0", {}, True, "",
+                 id="allowed-configmap"),
+    pytest.param("GET", "/api/v1/namespaces/ns0/persistentvolumeclaims/pvc0-pod0-node0", {}, True, "",
+                 id="allowed-pvc"),
     pytest.param("GET", "/api/v1/persistentvolumes/pv0-pod0-node0", {}, True, "", id="allowed-pv"),
     pytest.param("GET", "/api/v1/namespaces/ns0/secrets/secret-pv0-pod0-node0", {}, True, "", id="allowed-pv-secret"),
     pytest.param("GET", "/apis/resource.k8s.io/v1/namespaces/ns0/resourceclaims/claim0-pod0-node0", {}, True, "",
@@ -183,7 +187,8 @@ def test_graph_follows_changes() -> None:
     assert not graph.has_path("node0", Ref("persistentvolumes", "", "pv0-pod0-node0"))  # its claim went with p0
     graph.set_pod("ns0", "p2", None)
     assert not graph.has_path("node0", secret)
-    graph.set_pod("ns0", "p1", pod("p1", "node0", volumes=[{"name": "s", "secret": {"secretName": "secret0-pod0-node1"}}]))
+    graph.set_pod("ns0", "p1", pod("p1", "node0", volumes=[{"name": "s",
+                                                           "secret": {"secretName": "secret0-pod0-node1"}}]))
     assert graph.has_path("node0", Ref("secrets", "ns0", "secret0-pod0-node1"))  # moved (recreated) to node0
     assert not graph.has_path("node1", Ref("secrets", "ns0", "secret0-pod0-node1"))
     graph.set_pv("pv0-pod0-node0", None)

@@ -28,7 +28,8 @@ def key_of(obj: dict[str, Any]) -> str:
         f"/registry/{plural}/{obj['metadata']['name']}"
 
 
-def binding(kind: str, name: str, role: tuple[str, str], *subjects: dict[str, str], namespace: str = "") -> dict[str, Any]:
+def binding(kind: str, name: str, role: tuple[str, str], *subjects: dict[str, str],
+            namespace: str = "") -> dict[str, Any]:
     metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
     return {"kind": kind, "metadata": metadata, "roleRef": {"apiGroup": RBAC, "kind": role[0], "name": role[1]},
             "subjects": list(subjects)}
