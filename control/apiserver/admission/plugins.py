@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from control.apiserver.admission.chain import Chain, Reader, ValidatingPlugin
 from control.apiserver.admission.lifecycle import NamespaceLifecycle
+from control.apiserver.admission.noderestriction import NodeRestriction
 from control.apiserver.admission.priority import OneGlobalDefault, PodPriority
 from control.apiserver.admission.quota import QuotaAdmission
 from control.apiserver.admission.storageclass import DefaultStorageClass
@@ -25,6 +26,6 @@ def chain(reader: Reader, *, validation: ValidatingPlugin, endpoint_routing: boo
     lists what the server serves, for the webhooks' matchPolicy Equivalent."""
     return Chain(mutating=[NamespaceLifecycle(reader), PodPriority(reader), DefaultStorageClass(reader),
                            MutatingWebhooks(reader, endpoint_routing=endpoint_routing, served=served)],
-                 validating=[validation, OneGlobalDefault(reader),
+                 validating=[validation, NodeRestriction(reader), OneGlobalDefault(reader),
                              ValidatingWebhooks(reader, endpoint_routing=endpoint_routing, served=served),
                              QuotaAdmission(reader)])
