@@ -193,10 +193,10 @@ def prepare_cluster(data_dir: Path, run_id: str, docker_api,
         for node in names:
             for cid in node_containers(docker_api, node):
                 docker_api.remove_container(cid, force=True, v=True)
-        for node in names[1:]:
-            subprocess.run(["ip", "netns", "del", node], capture_output=True)
-        for link in [f"{HOST_VETH_PREFIX}{i}" for i in range(2, NODES + 1)] + [BRIDGE, settings["podBridge"],
-                                                                                settings["vxlanDevice"]]:
+        for netns in names[1:] + [f"{name}-router"]:  # the router of `--node-subnets`, if made
+            subprocess.run(["ip", "netns", "del", netns], capture_output=True)
+        for link in [f"{HOST_VETH_PREFIX}{i}" for i in [*range(2, NODES + 1), "r"]] + [
+                BRIDGE, settings["podBridge"], settings["vxlanDevice"]]:
             delete_link(link)
         rules.remove(detect(), pod_rules)
         remove_shared_chains(detect())  # the portmap plugin's, in CNI mode
