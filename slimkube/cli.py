@@ -214,6 +214,9 @@ def _parse_disable(text: str) -> frozenset[str]:
 @click.option("--advertise-address", default=None,
               help="The IP the `kubernetes` Service's Endpoints name [default: --bind-address if it is a "
               "specific IP, else this host's address on the default route].")
+@click.option("--enable-aggregator-routing", type=click.BOOL, default=True, show_default=True, metavar="BOOL",
+              help="Send admission webhooks and aggregated APIs to a Service's endpoints (pod IPs) instead of its "
+              "ClusterIP, which only a host running kube-proxy reaches (`slimkube up` runs one, and sets false).")
 @_disable_option
 @_node_monitor_grace_option
 @_resource_quota_sync_option
@@ -229,8 +232,9 @@ def _parse_disable(text: str) -> frozenset[str]:
 @_scheduler_options
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
-           node_cidr_mask_size: int, advertise_address: str | None, disable: str, node_monitor_grace_period: str,
-           resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
+           node_cidr_mask_size: int, advertise_address: str | None, enable_aggregator_routing: bool, disable: str,
+           node_monitor_grace_period: str, resource_quota_sync_period: str, max_endpoints_per_slice: int,
+           loadbalancer_address_pool: str,
            horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
            scheduler_bind_address: str, scheduler_port: int, verbose: bool) -> None:
@@ -268,7 +272,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
-                          service_cidr=service_cidr, cluster_cidr=cluster_cidr, advertise_address=advertise_address)
+                          service_cidr=service_cidr, cluster_cidr=cluster_cidr, advertise_address=advertise_address,
+                          enable_aggregator_routing=enable_aggregator_routing)
 
     def ready(api: object) -> None:
         click.echo(f"slimkube server: API at {api.url}; kubeconfig {api.kubeconfig_path}", err=True)  # type: ignore[attr-defined]

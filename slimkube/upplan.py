@@ -167,7 +167,8 @@ def plan_up(flags: UpFlags, facts: HostFacts) -> UpPlan:
     server = ServerConfig(data_dir=flags.data_dir, bind_address=flags.bind_address, port=flags.port,
                           datastore=flags.datastore, service_cidr=flags.service_cidr,
                           cluster_cidr=kubelet.cluster_cidr,
-                          advertise_address=node_plan.host_ip if node_plan is not None else None)
+                          advertise_address=node_plan.host_ip if node_plan is not None else None,
+                          enable_aggregator_routing=False)  # this host runs kube-proxy: ClusterIPs answer
     try:
         proxy = proxy_config.validate(with_overrides(
             proxy_config.from_document(facts.proxy_document, ProxyConfig())

@@ -42,6 +42,9 @@ def urls(verbs: tuple[str, ...] | str, *paths: str) -> dict[str, Any]:
     return {"verbs": [verbs] if isinstance(verbs, str) else list(verbs), "nonResourceURLs": list(paths)}
 
 
+BOOTSTRAPPERS = "system:bootstrappers"  # the join token's group
+NODE_CLIENT_APPROVAL = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
+SELF_NODE_CLIENT_APPROVAL = "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"
 EVENTS_RULE = rule(("create", "update", "patch"), (CORE, EVENTS), "events")
 DELEGATION = [rule("create", AUTHENTICATION, "tokenreviews"), rule("create", AUTHORIZATION, "subjectaccessreviews")]
 
@@ -133,6 +136,9 @@ def cluster_roles() -> list[dict[str, Any]]:
         cluster_role("system:auth-delegator", DELEGATION),
         cluster_role("system:node-bootstrapper", [rule(("create", "get", "list", "watch"), CERTIFICATES,
                                                        "certificatesigningrequests")]),
+        cluster_role(NODE_CLIENT_APPROVAL, [rule("create", CERTIFICATES, "certificatesigningrequests/nodeclient")]),
+        cluster_role(SELF_NODE_CLIENT_APPROVAL, [
+            rule("create", CERTIFICATES, "certificatesigningrequests/selfnodeclient")]),
         cluster_role("system:node-proxier", [
             rule(("list", "watch"), CORE, "services", "endpoints"), rule("get", CORE, "nodes"), EVENTS_RULE,
             rule(("list", "watch"), DISCOVERY, "endpointslices")]),
@@ -174,6 +180,11 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
         cluster_role_binding("system:basic-user", [authenticated]),
         cluster_role_binding("system:public-info-viewer", [authenticated, group("system:unauthenticated")]),
         cluster_role_binding("system:node-proxier", [user("system:kube-proxy")]),
+        # what the join token buys (kubeadm's kubelet-bootstrap and node-autoapprove bindings): its own CSR,
+        # auto-approved as a node client certificate; nodes renew their own (docs/identity.md)
+        cluster_role_binding("system:node-bootstrapper", [group(BOOTSTRAPPERS)]),
+        cluster_role_binding(NODE_CLIENT_APPROVAL, [group(BOOTSTRAPPERS)]),
+        cluster_role_binding(SELF_NODE_CLIENT_APPROVAL, [group("system:nodes")]),
         cluster_role_binding("system:kube-controller-manager", [user("system:kube-controller-manager")]),
         cluster_role_binding("system:kube-dns", [service_account("kube-system", "kube-dns")]),
         cluster_role_binding("system:kube-scheduler", [user("system:kube-scheduler")]),
@@ -276,6 +287,12 @@ def _controller_rules() -> dict[str, list[dict[str, Any]]]:
         "certificate-controller": [
             rule(("get", "list", "watch", "delete"), CERTIFICATES, "certificatesigningrequests"),
             rule("update", CERTIFICATES, "certificatesigningrequests/status", "certificatesigningrequests/approval"),
+            rule(("approve", "sign"), CERTIFICATES, "signers", names=(
+                "kubernetes.io/kube-apiserver-client", "kubernetes.io/kube-apiserver-client-kubelet",
+                "kubernetes.io/kubelet-serving")),
+            # slimkube's approvers: node passwords, the Node's addresses, the API server's own addresses
+            rule(("get", "create"), CORE, "secrets"), rule(("list", "watch"), CORE, "nodes"),
+            rule("get", CORE, "services", "endpoints"),
             *DELEGATION, EVENTS_RULE],
         "pvc-protection-controller": [
             rule(("get", "list", "watch", "update"), CORE, "persistentvolumeclaims"),
