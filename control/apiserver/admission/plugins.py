@@ -1,8 +1,9 @@
 """The admission chain the API server runs, in upstream's recommended order (pkg/kubeapiserver/options/
 plugins.go `AllOrderedPlugins`): NamespaceLifecycle first, the mutating plugins with the mutating admission
 webhooks last of them, then validation — the kind's own (the strategy's Validate, which upstream's store
-runs before its validating admission), the validating plugins (NodeRestriction first), the ValidatingAdmissionPolicies,
-the validating admission webhooks — and ResourceQuota last, so a write another plugin or a webhook refuses never takes quota.
+runs before its validating admission), the validating plugins (NodeRestriction first), the
+ValidatingAdmissionPolicies, the validating admission webhooks — and ResourceQuota last, so a write another
+plugin or a webhook refuses never takes quota.
 
 What is particular to one kind (service allocations, namespace finalizers, ...) is in that kind's strategy
 (registry/strategies/), not here.
