@@ -75,6 +75,7 @@ class UpFlags:
     cluster_dns: str | None = None
     cluster_domain: str | None = None
     serve_dns: bool = True
+    admission_config_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,8 @@ def plan_up(flags: UpFlags, facts: HostFacts) -> UpPlan:
     server = ServerConfig(data_dir=flags.data_dir, bind_address=flags.bind_address, port=flags.port,
                           datastore=flags.datastore, service_cidr=flags.service_cidr,
                           cluster_cidr=kubelet.cluster_cidr,
-                          advertise_address=node_plan.host_ip if node_plan is not None else None)
+                          advertise_address=node_plan.host_ip if node_plan is not None else None,
+                          admission_config_file=flags.admission_config_file)
     try:
         proxy = proxy_config.validate(with_overrides(
             proxy_config.from_document(facts.proxy_document, ProxyConfig())

@@ -53,7 +53,8 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from control.apiserver import resources as resources_table
-from control.apiserver import status
+from control.apiserver import status, warning
+from control.apiserver.admission import config as admission_config
 from control.apiserver.authentication import certs, kubeletcerts
 from control.apiserver.authentication import tokens as authn
 from control.apiserver.authorization import filter as authz_filter
@@ -104,6 +105,7 @@ class ServerConfig:
     bookmark_seconds: float = 60.0
     tls: bool = True  # client-go sends the kubeconfig's token only over https (see certs.py)
     advertise_address: str | None = None  # the `kubernetes` Endpoints' IP (master_endpoints.advertise_address)
+    admission_config_file: str | None = None  # an AdmissionConfiguration (admission/config.py)
 
 
 def _read_or_create_secret(path: str) -> str:
@@ -273,7 +275,8 @@ class APIServer:
                                                           data_dir=self.config.data_dir)
         self._storage = MeteredStorage(self._given_storage, self.metrics.storage_latency)
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
-                                 node_port_range=self.config.node_port_range)
+                                 node_port_range=self.config.node_port_range,
+                                 admission_config=admission_config.load(self.config.admission_config_file))
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
         await asyncio.to_thread(reconcile_policy, self.registry)
         self.authorizer = default_chain(self._storage)
@@ -431,7 +434,8 @@ class APIServer:
         assert self.registry is not None and self._cache is not None and self.authorizer is not None
         authorization = authz_filter.AuthorizationFilter(self.authorizer)
         app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, authorization.middleware,
-                                           self._limit_inflight, fieldvalidation.middleware(self.openapi)],
+                                           self._limit_inflight, warning.middleware,
+                                           fieldvalidation.middleware(self.openapi)],
                               client_max_size=4 * 1024 * 1024)
         OpenStreams(is_long_running).install(app)  # the runner's cleanup ends them without its shutdown wait
         kubelet = KubeletClient(ca_file=self.certs.ca_path if self.certs else None,

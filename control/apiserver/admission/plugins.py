@@ -10,14 +10,18 @@ What is particular to one kind (service allocations, namespace finalizers, ...) 
 from __future__ import annotations
 
 from control.apiserver.admission.chain import Chain, Reader, ValidatingPlugin
+from control.apiserver.admission.config import AdmissionConfig
 from control.apiserver.admission.lifecycle import NamespaceLifecycle
+from control.apiserver.admission.podsecurity import PodSecurity
 from control.apiserver.admission.priority import OneGlobalDefault, PodPriority
 from control.apiserver.admission.quota import QuotaAdmission
 from control.apiserver.admission.storageclass import DefaultStorageClass
 
 
-def chain(reader: Reader, *, validation: ValidatingPlugin) -> Chain:
+def chain(reader: Reader, *, validation: ValidatingPlugin, config: AdmissionConfig | None = None) -> Chain:
     """The chain over `reader` (the registry); `validation` is the kind's own validation, run first of the
-    validating plugins."""
+    validating plugins; `config` is what the server's admission configuration file says."""
+    config = config or AdmissionConfig()
     return Chain(mutating=[NamespaceLifecycle(reader), PodPriority(reader), DefaultStorageClass(reader)],
-                 validating=[validation, OneGlobalDefault(reader), QuotaAdmission(reader)])
+                 validating=[validation, PodSecurity(reader, config.pod_security), OneGlobalDefault(reader),
+                             QuotaAdmission(reader)])

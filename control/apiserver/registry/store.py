@@ -50,6 +50,7 @@ from control.apimachinery.validation import FieldError
 from control.apiserver import status
 from control.apiserver.admission import plugins as admission
 from control.apiserver.admission.chain import Attributes, Operation
+from control.apiserver.admission.config import AdmissionConfig
 from control.apiserver.codec import fieldvalidation
 from control.apiserver.codec import jsoncodec as codec
 from control.apiserver.fieldmanager import fieldschema, managedfields, patch
@@ -196,16 +197,17 @@ class Registry:
 
     `service_cidr` and `node_port_range` configure the services strategy's allocators; `clock` gives the
     creation and deletion timestamps (injected for tests), also to the REST storages beside this one
-    (binding.py).
+    (binding.py); `admission_config` is the server's admission configuration file's content.
     """
 
     def __init__(self, storage: Storage, *, service_cidr: str = "10.96.0.0/12",
                  node_port_range: tuple[int, int] = (30000, 32767),
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 admission_config: AdmissionConfig | None = None) -> None:
         self.storage = storage
         self._strategies = strategies.build(storage, service_cidr=service_cidr, node_port_range=node_port_range)
         self.clock = clock
-        self.admission = admission.chain(self, validation=StrategyValidation(self.strategy))
+        self.admission = admission.chain(self, validation=StrategyValidation(self.strategy), config=admission_config)
         # What this server serves: the static table and the custom resources `serve_custom` installs.
         self.resources = ServedResources()
         self._custom: dict[tuple[str, str, str], Strategy] = {}
