@@ -12,6 +12,8 @@ from __future__ import annotations
 from control.apiserver.admission.chain import Chain, Reader, ValidatingPlugin
 from control.apiserver.admission.config import AdmissionConfig
 from control.apiserver.admission.lifecycle import NamespaceLifecycle
+from control.apiserver.admission.limitranger import LimitRangerBounds, LimitRangerDefaults
+from control.apiserver.admission.nodetaint import TaintNodesByCondition
 from control.apiserver.admission.podsecurity import PodSecurity
 from control.apiserver.admission.priority import OneGlobalDefault, PodPriority
 from control.apiserver.admission.quota import QuotaAdmission
@@ -22,6 +24,7 @@ def chain(reader: Reader, *, validation: ValidatingPlugin, config: AdmissionConf
     """The chain over `reader` (the registry); `validation` is the kind's own validation, run first of the
     validating plugins; `config` is what the server's admission configuration file says."""
     config = config or AdmissionConfig()
-    return Chain(mutating=[NamespaceLifecycle(reader), PodPriority(reader), DefaultStorageClass(reader)],
-                 validating=[validation, PodSecurity(reader, config.pod_security), OneGlobalDefault(reader),
-                             QuotaAdmission(reader)])
+    return Chain(mutating=[NamespaceLifecycle(reader), LimitRangerDefaults(reader), TaintNodesByCondition(),
+                           PodPriority(reader), DefaultStorageClass(reader)],
+                 validating=[validation, LimitRangerBounds(reader), PodSecurity(reader, config.pod_security),
+                             OneGlobalDefault(reader), QuotaAdmission(reader)])
