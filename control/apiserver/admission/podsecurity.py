@@ -4,7 +4,8 @@ the kube-apiserver's plugin/pkg/admission/security/podsecurity/admission.go).
 - Pods (create, and updates that change a container image; not status, binding, exec, ... subresources):
   refused with a 403 `violates PodSecurity "<level>:<version>": <reason> (<detail>), ...` when the
   namespace's enforce level refuses them; otherwise a warn-level violation is a `would violate ...`
-  warning, an audit-level one an audit annotation.
+  warning (control/apiserver/warning.py), an audit-level one an annotation on the attributes, under
+  upstream's `pod-security.kubernetes.io/audit-violations` key.
 - Workload resources (Deployments, Jobs, ... anything with a pod template): warn and audit only.
 - Namespaces: labels that do not parse are a 422 on the namespace; tightening the enforce level returns
   warnings naming the existing pods that would now be refused (at most 3,000 pods, for at most one second).
@@ -174,7 +175,7 @@ class PodSecurity:
     # -- pods and workloads ------------------------------------------------------------------------
 
     def _validate_pod(self, attributes: Attributes, obj: dict[str, Any]) -> None:
-        if self._exempt(attributes.namespace):
+        if self._exempt(attributes):
             return
         nspolicy, errors = self._namespace_policy(attributes.namespace)
         if not errors and nspolicy.fully_privileged():
@@ -184,7 +185,7 @@ class PodSecurity:
         self._evaluate(attributes, nspolicy, errors, obj.get("metadata") or {}, obj.get("spec") or {}, enforce=True)
 
     def _validate_workload(self, attributes: Attributes, obj: dict[str, Any]) -> None:
-        if self._exempt(attributes.namespace):
+        if self._exempt(attributes):
             return
         nspolicy, errors = self._namespace_policy(attributes.namespace)
         if not errors and nspolicy.warn.level == nspolicy.audit.level == policy.PRIVILEGED:
@@ -196,10 +197,10 @@ class PodSecurity:
     def _evaluate(self, attributes: Attributes, nspolicy: Policy, errors: list[policy.LabelError],
                   metadata: Mapping[str, Any], spec: Mapping[str, Any], *, enforce: bool) -> None:
         if self._exempt_runtime_class(spec):
-            warning.add_audit_annotation(policy.EXEMPT_ANNOTATION, "runtimeClass")
+            attributes.annotations.setdefault(policy.EXEMPT_ANNOTATION, "runtimeClass")
             return
         if errors:
-            warning.add_audit_annotation("error", "Failed to parse policy: " + "; ".join(
+            attributes.annotations.setdefault("error", "Failed to parse policy: " + "; ".join(
                 f"{e.label}={e.value}: {e.detail}" for e in errors))
         results: dict[LevelVersion, list[Violation]] = {}
 
@@ -210,9 +211,9 @@ class PodSecurity:
 
         refused = violations(nspolicy.enforce) if enforce else []
         if enforce:
-            warning.add_audit_annotation(policy.ENFORCED_POLICY_ANNOTATION, str(nspolicy.enforce))
+            attributes.annotations.setdefault(policy.ENFORCED_POLICY_ANNOTATION, str(nspolicy.enforce))
         if audited := violations(nspolicy.audit):  # annotated on a refused request too, as upstream
-            warning.add_audit_annotation(policy.AUDIT_VIOLATIONS_ANNOTATION, f'would violate PodSecurity '
+            attributes.annotations.setdefault(policy.AUDIT_VIOLATIONS_ANNOTATION, f'would violate PodSecurity '
                                          f'"{nspolicy.audit}": {policy.forbidden_detail(audited)}')
         if refused:
             raise forbidden(attributes.resource, attributes.name, f'violates PodSecurity "{nspolicy.enforce}": '
@@ -222,14 +223,15 @@ class PodSecurity:
 
     # -- helpers -----------------------------------------------------------------------------------
 
-    def _exempt(self, namespace: str) -> bool:
+    def _exempt(self, attributes: Attributes) -> bool:
         """A namespace or user exemption (upstream checks both before reading the namespace)."""
+        namespace = attributes.namespace
         if namespace and namespace in self.configuration.namespaces:
-            warning.add_audit_annotation(policy.EXEMPT_ANNOTATION, "namespace")
+            attributes.annotations.setdefault(policy.EXEMPT_ANNOTATION, "namespace")
             return True
         user = current_user.get()
         if user is not None and user.username in self.configuration.usernames:
-            warning.add_audit_annotation(policy.EXEMPT_ANNOTATION, "user")
+            attributes.annotations.setdefault(policy.EXEMPT_ANNOTATION, "user")
             return True
         return False
 

@@ -246,10 +246,10 @@ def test_the_registry_enters_one_ordered_chain_once_per_write(tmp_path):
         registry = Registry(storage)
         names = [type(p).__name__ for p in registry.admission.mutating]
         assert names == ["NamespaceLifecycle", "LimitRangerDefaults", "TaintNodesByCondition", "PodPriority",
-                         "DefaultStorageClass"]
+                         "DefaultStorageClass", "MutatingWebhooks"]
         names = [type(p).__name__ for p in registry.admission.validating]
         assert names == ["StrategyValidation", "LimitRangerBounds", "PodSecurity", "OneGlobalDefault",
-                         "QuotaAdmission"]
+                         "ValidatingWebhooks", "QuotaAdmission"]
         seen: list[tuple[str, str, str]] = []
         registry.admission = Chain(
             mutating=[*registry.admission.mutating, Recording("mutating", seen)],

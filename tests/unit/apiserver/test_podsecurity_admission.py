@@ -4,6 +4,7 @@ warn and audit labels, workloads, namespace label checks and updates, exemptions
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
@@ -11,7 +12,8 @@ import pytest
 from control.api.podsecurity.policy import LevelVersion, Policy
 from control.apiserver import warning
 from control.apiserver.admission import config as admission_config
-from control.apiserver.admission.podsecurity import Configuration
+from control.apiserver.admission.chain import Attributes, Operation
+from control.apiserver.admission.podsecurity import Configuration, PodSecurity
 from control.apiserver.authentication.tokens import UserInfo, current_user
 from control.apiserver.registry.store import Registry
 from control.apiserver.resources import by_path
@@ -75,8 +77,11 @@ def test_warn_and_audit_do_not_refuse(registry: Registry) -> None:
         registry.create(PODS, "soft", pod())
     assert recorded.warnings == ['would violate PodSecurity "baseline:latest": privileged (container "c" must not '
                                  'set securityContext.privileged=true)']
-    assert recorded.audit_annotations["pod-security.kubernetes.io/audit-violations"].startswith(
+    attributes = Attributes(Operation.CREATE, PODS, "soft", "q", pod("q"))
+    PodSecurity(registry).validate(attributes, ExitStack())
+    assert attributes.annotations["pod-security.kubernetes.io/audit-violations"].startswith(
         'would violate PodSecurity "restricted:latest": privileged')
+    assert attributes.annotations["pod-security.kubernetes.io/enforce-policy"] == "privileged:latest"
 
 
 def test_enforce_label_also_warns_by_default(registry: Registry) -> None:
