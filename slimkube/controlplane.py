@@ -71,9 +71,13 @@ def parse_disable(text: str) -> frozenset[str]:
 def start_controller_manager(server: APIServer, *, disable: Collection[str] = (),
                              settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> ControllerManager:
     """The controllers `slimkube server` runs (all but `disable`), against `server`, started. The cluster
-    CA the root CA publisher hands out is the server's own (its data dir's ca.crt) unless `settings` name one."""
+    CA the root CA publisher hands out, and the one csrsigning issues from, is the server's own (its data dir's
+ca.crt and ca.key) unless `settings` name one."""
     if not settings.root_ca_pem and server.certs is not None:
         settings = dataclasses.replace(settings, root_ca_pem=server.certs.ca_pem().decode())
+    if not settings.cluster_signing_cert_file and server.certs is not None:
+        settings = dataclasses.replace(settings, cluster_signing_cert_file=server.certs.ca_path,
+                                       cluster_signing_key_file=server.certs.ca_key_path)
     manager = ControllerManager(server.client_config(), disabled=set(disable) - {SCHEDULER}, settings=settings)
     manager.start()
     return manager

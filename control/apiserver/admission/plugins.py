@@ -14,6 +14,7 @@ from control.apiserver.admission.chain import Chain, Reader, ValidatingPlugin
 from control.apiserver.admission.config import AdmissionConfig
 from control.apiserver.admission.lifecycle import NamespaceLifecycle
 from control.apiserver.admission.limitranger import LimitRangerBounds, LimitRangerDefaults
+from control.apiserver.admission.noderestriction import NodeRestriction
 from control.apiserver.admission.nodetaint import TaintNodesByCondition
 from control.apiserver.admission.podsecurity import PodSecurity
 from control.apiserver.admission.priority import OneGlobalDefault, PodPriority
@@ -32,7 +33,7 @@ def chain(reader: Reader, *, validation: ValidatingPlugin, endpoint_routing: boo
     return Chain(mutating=[NamespaceLifecycle(reader), LimitRangerDefaults(reader), TaintNodesByCondition(),
                            PodPriority(reader), DefaultStorageClass(reader),
                            MutatingWebhooks(reader, endpoint_routing=endpoint_routing, served=served)],
-                 validating=[validation, LimitRangerBounds(reader), PodSecurity(reader, config.pod_security),
-                             OneGlobalDefault(reader),
+                 validating=[validation, LimitRangerBounds(reader), NodeRestriction(reader),
+                             PodSecurity(reader, config.pod_security), OneGlobalDefault(reader),
                              ValidatingWebhooks(reader, endpoint_routing=endpoint_routing, served=served),
                              QuotaAdmission(reader)])
