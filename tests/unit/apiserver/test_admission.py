@@ -249,7 +249,7 @@ def test_the_registry_enters_one_ordered_chain_once_per_write(tmp_path):
                          "DefaultStorageClass", "MutatingWebhooks"]
         names = [type(p).__name__ for p in registry.admission.validating]
         assert names == ["StrategyValidation", "LimitRangerBounds", "NodeRestriction", "PodSecurity",
-                         "OneGlobalDefault", "ValidatingWebhooks", "QuotaAdmission"]
+                         "OneGlobalDefault", "ValidatingAdmissionPolicies", "ValidatingWebhooks", "QuotaAdmission"]
         seen: list[tuple[str, str, str]] = []
         registry.admission = Chain(
             mutating=[*registry.admission.mutating, Recording("mutating", seen)],
