@@ -54,7 +54,8 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from control.apiserver import resources as resources_table
-from control.apiserver import status
+from control.apiserver import status, warning
+from control.apiserver.admission import config as admission_config
 from control.apiserver.aggregator.backends import group_list_entries
 from control.apiserver.aggregator.certs import FrontProxyCerts, authentication_config, ensure_front_proxy_certs
 from control.apiserver.aggregator.proxy import Aggregator
@@ -113,6 +114,7 @@ class ServerConfig:
     advertise_address: str | None = None  # the `kubernetes` Endpoints' IP (master_endpoints.advertise_address)
     # webhooks and aggregated APIs to a Service's endpoints, not its ClusterIP (no kube-proxy on this host)
     enable_aggregator_routing: bool = True
+    admission_config_file: str | None = None  # an AdmissionConfiguration (admission/config.py)
 
 
 def _read_or_create_secret(path: str) -> str:
@@ -286,7 +288,8 @@ class APIServer:
         self._storage = MeteredStorage(self._given_storage, self.metrics.storage_latency)
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
                                  node_port_range=self.config.node_port_range,
-                                 endpoint_routing=self.config.enable_aggregator_routing)
+                                 endpoint_routing=self.config.enable_aggregator_routing,
+                                 admission_config=admission_config.load(self.config.admission_config_file))
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
         await asyncio.to_thread(reconcile_policy, self.registry)
         node_graph, policy = NodeGraph(), PolicyCache(self._storage)
@@ -491,7 +494,7 @@ class APIServer:
         authorization = authz_filter.AuthorizationFilter(self.authorizer)
         aggregation = [self.aggregator.middleware] if self.aggregator is not None else []
         app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, authorization.middleware,
-                                           self._limit_inflight, *aggregation,
+                                           self._limit_inflight, warning.middleware, *aggregation,
                                            fieldvalidation.middleware(self.openapi)],
                               client_max_size=4 * 1024 * 1024)
         OpenStreams(is_long_running).install(app)  # the runner's cleanup ends them without its shutdown wait
