@@ -3,7 +3,7 @@ authorizerfactory.NewPrivilegedGroups, pkg/kubeapiserver/authorizer/config.go fo
 k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go forbiddenMessage/Forbidden).
 
 Order: members of `system:masters` are allowed everything first, as upstream's privileged-groups authorizer;
-then the node authorizers' place (the Node authorizer for `system:node:<name>` users); then RBAC. The first
+then the Node authorizer for `system:node:<name>` users (node.py); then RBAC. The first
 authorizer that allows or denies decides; when none does, the request is forbidden and the reasons of all
 of them (joined by newlines) follow upstream's message.
 """
@@ -52,6 +52,21 @@ class Chain:
         reasons: list[str] = []
         for authorizer in self.authorizers:
             verdict = authorizer.authorize(attributes)
+            if verdict.decision is not Decision.NO_OPINION:
+                return verdict
+            if verdict.reason:
+                reasons.append(verdict.reason)
+        return Verdict(Decision.NO_OPINION, "\n".join(reasons))
+
+    def authorize_now(self, attributes: Attributes) -> Verdict | None:
+        """`authorize` without blocking (RBAC over its in-memory policy); None when only a blocking look (the
+        store, or waiting for the policy to catch up) can tell."""
+        reasons: list[str] = []
+        for authorizer in self.authorizers:
+            verdict = (self.rbac.authorize_now(attributes) if authorizer is self.rbac
+                       else authorizer.authorize(attributes))
+            if verdict is None:
+                return None
             if verdict.decision is not Decision.NO_OPINION:
                 return verdict
             if verdict.reason:

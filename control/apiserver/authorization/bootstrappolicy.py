@@ -4,8 +4,10 @@ ControllerRoleBindings), as wire objects, each labelled `kubernetes.io/bootstrap
 annotated `rbac.authorization.kubernetes.io/autoupdate: "true"` so the reconcile at start (reconcile.py)
 keeps it current.
 
-Departures: only the roles of the components slimkube runs or that operators look for are here (no
-system:heapster, system:kubelet-api-admin, volume plugin roles, legacy token cleaner, cloud route
+Departures: `slimkube:local-path-provisioner`, bound to `system:nodes`, is slimkube's own (the built-in
+local-path provisioner runs in every kubelet, where k3s runs it as a Deployment with its own service
+account). Only the roles of the components slimkube runs or that operators look for are here (no
+system:heapster, volume plugin roles, legacy token cleaner, cloud route
 controller …); rules of the kept roles follow upstream 1.30, the extensions/v1beta1 duplicates dropped.
 """
 
@@ -48,6 +50,39 @@ SELF_NODE_CLIENT_APPROVAL = "system:certificates.k8s.io:certificatesigningreques
 NODE_DNS = "system:slimkube:node-dns"
 EVENTS_RULE = rule(("create", "update", "patch"), (CORE, EVENTS), "events")
 DELEGATION = [rule("create", AUTHENTICATION, "tokenreviews"), rule("create", AUTHORIZATION, "subjectaccessreviews")]
+
+
+def node_rules() -> list[dict[str, Any]]:
+    """policy.go NodeRules: what a kubelet needs. The Node authorizer narrows the object-scoped ones (secrets,
+    configmaps, claims, volumes, leases, service account tokens) to its graph and NodeRestriction admission
+    the writes; the rest it allows as they are. The `system:node` ClusterRole carries them, bound to no one."""
+    return [
+        rule("create", AUTHENTICATION, "tokenreviews"),
+        rule("create", AUTHORIZATION, "subjectaccessreviews", "localsubjectaccessreviews"),
+        rule(READ, CORE, "services"),
+        rule(("create", "get", "list", "watch"), CORE, "nodes"),
+        rule(("update", "patch"), CORE, "nodes/status"), rule(("update", "patch"), CORE, "nodes"),
+        rule(("create", "update", "patch"), (CORE, EVENTS), "events"),
+        rule(READ, CORE, "pods"), rule(("create", "delete"), CORE, "pods"),
+        rule(("update", "patch"), CORE, "pods/status"), rule("create", CORE, "pods/eviction"),
+        rule(READ, CORE, "secrets", "configmaps"), rule("get", CORE, "persistentvolumeclaims", "persistentvolumes"),
+        rule("get", CORE, "endpoints"),
+        rule(("create", "get", "list", "watch"), CERTIFICATES, "certificatesigningrequests"),
+        rule(("get", "create", "update", "patch", "delete"), COORDINATION, "leases"),
+        rule("get", STORAGE, "volumeattachments"),
+        rule("create", CORE, "serviceaccounts/token"),
+        rule(("get", "update", "patch"), CORE, "persistentvolumeclaims/status"),
+        rule(("get", "create", "update", "patch", "delete"), STORAGE, "csinodes"),
+        rule(READ, STORAGE, "csidrivers"),
+        rule(READ, "node.k8s.io", "runtimeclasses"),
+    ]
+
+
+KUBELET_API_SUBRESOURCES = ("nodes/proxy", "nodes/metrics", "nodes/stats", "nodes/log", "nodes/spec",
+                            "nodes/pods", "nodes/healthz", "nodes/configz", "nodes/checkpoint")
+KUBELET_API_ADMIN = "system:kubelet-api-admin"
+LOCAL_PATH_PROVISIONER = "slimkube:local-path-provisioner"  # slimkube's own: its provisioner runs in the kubelet
+APISERVER_KUBELET_CLIENT = "kube-apiserver-kubelet-client"  # the CN of the API server's client certificate
 
 
 def cluster_role(name: str, rules: list[dict[str, Any]], *, labels: dict[str, str] | None = None,
@@ -172,7 +207,12 @@ def cluster_roles() -> list[dict[str, Any]]:
         cluster_role("system:service-account-issuer-discovery", [
             urls("get", "/.well-known/openid-configuration", "/.well-known/openid-configuration/",
                  "/openid/v1/jwks", "/openid/v1/jwks/")]),
-        cluster_role("system:node", []),
+        cluster_role("system:node", node_rules()),
+        cluster_role(LOCAL_PATH_PROVISIONER, [
+            rule(READ, CORE, "persistentvolumeclaims"), rule(READ + ("create", "delete"), CORE, "persistentvolumes"),
+            rule(READ, STORAGE, "storageclasses")]),
+        cluster_role(KUBELET_API_ADMIN, [
+            rule(READ, CORE, "nodes"), rule("proxy", CORE, "nodes"), rule("*", CORE, *KUBELET_API_SUBRESOURCES)]),
     ]
 
 
@@ -201,6 +241,11 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
         cluster_role_binding("system:volume-scheduler", [user("system:kube-scheduler")]),
         cluster_role_binding("system:service-account-issuer-discovery", [group("system:serviceaccounts")]),
         cluster_role_binding("system:node", []),
+        # every node runs its share of the built-in local-path provisioner (nodeagent/volumes/local_path.py)
+        cluster_role_binding(LOCAL_PATH_PROVISIONER, [group("system:nodes")]),
+        # the API server's own calls to kubelets (logs, exec, port-forward, metrics); kubeadm and k3s bind it
+        cluster_role_binding("system:kube-apiserver-kubelet-api-admin", [user(APISERVER_KUBELET_CLIENT)],
+                             KUBELET_API_ADMIN),
     ]
 
 
