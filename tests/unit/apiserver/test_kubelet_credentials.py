@@ -43,8 +43,9 @@ def test_token_review_answers_known_and_unknown_tokens() -> None:
     assert review["status"] == {"authenticated": True, "audiences": ["https://kubernetes"],
                                 "user": {"username": "system:admin",
                                          "groups": ["system:masters", "system:authenticated"]}}
-    node = authn.token_review({"spec": {"token": "node-pass"}}, TOKENS)["status"]
-    assert node["authenticated"] and node["user"]["groups"] == ["system:nodes", "system:authenticated"]
+    join = authn.token_review({"spec": {"token": "node-pass"}}, TOKENS)["status"]
+    assert join["authenticated"] and join["user"] == {"username": "system:bootstrap:node-token",
+                                                      "groups": ["system:bootstrappers", "system:authenticated"]}
     denied = authn.token_review({"spec": {"token": "guess"}}, TOKENS)["status"]
     assert denied == {"authenticated": False, "user": {}, "error": "invalid bearer token"}
 
