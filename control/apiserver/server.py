@@ -105,6 +105,8 @@ class ServerConfig:
     bookmark_seconds: float = 60.0
     tls: bool = True  # client-go sends the kubeconfig's token only over https (see certs.py)
     advertise_address: str | None = None  # the `kubernetes` Endpoints' IP (master_endpoints.advertise_address)
+    # webhooks and aggregated APIs to a Service's endpoints, not its ClusterIP (no kube-proxy on this host)
+    enable_aggregator_routing: bool = True
 
 
 def _read_or_create_secret(path: str) -> str:
@@ -274,7 +276,8 @@ class APIServer:
                                                           data_dir=self.config.data_dir)
         self._storage = MeteredStorage(self._given_storage, self.metrics.storage_latency)
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
-                                 node_port_range=self.config.node_port_range)
+                                 node_port_range=self.config.node_port_range,
+                                 endpoint_routing=self.config.enable_aggregator_routing)
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
         await asyncio.to_thread(reconcile_policy, self.registry)
         self.authorizer = default_chain(self._storage)
