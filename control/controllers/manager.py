@@ -270,6 +270,8 @@ CONTROLLER_ACCOUNTS: Mapping[str, str] = {
     "service-lb-controller": "service-controller",
     "statefulset": "statefulset-controller",
     "persistentvolume-binder": "persistent-volume-binder",
+    "csrsigning": "certificate-controller",
+    "csrapproving": "certificate-controller",
 }
 
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {

@@ -279,6 +279,11 @@ def _controller_rules() -> dict[str, list[dict[str, Any]]]:
         "certificate-controller": [
             rule(("get", "list", "watch", "delete"), CERTIFICATES, "certificatesigningrequests"),
             rule("update", CERTIFICATES, "certificatesigningrequests/status", "certificatesigningrequests/approval"),
+            rule("approve", CERTIFICATES, "signers",
+                 names=("kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving")),
+            rule("sign", CERTIFICATES, "signers",
+                 names=("kubernetes.io/legacy-unknown", "kubernetes.io/kube-apiserver-client",
+                        "kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving")),
             *DELEGATION, EVENTS_RULE],
         "pvc-protection-controller": [
             rule(("get", "list", "watch", "update"), CORE, "persistentvolumeclaims"),
