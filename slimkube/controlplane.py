@@ -113,11 +113,15 @@ def start_controller_manager(server: APIServer, *, disable: Collection[str] = ()
                              settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION,
                              credentials: Callable[[str], ClientConfig] | None = None) -> ControllerManager:
     """The controllers `slimkube server` runs (all but `disable`), against `server`, started, each as its
-    service account. The cluster CA the root CA publisher hands out is the server's own (its data dir's
-    ca.crt) unless `settings` name one. `credentials`: controller_credentials(server), made once per server
-    and handed to each leadership term's manager (None: made here)."""
+    service account. The cluster CA the root CA publisher hands out, and the one csrsigning issues from, is
+    the server's own (its data dir's ca.crt and ca.key) unless `settings` name one. `credentials`:
+    controller_credentials(server), made once per server and handed to each leadership term's manager
+    (None: made here)."""
     if not settings.root_ca_pem and server.certs is not None:
         settings = dataclasses.replace(settings, root_ca_pem=server.certs.ca_pem().decode())
+    if not settings.cluster_signing_cert_file and server.certs is not None:
+        settings = dataclasses.replace(settings, cluster_signing_cert_file=server.certs.ca_path,
+                                       cluster_signing_key_file=server.certs.ca_key_path)
     manager = ControllerManager(component_config(server, KUBE_CONTROLLER_MANAGER),
                                 disabled=set(disable) - {SCHEDULER}, settings=settings,
                                 controller_credentials=credentials or controller_credentials(server))

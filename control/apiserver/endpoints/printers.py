@@ -587,6 +587,28 @@ def default_cells(obj: Obj, now: datetime) -> list[Any]:
     return [_name(obj), _meta(obj).creation_timestamp]
 
 
+def role_cells(role: Obj, now: datetime) -> list[Any]:
+    """printRole / printClusterRole: the name and the creation time in RFC 3339 (`<unknown>` without one)."""
+    return [_name(role), _meta(role).creation_timestamp or "<unknown>"]
+
+
+def binding_cells(binding: Obj, now: datetime) -> list[Any]:
+    """printRoleBinding / printClusterRoleBinding: ROLE `Kind/name`; the wide USERS, GROUPS and
+    SERVICEACCOUNTS (`namespace/name`) joined by `, ` (rbac.SubjectsStrings)."""
+    given = binding.get("roleRef")
+    ref: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    found: dict[str, list[str]] = {"User": [], "Group": [], "ServiceAccount": []}
+    for subject in binding.get("subjects") or []:
+        if not isinstance(subject, Mapping) or subject.get("kind") not in found:
+            continue
+        name = str(subject.get("name", ""))
+        if subject.get("kind") == "ServiceAccount":
+            name = f"{subject.get('namespace', '')}/{name}"
+        found[str(subject["kind"])].append(name)
+    return [_name(binding), f"{ref.get('kind', '')}/{ref.get('name', '')}", _age(binding, now),
+            ", ".join(found["User"]), ", ".join(found["Group"]), ", ".join(found["ServiceAccount"])]
+
+
 def _load_balancer_addresses(load_balancer: Mapping[str, Any] | None) -> str:
     """ingressLoadBalancerStatusStringer (wide): every ingress point's IP or hostname, comma-joined."""
     ingress = (load_balancer or {}).get("ingress") or []
@@ -683,6 +705,24 @@ def volume_attachment_cells(attachment: Obj, now: datetime) -> list[Any]:
 
 def webhook_configuration_cells(configuration: Obj, now: datetime) -> list[Any]:
     return [_name(configuration), len(configuration.get("webhooks") or []), _age(configuration, now)]
+
+
+def admission_policy_cells(policy: Obj, now: datetime) -> list[Any]:
+    """VALIDATIONS the number of rules, PARAMKIND `apiVersion/kind` or `<unset>`, as upstream's printer."""
+    spec = _spec(policy)
+    kind = spec.get("paramKind")
+    param = f"{kind.get('apiVersion', '')}/{kind.get('kind', '')}" if isinstance(kind, Mapping) else "<unset>"
+    return [_name(policy), len(spec.get("validations") or []), param, _age(policy, now)]
+
+
+def admission_policy_binding_cells(binding: Obj, now: datetime) -> list[Any]:
+    """POLICYNAME, PARAMREF `namespace/name` (`*/name` without a namespace) or `<unset>`."""
+    spec = _spec(binding)
+    ref = spec.get("paramRef")
+    param = "<unset>"
+    if isinstance(ref, Mapping):
+        param = f"{ref.get('namespace') or '*'}/{ref.get('name') or '*'}"
+    return [_name(binding), spec.get("policyName", ""), param, _age(binding, now)]
 
 
 def api_service_cells(service: Obj, now: datetime) -> list[Any]:

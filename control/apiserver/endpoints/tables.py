@@ -358,6 +358,19 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         Column("Condition", "string", "conditions applied to the request. Known conditions are \"Approved\", "
                                       "\"Denied\", and \"Failed\"."),
     ), printers.certificate_signing_request_cells),
+    **{("rbac.authorization.k8s.io", plural): Printer((NAME, Column("Created At", "date", AGE_DOC)),
+                                                      printers.role_cells) for plural in ("roles", "clusterroles")},
+    **{("rbac.authorization.k8s.io", plural): Printer((
+        NAME,
+        Column("Role", "string", "RoleRef can reference a Role in the current namespace or a ClusterRole in the "
+                                 "global namespace. If the RoleRef cannot be resolved, the Authorizer must return an "
+                                 "error. This field is immutable."),
+        AGE,
+        Column("Users", "string", f"Users in the {kind}", 1),
+        Column("Groups", "string", f"Groups in the {kind}", 1),
+        Column("ServiceAccounts", "string", f"ServiceAccounts in the {kind}", 1),
+    ), printers.binding_cells) for plural, kind in (("rolebindings", "roleBinding"),
+                                                   ("clusterrolebindings", "clusterRoleBinding"))},
     ("node.k8s.io", "runtimeclasses"): Printer((
         NAME,
         Column("Handler", "string", "handler specifies the underlying runtime and configuration that the CRI "
@@ -406,6 +419,20 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         Column("Webhooks", "integer", "Webhooks indicates the number of webhooks registered in this configuration"),
         AGE,
     ), printers.webhook_configuration_cells),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): Printer((
+        NAME,
+        Column("Validations", "integer", "Validations indicates the number of validation rules defined in this "
+                                         "configuration"),
+        Column("ParamKind", "string", "ParamKind specifies the kind of resources used to parameterize this policy"),
+        AGE,
+    ), printers.admission_policy_cells),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): Printer((
+        NAME,
+        Column("PolicyName", "string", "PolicyName indicates the policy definition which the policy binding "
+                                       "binded to"),
+        Column("ParamRef", "string", "ParamRef indicates the param resource which sets the configration param"),
+        AGE,
+    ), printers.admission_policy_binding_cells),
     ("apiregistration.k8s.io", "apiservices"): Printer((
         NAME,
         Column("Service", "string", "The reference to the service that hosts this API endpoint."),
