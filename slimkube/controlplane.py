@@ -7,8 +7,8 @@ Each reaches the server over HTTPS as its upstream user (slimkube/componentcreds
 `system:kube-scheduler` and the controller manager as `system:kube-controller-manager` (its shared
 informers and its Lease), each with a client certificate and kubeconfig of its own in the data dir, and each
 controller as its service account (upstream's `--use-service-account-credentials`) with a token this
-server holds in memory, so each has only its bootstrap role's rights. A server without TLS (tests' plain-HTTP servers) has no CA to issue them: there all use the admin
-credential.
+server holds in memory, so each has only its bootstrap role's rights. A server without TLS (tests'
+plain-HTTP servers) has no CA to issue them: there all use the admin credential.
 
 Each part after the API server can be switched off by upstream's name (`--disable endpoint`,
 `--disable scheduler`, …), as k3s's `--disable-*` flags and kube-controller-manager's
