@@ -390,6 +390,29 @@ def _webhook_configuration(obj: dict[str, Any], *, mutating: bool) -> None:
             _default(service, "port", 443)
 
 
+def _match_resources(match: dict[str, Any] | None) -> None:
+    """Upstream admissionregistration/v1 SetDefaults_MatchResources and SetDefaults_NamedRuleWithOperations."""
+    if match is None:
+        return
+    _default(match, "matchPolicy", "Equivalent")
+    _default(match, "namespaceSelector", {})
+    _default(match, "objectSelector", {})
+    for key in ("resourceRules", "excludeResourceRules"):
+        for rule in _dicts(match, key):
+            _default(rule, "scope", "*")
+
+
+def _validating_admission_policy(obj: dict[str, Any]) -> None:
+    """Upstream SetDefaults_ValidatingAdmissionPolicySpec: failurePolicy Fail, the match defaults."""
+    if (spec := _dict(obj, "spec")) is not None:
+        _default(spec, "failurePolicy", "Fail")
+        _match_resources(_dict(spec, "matchConstraints"))
+
+
+def _validating_admission_policy_binding(obj: dict[str, Any]) -> None:
+    _match_resources(_dict(_dict(obj, "spec"), "matchResources"))
+
+
 def _api_service(obj: dict[str, Any]) -> None:
     """Upstream apiregistration/v1 SetDefaults_ServiceReference: port 443."""
     if (service := _dict(_dict(obj, "spec"), "service")) is not None:
@@ -421,6 +444,8 @@ _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "certificatesigningrequests": _certificate_signing_request,
     "validatingwebhookconfigurations": lambda obj: _webhook_configuration(obj, mutating=False),
     "mutatingwebhookconfigurations": lambda obj: _webhook_configuration(obj, mutating=True),
+    "validatingadmissionpolicies": _validating_admission_policy,
+    "validatingadmissionpolicybindings": _validating_admission_policy_binding,
     "apiservices": _api_service,
 }
 

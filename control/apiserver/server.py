@@ -58,6 +58,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from control.apiserver import resources as resources_table
 from control.apiserver import status
+from control.apiserver.aggregator.backends import group_list_entries
+from control.apiserver.aggregator.certs import FrontProxyCerts, authentication_config, ensure_front_proxy_certs
+from control.apiserver.aggregator.proxy import Aggregator
 from control.apiserver.audit import filter as audit_filter
 from control.apiserver.audit import policy as audit_policy
 from control.apiserver.audit.backend import LogBackend, LogOptions
@@ -85,6 +88,7 @@ from control.apiserver.registry import componentstatus
 from control.apiserver.registry.allocators import kubernetes_service_ip
 from control.apiserver.registry.metricsapi import MetricsAPI
 from control.apiserver.registry.store import Registry
+from control.apiserver.resources import by_path
 from control.apiserver.status import APIError
 from control.apiserver.storage.watchcache import Subscription, WatchCache
 from control.apiserver.streaming.kubeletclient import KubeletClient
@@ -246,6 +250,8 @@ class APIServer:
         self._endpoints_task: asyncio.Task[None] | None = None
         self._crds: CRDController | None = None
         self._crd_task: asyncio.Task[None] | None = None
+        self.aggregator: Aggregator | None = None  # proxying to aggregated APIs (aggregator/), with TLS only
+        self._aggregator_task: asyncio.Task[None] | None = None
         self.authorizer: Chain | None = None  # system:masters, the node authorizers, RBAC (authorization/)
         self._authorizer_views_task: asyncio.Task[None] | None = None
         self._audit: audit_filter.AuditFilter | None = None
@@ -322,6 +328,11 @@ class APIServer:
             await asyncio.to_thread(certs.ensure_kubelet_client_cert, self.certs)
             ssl_context = x509.client_context(self.certs.ssl_context(), self.certs.ca_path)
             await asyncio.to_thread(self._write_join_token, self.certs.ca_pem())
+            front_proxy = await asyncio.to_thread(ensure_front_proxy_certs, self.config.data_dir)
+            await asyncio.to_thread(self._publish_authentication_config, front_proxy)
+            self.aggregator = Aggregator(self.registry, front_proxy,
+                                         endpoint_routing=self.config.enable_aggregator_routing)
+            self._aggregator_task = asyncio.create_task(self.aggregator.run())
         app = self._app()
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -340,6 +351,20 @@ class APIServer:
         await asyncio.to_thread(self._reconcile_endpoints)
         self._endpoints_task = asyncio.create_task(self._keep_endpoints())
         log.info("API server listening on %s (kubeconfig %s)", self.url, self.kubeconfig_path)
+
+    def _publish_authentication_config(self, front_proxy: FrontProxyCerts) -> None:
+        """kube-system/extension-apiserver-authentication: what aggregated API servers trust (the front
+        proxy's CA and header names, the cluster CA), created or brought up to date."""
+        assert self.registry is not None and self.certs is not None
+        configmaps = by_path("", "v1", "configmaps")
+        assert configmaps is not None
+        wanted = authentication_config(front_proxy, self.certs.ca_pem().decode())
+        current = self.registry.get(configmaps, "kube-system", wanted["metadata"]["name"])
+        if current is None:
+            self.registry.create(configmaps, "kube-system", wanted)
+        elif current.get("data") != wanted["data"]:
+            self.registry.update(configmaps, "kube-system", wanted["metadata"]["name"],
+                                 {**current, "data": wanted["data"]})
 
     def _reconcile_endpoints(self) -> None:
         assert self.registry is not None and self.advertise_address is not None
@@ -379,6 +404,16 @@ class APIServer:
 
     async def stop(self) -> None:
         self._stopping = True  # readyz's shutdown check fails from here on
+        if self._aggregator_task is not None:
+            self._aggregator_task.cancel()
+            try:
+                await self._aggregator_task
+            except asyncio.CancelledError:
+                pass
+            self._aggregator_task = None
+        if self.aggregator is not None:
+            await self.aggregator.close()
+            self.aggregator = None
         if self._authorizer_views_task is not None:
             self._authorizer_views_task.cancel()
             try:
@@ -475,10 +510,11 @@ class APIServer:
     def _app(self) -> web.Application:
         assert self.registry is not None and self._cache is not None and self.authorizer is not None
         authorization = authz_filter.AuthorizationFilter(self.authorizer)
+        aggregation = [self.aggregator.middleware] if self.aggregator is not None else []
         # as upstream's chain: authentication, audit, (impersonation and) authorization, then the in-flight limit
         audit = [self._audit.middleware] if self._audit is not None else []
         app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, *audit,
-                                           authorization.middleware, self._limit_inflight,
+                                           authorization.middleware, self._limit_inflight, *aggregation,
                                            fieldvalidation.middleware(self.openapi)],
                               client_max_size=4 * 1024 * 1024)
         if self._audit is not None:
@@ -506,10 +542,16 @@ class APIServer:
             return json_response(discovery.api_versions(request.host))
 
         async def get_apis(request: web.Request) -> web.Response:
+            local = {r.group for r in served.served()}
             if (aggregated := aggregated_discovery.negotiate(request.headers.get("Accept"))) is not None:
-                return _aggregated(aggregated_discovery.discovery_list(served, core=False,
-                                                                       version=aggregated), aggregated)
-            return json_response(discovery.api_group_list(served))
+                document = aggregated_discovery.discovery_list(served, core=False, version=aggregated)
+                if self.aggregator is not None:
+                    document["items"] += self.aggregator.aggregated_groups(local)
+                return _aggregated(document, aggregated)
+            groups = discovery.api_group_list(served)
+            if self.aggregator is not None:
+                groups["groups"] += group_list_entries(self.aggregator.available_backends(), local)
+            return json_response(groups)
 
         async def get_core(request: web.Request) -> web.Response:
             return await self._resource_list("", "v1")

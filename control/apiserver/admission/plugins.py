@@ -1,8 +1,9 @@
 """The admission chain the API server runs, in upstream's recommended order (pkg/kubeapiserver/options/
 plugins.go `AllOrderedPlugins`): NamespaceLifecycle first, the mutating plugins with the mutating admission
 webhooks last of them, then validation — the kind's own (the strategy's Validate, which upstream's store
-runs before its validating admission), the validating plugins, the validating admission webhooks — and
-ResourceQuota last, so a write another plugin or a webhook refuses never takes quota.
+runs before its validating admission), the validating plugins (NodeRestriction first), the
+ValidatingAdmissionPolicies, the validating admission webhooks — and ResourceQuota last, so a write another
+plugin or a webhook refuses never takes quota.
 
 What is particular to one kind (service allocations, namespace finalizers, ...) is in that kind's strategy
 (registry/strategies/), not here.
@@ -13,6 +14,7 @@ from __future__ import annotations
 from control.apiserver.admission.chain import Chain, Reader, ValidatingPlugin
 from control.apiserver.admission.lifecycle import NamespaceLifecycle
 from control.apiserver.admission.noderestriction import NodeRestriction
+from control.apiserver.admission.policy import ValidatingAdmissionPolicies
 from control.apiserver.admission.priority import OneGlobalDefault, PodPriority
 from control.apiserver.admission.quota import QuotaAdmission
 from control.apiserver.admission.storageclass import DefaultStorageClass
@@ -27,5 +29,6 @@ def chain(reader: Reader, *, validation: ValidatingPlugin, endpoint_routing: boo
     return Chain(mutating=[NamespaceLifecycle(reader), PodPriority(reader), DefaultStorageClass(reader),
                            MutatingWebhooks(reader, endpoint_routing=endpoint_routing, served=served)],
                  validating=[validation, NodeRestriction(reader), OneGlobalDefault(reader),
+                             ValidatingAdmissionPolicies(reader, served=served),
                              ValidatingWebhooks(reader, endpoint_routing=endpoint_routing, served=served),
                              QuotaAdmission(reader)])

@@ -90,7 +90,7 @@ def hooks(configurations: Iterable[Mapping[str, Any]]) -> list[Hook]:
     return found
 
 
-def _kind(resource: Resource, subresource: str, gvr: GroupVersionResource) -> review.Kind:
+def kind_of(resource: Resource, subresource: str, gvr: GroupVersionResource) -> review.Kind:
     sub = resource.subresources.get(subresource) if subresource else None
     if sub is not None and (sub.group or sub.version or sub.kind != resource.kind):
         return review.Kind(sub.group or resource.group, sub.version or gvr.version, sub.kind)
@@ -140,8 +140,8 @@ class Webhooks:
     def _subject(self, attributes: Attributes, request: matching.Request, gvr: GroupVersionResource) -> review.Subject:
         user = authn.current_user.get()
         return review.Subject(
-            kind=_kind(attributes.resource, attributes.subresource, gvr), resource=gvr,
-            request_kind=_kind(attributes.resource, attributes.subresource, request.gvr),
+            kind=kind_of(attributes.resource, attributes.subresource, gvr), resource=gvr,
+            request_kind=kind_of(attributes.resource, attributes.subresource, request.gvr),
             request_resource=request.gvr, subresource=attributes.subresource, name=attributes.name,
             namespace=attributes.namespace, operation=attributes.operation.value,
             user=user.to_json() if user is not None else {}, obj=request.obj, old=request.old,
