@@ -298,10 +298,22 @@ class APIServer:
             self._audit_backend = LogBackend(self.config.audit_log)
             self._audit_backend.start()
             self._audit = audit_filter.AuditFilter(rules, self._audit_backend, is_long_running=is_long_running)
+        encryption = None
+        if self.config.encryption_provider_config:  # read first: a bad file stops the start before the store opens
+            # imported here: the ciphers' libraries load only on a server that encrypts
+            from control.apiserver.storage import encryption as encryption_config
+            from control.apiserver.storage.encrypted import EncryptedStorage
+
+            groups = {resource.plural: resource.group for resource in resources_table.RESOURCES}
+            encryption = await asyncio.to_thread(encryption_config.load, self.config.encryption_provider_config,
+                                                 groups)
         if self._given_storage is None:
             self._given_storage = await asyncio.to_thread(open_storage, self.config.datastore,
                                                           data_dir=self.config.data_dir)
-        self._storage = MeteredStorage(self._given_storage, self.metrics.storage_latency)
+        stored: Storage = self._given_storage
+        if encryption is not None:
+            stored = EncryptedStorage(stored, encryption)
+        self._storage = MeteredStorage(stored, self.metrics.storage_latency)
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
                                  node_port_range=self.config.node_port_range,
                                  endpoint_routing=self.config.enable_aggregator_routing)
