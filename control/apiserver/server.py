@@ -211,6 +211,17 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _status_response(status.internal_error(type(exc).__name__))
 
 
+async def _cancel(task: asyncio.Task[None] | None) -> None:
+    """Cancel a background task of the server and wait until it has ended."""
+    if task is None:
+        return
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+
+
 class APIServer:
     """One API server; `await start()`, then `url`; `await stop()` to end it."""
 
@@ -389,40 +400,20 @@ class APIServer:
 
     async def stop(self) -> None:
         self._stopping = True  # readyz's shutdown check fails from here on
-        if self._aggregator_task is not None:
-            self._aggregator_task.cancel()
-            try:
-                await self._aggregator_task
-            except asyncio.CancelledError:
-                pass
-            self._aggregator_task = None
+        await _cancel(self._aggregator_task)
+        self._aggregator_task = None
         if self.aggregator is not None:
             await self.aggregator.close()
             self.aggregator = None
-        if self._authorizer_views_task is not None:
-            self._authorizer_views_task.cancel()
-            try:
-                await self._authorizer_views_task
-            except asyncio.CancelledError:
-                pass
-            self._authorizer_views_task = None
-        if self._crd_task is not None:
-            self._crd_task.cancel()
-            try:
-                await self._crd_task
-            except asyncio.CancelledError:
-                pass
-            self._crd_task = None
+        await _cancel(self._authorizer_views_task)
+        self._authorizer_views_task = None
+        await _cancel(self._crd_task)
+        self._crd_task = None
         if self._crds is not None:
             self._crds.stop()
             self._crds = None
-        if self._endpoints_task is not None:
-            self._endpoints_task.cancel()
-            try:
-                await self._endpoints_task
-            except asyncio.CancelledError:
-                pass
-            self._endpoints_task = None
+        await _cancel(self._endpoints_task)
+        self._endpoints_task = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

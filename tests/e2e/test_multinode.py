@@ -211,6 +211,23 @@ def prepare_cluster(data_dir: Path, run_id: str, docker_api,
             "vxlan_device": settings["vxlanDevice"]}
 
 
+def start_up(prepared: dict, stack: ExitStack, register: Callable[[Callable[[], object]], object],
+             *flags: str) -> tuple[UpProcess, str]:
+    """`up --nodes 3` on a prepare_cluster data dir with its node network, service CIDR and `flags`, until
+    `[up] ready`; then the safety net in this host's namespace and every node's, left when `stack` closes.
+    `up`'s kill goes to `register`. Returns the process and its kubeconfig."""
+    up = UpProcess(prepared["data_dir"], free_port(), "--nodes", str(NODES), "--nodes-cidr", prepared["nodes_cidr"],
+                   "--service-cidr", prepared["service_cidr"], *flags, bind_address="0.0.0.0")
+    register(up.kill)
+    kubeconfig = up.wait_for("[up] kubeconfig: ").split(": ", 1)[1]
+    up.wait_for("[up] ready: ")
+    bridge = f"sktestsvc{prepared['run_id'][:6]}"
+    stack.enter_context(service_cidr_net(prepared["service_cidr"], bridge))
+    for node in prepared["names"][1:]:
+        stack.enter_context(service_cidr_net(prepared["service_cidr"], bridge, netns=node))
+    return up, kubeconfig
+
+
 @pytest.fixture
 def cluster(request, root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanup: Callable) -> dict:
     """prepare_cluster for one test, removed at its teardown; the pod network backend is vxlan and the

@@ -38,12 +38,11 @@ from tests.e2e.test_multinode import (
     prepare_cluster,
     ready_since,
     remote_addr,
+    start_up,
     web_pod,
 )
 from tests.e2e.test_up_down import UpProcess, wait_running
-from tests.support.apiserver import free_port
 from tests.support.polling import wait_for
-from tests.support.safety_net import service_cidr_net
 
 SUBNETS = 2
 pytestmark = pytest.mark.timeout(240)
@@ -71,16 +70,7 @@ def start(tmp_path_factory: pytest.TempPathFactory, docker_api, pod_network: str
     stack.callback(lambda: [action() for action in reversed(actions)])
     prepared = prepare_cluster(tmp_path_factory.mktemp("subnets") / "up", run_id, docker_api, actions.append,
                                pod_network=pod_network, network_plugin=network_plugin)
-    up = UpProcess(prepared["data_dir"], free_port(), "--nodes", "3", "--node-subnets", str(SUBNETS),
-                   "--nodes-cidr", prepared["nodes_cidr"], "--service-cidr", prepared["service_cidr"],
-                   bind_address="0.0.0.0")
-    actions.append(up.kill)
-    kubeconfig = up.wait_for("[up] kubeconfig: ").split(": ", 1)[1]
-    up.wait_for("[up] ready: ")
-    bridge = f"sktestsvc{run_id[:6]}"
-    stack.enter_context(service_cidr_net(prepared["service_cidr"], bridge))
-    for node in prepared["names"][1:]:
-        stack.enter_context(service_cidr_net(prepared["service_cidr"], bridge, netns=node))
+    up, kubeconfig = start_up(prepared, stack, actions.append, "--node-subnets", str(SUBNETS))
     client = stack.enter_context(RESTClient.from_kubeconfig(kubeconfig))
     nodes = {n["metadata"]["name"]: n for n in client.get("/api/v1/nodes")["items"]}
     addresses = {name: next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
