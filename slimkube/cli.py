@@ -541,6 +541,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     from nodeagent.bootstrap import BootstrapError, join
     from proxy.app import ProxyServer
     from slimkube.allinone import NodeError, run_up
+    from slimkube.componentcreds import KUBE_PROXY
+    from slimkube.controlplane import component_config
     from slimkube.nodelock import LockHeld, NodeLock
     from slimkube.stopsignal import StopOnSignal
     from slimkube.upplan import UpFlags, UpPlanError, gather_facts, plan_up
@@ -597,7 +599,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
             run_up(plan.server, lambda client_config: _make_kubelet(plan.kubelet, client_config,
                                                                     serve_dns=plan.serve_dns, tag="up"),
                    join=join_local, signals=signals, say=_say,
-                   make_proxy=lambda client: ProxyServer(plan.proxy, client),
+                   make_proxy=lambda api: ProxyServer(plan.proxy, component_config(api, KUBE_PROXY)),
                    make_nodes=make_nodes if plan.nodes is not None else None, disable=plan.disabled,
                    settings=settings, scheduler=scheduler)
     except (LockHeld, NodeError) as exc:
