@@ -84,7 +84,8 @@ def webhook(name: str, ns: str, path: str, ca: bytes, selector: dict, **extra) -
     return {"name": name, "admissionReviewVersions": ["v1"], "sideEffects": "None", "timeoutSeconds": 5,
             "clientConfig": {"service": {"namespace": ns, "name": "hooks", "path": path},
                              "caBundle": base64.b64encode(ca).decode()},
-            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                       "resources": ["configmaps"]}],
             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
             "objectSelector": {"matchLabels": selector}, **extra}
 
