@@ -204,6 +204,7 @@ class Registry:
                  node_port_range: tuple[int, int] = (30000, 32767),
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC), endpoint_routing: bool = True) -> None:
         self.storage = storage
+        self.endpoint_routing = endpoint_routing
         self._strategies = strategies.build(storage, service_cidr=service_cidr, node_port_range=node_port_range)
         self.clock = clock
         self.admission = admission.chain(self, validation=StrategyValidation(self.strategy),
