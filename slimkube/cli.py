@@ -493,6 +493,9 @@ def agent(server: str | None, token: str | None, token_file: str | None, ca_file
 @click.option("--nodes-cidr", default="10.250.0.0/24", show_default=True,
               help="With --nodes: the network joining the node namespaces to this host (this host takes the "
               "first address, node i the i-th).")
+@click.option("--node-subnets", "node_subnets", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="With --nodes: cut the node network into K subnets joined by a router namespace (no L2 "
+              "between them, as hosts in different networks); node i goes on subnet (i-1) mod K.")
 @_node_cidr_mask_size_option
 @_disable_option
 @_node_monitor_grace_option
@@ -503,8 +506,8 @@ def agent(server: str | None, token: str | None, token_file: str | None, ca_file
 @_scheduler_options
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
-       kubelet_port: int | None, node_count: int, nodes_cidr: str, node_cidr_mask_size: int, disable: str,
-       node_monitor_grace_period: str,
+       kubelet_port: int | None, node_count: int, nodes_cidr: str, node_subnets: int, node_cidr_mask_size: int,
+       disable: str, node_monitor_grace_period: str,
        resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
        horizontal_pod_autoscaler_sync_period: str, scheduler_config: str | None, scheduler_bind_address: str,
        scheduler_port: int, config_file: str | None, node_name: str | None, pod_cidr: str | None,
@@ -537,7 +540,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     scheduler = _scheduler_settings(scheduler_config, scheduler_bind_address, scheduler_port)
     flags = UpFlags(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
                     service_cidr=service_cidr, cluster_cidr=cluster_cidr, kubelet_port=kubelet_port,
-                    node_count=node_count, nodes_cidr=nodes_cidr, disable=disable, config_file=config_file,
+                    node_count=node_count, nodes_cidr=nodes_cidr, node_subnets=node_subnets, disable=disable,
+                    config_file=config_file,
                     node_name=node_name, pod_cidr=pod_cidr, node_ip=node_ip, pod_network=pod_network,
                     network_plugin=network_plugin, cni_conf_dir=cni_conf_dir, cni_bin_dir=cni_bin_dir,
                     cluster_dns=cluster_dns,
