@@ -35,7 +35,7 @@ REGISTRATION = "/apis/admissionregistration.k8s.io/v1"
 def hooks(workload_cluster: RunningCluster, cluster_namespace: str, docker_api, tmp_path: Path) -> Iterator[bytes]:
     """The webhook server's pod and Service in the test's namespace; its CA. Cluster-scoped objects the test
     makes are removed at teardown through `made`."""
-    assert any(IMAGE in image.tags for image in docker_api.images.list()), f"{IMAGE} is not built"
+    assert docker_api.images(name=IMAGE), f"{IMAGE} is not built (slimkube images)"
     client, ns = workload_cluster.client, cluster_namespace
     cert = webhook_certs.make(str(tmp_path / "tls"), dns=(f"hooks.{ns}.svc",))
     read = lambda path: base64.b64encode(Path(path).read_bytes()).decode()  # noqa: E731
