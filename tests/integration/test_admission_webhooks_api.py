@@ -182,6 +182,13 @@ def crd(url: str, ca: bytes, plural: str) -> dict:
                          "clientConfig": {"url": url, "caBundle": base64.b64encode(ca).decode()}}}}}
 
 
+def wait_served(api: Endpoint, path: str) -> None:
+    deadline = time.monotonic() + 20
+    while api.request("GET", path).status_code != 200:
+        assert time.monotonic() < deadline, "the CRD was never served"
+        time.sleep(0.2)
+
+
 def test_crd_conversion_webhook(api: Endpoint, webhook) -> None:
     port, ca = webhook
     plural = f"backends{uuid.uuid4().hex[:6]}"
@@ -190,10 +197,7 @@ def test_crd_conversion_webhook(api: Endpoint, webhook) -> None:
     assert response.status_code == 201, response.text
     v1 = f"/apis/stable.example.com/v1/namespaces/default/{plural}"
     v2 = f"/apis/stable.example.com/v2/namespaces/default/{plural}"
-    deadline = time.monotonic() + 20
-    while api.request("GET", v2).status_code != 200:
-        assert time.monotonic() < deadline, "the CRD was never served"
-        time.sleep(0.2)
+    wait_served(api, v2)
     kind = plural.capitalize()[:-1]
     body = {"apiVersion": "stable.example.com/v2", "kind": kind, "metadata": {"name": "one"},
             "spec": {"address": "db.example.com:5432"}}
@@ -213,10 +217,7 @@ def test_a_conversion_webhook_that_fails(api: Endpoint, webhook) -> None:
     assert api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                        json=crd(f"https://127.0.0.1:{dead}/convert", ca, plural)).status_code == 201
     v2 = f"/apis/stable.example.com/v2/namespaces/default/{plural}"
-    deadline = time.monotonic() + 20
-    while api.request("GET", v2).status_code != 200:
-        assert time.monotonic() < deadline, "the CRD was never served"
-        time.sleep(0.2)
+    wait_served(api, v2)
     kind = plural.capitalize()[:-1]
     refused = api.request("POST", v2, json={"apiVersion": "stable.example.com/v2", "kind": kind,
                                             "metadata": {"name": "one"}, "spec": {"address": "a:1"}})
