@@ -77,6 +77,13 @@ _disable_option = click.option(  # `server` and `up`; the names are checked by _
     help="Comma-separated control-plane parts not to run, by upstream's name (e.g. endpoint, scheduler).")
 
 
+_admission_config_option = click.option(  # `server` and `up`; read by the API server as it starts
+    "--admission-control-config-file", "admission_config_file", default=None, metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="An AdmissionConfiguration (apiserver.config.k8s.io/v1) with the plugins' configuration, e.g. "
+    "PodSecurity's defaults and exemptions (docs/admission.md).")
+
+
 _node_monitor_grace_option = click.option(  # `server` and `up`; checked by _controller_settings
     "--node-monitor-grace-period", default="40s", show_default=True, metavar="DURATION",
     help="How long a node may stop posting status (Lease and Ready heartbeat) before the node lifecycle "
@@ -230,6 +237,7 @@ def _parse_disable(text: str) -> frozenset[str]:
 @click.option("--leader-elect-renew-deadline", default="10s", show_default=True, metavar="DURATION")
 @click.option("--leader-elect-retry-period", default="2s", show_default=True, metavar="DURATION")
 @_scheduler_options
+@_admission_config_option
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
            node_cidr_mask_size: int, advertise_address: str | None, enable_aggregator_routing: bool, disable: str,
@@ -237,7 +245,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
            loadbalancer_address_pool: str,
            horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
-           scheduler_bind_address: str, scheduler_port: int, verbose: bool) -> None:
+           scheduler_bind_address: str, scheduler_port: int, admission_config_file: str | None,
+           verbose: bool) -> None:
     """Run the control plane: the API server, the scheduler and the controller manager.
     Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
     import ipaddress
@@ -273,7 +282,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
                           service_cidr=service_cidr, cluster_cidr=cluster_cidr, advertise_address=advertise_address,
-                          enable_aggregator_routing=enable_aggregator_routing)
+                          enable_aggregator_routing=enable_aggregator_routing,
+                          admission_config_file=admission_config_file)
 
     def ready(api: object) -> None:
         click.echo(f"slimkube server: API at {api.url}; kubeconfig {api.kubeconfig_path}", err=True)  # type: ignore[attr-defined]
@@ -284,7 +294,7 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         # (bench/RESULTS.md, API server, 2026-11-27)
         uvloop.run(serve_forever(config, disable=disabled, election=election, settings=settings,
                                  scheduler=scheduler, ready=ready, stopping=sdnotify.stopping))
-    except ValueError as exc:  # a bad --datastore URL
+    except ValueError as exc:  # a bad --datastore URL or admission configuration file
         raise click.UsageError(str(exc)) from None
 
 
@@ -504,13 +514,15 @@ def agent(server: str | None, token: str | None, token_file: str | None, ca_file
 @_loadbalancer_pool_option
 @_hpa_sync_option
 @_scheduler_options
+@_admission_config_option
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
        kubelet_port: int | None, node_count: int, nodes_cidr: str, node_subnets: int, node_cidr_mask_size: int,
        disable: str, node_monitor_grace_period: str,
        resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
        horizontal_pod_autoscaler_sync_period: str, scheduler_config: str | None, scheduler_bind_address: str,
-       scheduler_port: int, config_file: str | None, node_name: str | None, pod_cidr: str | None,
+       scheduler_port: int, admission_config_file: str | None, config_file: str | None, node_name: str | None,
+       pod_cidr: str | None,
        node_ip: str | None, pod_network: str | None, network_plugin: str | None, cni_conf_dir: str | None,
        cni_bin_dir: str | None, cluster_dns: str | None, cluster_domain: str | None,
        serve_dns: bool, verbose: bool) -> None:
@@ -529,6 +541,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     from nodeagent.bootstrap import BootstrapError, join
     from proxy.app import ProxyServer
     from slimkube.allinone import NodeError, run_up
+    from slimkube.componentcreds import KUBE_PROXY
+    from slimkube.controlplane import component_config
     from slimkube.nodelock import LockHeld, NodeLock
     from slimkube.stopsignal import StopOnSignal
     from slimkube.upplan import UpFlags, UpPlanError, gather_facts, plan_up
@@ -545,7 +559,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
                     node_name=node_name, pod_cidr=pod_cidr, node_ip=node_ip, pod_network=pod_network,
                     network_plugin=network_plugin, cni_conf_dir=cni_conf_dir, cni_bin_dir=cni_bin_dir,
                     cluster_dns=cluster_dns,
-                    cluster_domain=cluster_domain, serve_dns=serve_dns)
+                    cluster_domain=cluster_domain, serve_dns=serve_dns,
+                    admission_config_file=admission_config_file)
     try:
         plan = plan_up(flags, gather_facts(flags))
     except UpPlanError as exc:
@@ -584,12 +599,12 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
             run_up(plan.server, lambda client_config: _make_kubelet(plan.kubelet, client_config,
                                                                     serve_dns=plan.serve_dns, tag="up"),
                    join=join_local, signals=signals, say=_say,
-                   make_proxy=lambda client: ProxyServer(plan.proxy, client),
+                   make_proxy=lambda api: ProxyServer(plan.proxy, component_config(api, KUBE_PROXY)),
                    make_nodes=make_nodes if plan.nodes is not None else None, disable=plan.disabled,
                    settings=settings, scheduler=scheduler)
     except (LockHeld, NodeError) as exc:
         raise click.ClickException(str(exc)) from None
-    except ValueError as exc:  # a bad --datastore URL
+    except ValueError as exc:  # a bad --datastore URL or admission configuration file
         raise click.UsageError(str(exc)) from None
 
 

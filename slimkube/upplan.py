@@ -81,6 +81,7 @@ class UpFlags:
     cluster_dns: str | None = None
     cluster_domain: str | None = None
     serve_dns: bool = True
+    admission_config_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,8 @@ def plan_up(flags: UpFlags, facts: HostFacts) -> UpPlan:
                           datastore=flags.datastore, service_cidr=flags.service_cidr,
                           cluster_cidr=kubelet.cluster_cidr,
                           advertise_address=node_plan.host_ip if node_plan is not None else None,
-                          enable_aggregator_routing=False)  # this host runs kube-proxy: ClusterIPs answer
+                          enable_aggregator_routing=False,  # this host runs kube-proxy: ClusterIPs answer
+                          admission_config_file=flags.admission_config_file)
     try:
         proxy = proxy_config.validate(with_overrides(
             proxy_config.from_document(facts.proxy_document, ProxyConfig())

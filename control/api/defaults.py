@@ -327,6 +327,23 @@ def _persistent_volume_claim(obj: dict[str, Any]) -> None:
         _default(status, "phase", "Pending")
 
 
+def _limit_range(obj: dict[str, Any]) -> None:
+    """Upstream SetDefaults_LimitRangeItem, for Container items: the default limit is the max where unset,
+    the default request the default limit, else the min."""
+    for item in _dicts(_dict(obj, "spec"), "limits"):
+        if item.get("type") != "Container":
+            continue
+        default, request = dict(item.get("default") or {}), dict(item.get("defaultRequest") or {})
+        for source, target in (("max", default), ("default", request), ("min", request)):
+            values = default if source == "default" else item.get(source) or {}
+            if isinstance(values, dict):
+                for key, value in values.items():
+                    target.setdefault(key, value)
+        for key, value in (("default", default), ("defaultRequest", request)):
+            if value:
+                item[key] = value
+
+
 def _storage_class(obj: dict[str, Any]) -> None:
     """Upstream storage/v1 SetDefaults_StorageClass."""
     _default(obj, "reclaimPolicy", "Delete")
@@ -437,6 +454,7 @@ _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "horizontalpodautoscalers": default_hpa,
     "persistentvolumes": _persistent_volume,
     "persistentvolumeclaims": _persistent_volume_claim,
+    "limitranges": _limit_range,
     "storageclasses": _storage_class,
     "ingressclasses": _ingress_class,
     "networkpolicies": _network_policy,

@@ -116,6 +116,7 @@ RESOURCES: tuple[Resource, ...] = (
     _core("events", "event", "Event", short_names=("ev",)),
     _core("resourcequotas", "resourcequota", "ResourceQuota", short_names=("quota",),
           subresources=_subresources(status=_status("ResourceQuota"))),
+    _core("limitranges", "limitrange", "LimitRange", short_names=("limits",)),
     _core("serviceaccounts", "serviceaccount", "ServiceAccount", short_names=("sa",)),
     _core("replicationcontrollers", "replicationcontroller", "ReplicationController", short_names=("rc",),
           categories=("all",), subresources=_subresources(status=_status("ReplicationController"), scale=_SCALE)),

@@ -54,7 +54,8 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from control.apiserver import resources as resources_table
-from control.apiserver import status
+from control.apiserver import status, warning
+from control.apiserver.admission import config as admission_config
 from control.apiserver.aggregator.backends import group_list_entries
 from control.apiserver.aggregator.certs import FrontProxyCerts, authentication_config, ensure_front_proxy_certs
 from control.apiserver.aggregator.proxy import Aggregator
@@ -113,6 +114,7 @@ class ServerConfig:
     advertise_address: str | None = None  # the `kubernetes` Endpoints' IP (master_endpoints.advertise_address)
     # webhooks and aggregated APIs to a Service's endpoints, not its ClusterIP (no kube-proxy on this host)
     enable_aggregator_routing: bool = True
+    admission_config_file: str | None = None  # an AdmissionConfiguration (admission/config.py)
 
 
 def _read_or_create_secret(path: str) -> str:
@@ -209,6 +211,17 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _status_response(status.internal_error(type(exc).__name__))
 
 
+async def _cancel(task: asyncio.Task[None] | None) -> None:
+    """Cancel a background task of the server and wait until it has ended."""
+    if task is None:
+        return
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+
+
 class APIServer:
     """One API server; `await start()`, then `url`; `await stop()` to end it."""
 
@@ -286,7 +299,8 @@ class APIServer:
         self._storage = MeteredStorage(self._given_storage, self.metrics.storage_latency)
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
                                  node_port_range=self.config.node_port_range,
-                                 endpoint_routing=self.config.enable_aggregator_routing)
+                                 endpoint_routing=self.config.enable_aggregator_routing,
+                                 admission_config=admission_config.load(self.config.admission_config_file))
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
         await asyncio.to_thread(reconcile_policy, self.registry)
         node_graph, policy = NodeGraph(), PolicyCache(self._storage)
@@ -386,40 +400,20 @@ class APIServer:
 
     async def stop(self) -> None:
         self._stopping = True  # readyz's shutdown check fails from here on
-        if self._aggregator_task is not None:
-            self._aggregator_task.cancel()
-            try:
-                await self._aggregator_task
-            except asyncio.CancelledError:
-                pass
-            self._aggregator_task = None
+        await _cancel(self._aggregator_task)
+        self._aggregator_task = None
         if self.aggregator is not None:
             await self.aggregator.close()
             self.aggregator = None
-        if self._authorizer_views_task is not None:
-            self._authorizer_views_task.cancel()
-            try:
-                await self._authorizer_views_task
-            except asyncio.CancelledError:
-                pass
-            self._authorizer_views_task = None
-        if self._crd_task is not None:
-            self._crd_task.cancel()
-            try:
-                await self._crd_task
-            except asyncio.CancelledError:
-                pass
-            self._crd_task = None
+        await _cancel(self._authorizer_views_task)
+        self._authorizer_views_task = None
+        await _cancel(self._crd_task)
+        self._crd_task = None
         if self._crds is not None:
             self._crds.stop()
             self._crds = None
-        if self._endpoints_task is not None:
-            self._endpoints_task.cancel()
-            try:
-                await self._endpoints_task
-            except asyncio.CancelledError:
-                pass
-            self._endpoints_task = None
+        await _cancel(self._endpoints_task)
+        self._endpoints_task = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -491,7 +485,7 @@ class APIServer:
         authorization = authz_filter.AuthorizationFilter(self.authorizer)
         aggregation = [self.aggregator.middleware] if self.aggregator is not None else []
         app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, authorization.middleware,
-                                           self._limit_inflight, *aggregation,
+                                           self._limit_inflight, warning.middleware, *aggregation,
                                            fieldvalidation.middleware(self.openapi)],
                               client_max_size=4 * 1024 * 1024)
         OpenStreams(is_long_running).install(app)  # the runner's cleanup ends them without its shutdown wait

@@ -12,8 +12,12 @@ What is particular to one kind (service allocations, namespace finalizers, ...) 
 from __future__ import annotations
 
 from control.apiserver.admission.chain import Chain, Reader, ValidatingPlugin
+from control.apiserver.admission.config import AdmissionConfig
 from control.apiserver.admission.lifecycle import NamespaceLifecycle
+from control.apiserver.admission.limitranger import LimitRangerBounds, LimitRangerDefaults
 from control.apiserver.admission.noderestriction import NodeRestriction
+from control.apiserver.admission.nodetaint import TaintNodesByCondition
+from control.apiserver.admission.podsecurity import PodSecurity
 from control.apiserver.admission.policy import ValidatingAdmissionPolicies
 from control.apiserver.admission.priority import OneGlobalDefault, PodPriority
 from control.apiserver.admission.quota import QuotaAdmission
@@ -22,13 +26,17 @@ from control.apiserver.admission.webhook.dispatch import MutatingWebhooks, Serve
 
 
 def chain(reader: Reader, *, validation: ValidatingPlugin, endpoint_routing: bool = True,
-          served: Served | None = None) -> Chain:
+          served: Served | None = None, config: AdmissionConfig | None = None) -> Chain:
     """The chain over `reader` (the registry); `validation` is the kind's own validation, run first of the
     validating plugins. Webhooks reach a Service's endpoints (`endpoint_routing`) or its ClusterIP; `served`
-    lists what the server serves, for the webhooks' matchPolicy Equivalent."""
-    return Chain(mutating=[NamespaceLifecycle(reader), PodPriority(reader), DefaultStorageClass(reader),
+    lists what the server serves, for the webhooks' matchPolicy Equivalent; `config` is what the server's
+    admission configuration file says."""
+    config = config or AdmissionConfig()
+    return Chain(mutating=[NamespaceLifecycle(reader), LimitRangerDefaults(reader), TaintNodesByCondition(),
+                           PodPriority(reader), DefaultStorageClass(reader),
                            MutatingWebhooks(reader, endpoint_routing=endpoint_routing, served=served)],
-                 validating=[validation, NodeRestriction(reader), OneGlobalDefault(reader),
+                 validating=[validation, LimitRangerBounds(reader), NodeRestriction(reader),
+                             PodSecurity(reader, config.pod_security), OneGlobalDefault(reader),
                              ValidatingAdmissionPolicies(reader, served=served),
                              ValidatingWebhooks(reader, endpoint_routing=endpoint_routing, served=served),
                              QuotaAdmission(reader)])
