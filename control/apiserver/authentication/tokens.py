@@ -19,7 +19,7 @@ import hmac
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from control.apiserver import status
 
@@ -79,7 +79,11 @@ class TokenAuthenticator:
         return self.authenticate(token) if scheme.lower() == "bearer" and token.strip() else None
 
 
-def token_review(body: Any, authenticator: TokenAuthenticator) -> dict[str, Any]:
+class Authenticator(Protocol):
+    def authenticate(self, token: str) -> UserInfo | None: ...
+
+
+def token_review(body: Any, authenticator: Authenticator) -> dict[str, Any]:
     """The created TokenReview for a request body (400/422 for a malformed one, as upstream)."""
     if not isinstance(body, dict):
         raise status.bad_request("expected a TokenReview object")
