@@ -112,6 +112,7 @@ class ServerConfig:
     service_account_key_file: str = ""
     service_account_issuer: str = satoken.DEFAULT_ISSUER
     api_audiences: tuple[str, ...] = ()
+    disable_admission_plugins: tuple[str, ...] = ()  # upstream --disable-admission-plugins, by plugin name
 
 
 def _read_or_create_secret(path: str) -> str:
@@ -294,7 +295,8 @@ class APIServer:
                                                           data_dir=self.config.data_dir)
         self._storage = MeteredStorage(self._given_storage, self.metrics.storage_latency)
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
-                                 node_port_range=self.config.node_port_range)
+                                 node_port_range=self.config.node_port_range,
+                                 disabled_admission=self.config.disable_admission_plugins)
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
         await asyncio.to_thread(reconcile_policy, self.registry)
         self.service_accounts = sa_authn.ServiceAccountAuthenticator(

@@ -28,7 +28,7 @@ ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
-    with running_server(str(tmp_path_factory.mktemp("satokens"))) as endpoint:
+    with running_server(str(tmp_path_factory.mktemp("satokens")), disable_admission_plugins=()) as endpoint:
         stop = threading.Event()  # `view` gets its rules from the aggregation controller
         with RESTClient.from_kubeconfig(endpoint.kubeconfig) as rest:
             factory = InformerFactory(rest)
@@ -165,3 +165,30 @@ def test_kubectl_create_token(api: Endpoint, ns: str):
     assert claims["exp"] - claims["iat"] == 1200
     assert as_token(api, token, "GET", f"/api/v1/namespaces/{ns}/serviceaccounts/robot") in (200, 403)
     assert as_token(api, token, "GET", "/api") == 200
+
+
+def test_service_account_admission(api: Endpoint, admin: client.ApiClient, ns: str):
+    core = client.CoreV1Api(admin)
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "slimkube/busybox:1"}]}}
+    with pytest.raises(client.ApiException) as refused:  # no `default` account: no controller made it here
+        core.create_namespaced_pod(ns, pod)
+    assert refused.value.status == 403
+    assert json.loads(refused.value.body)["message"] == (
+        f'pods "p" is forbidden: error looking up service account {ns}/default: serviceaccount "default" not found')
+    core.create_namespaced_service_account(ns, {"metadata": {"name": "default"}})
+    created = core.create_namespaced_pod(ns, pod).to_dict()
+    assert created["spec"]["service_account_name"] == "default"
+    (volume,) = created["spec"]["volumes"]
+    assert volume["name"].startswith("kube-api-access-") and len(volume["name"]) == len("kube-api-access-") + 5
+    sources = volume["projected"]["sources"]
+    token = sources[0]["service_account_token"]
+    assert (token["audience"], token["expiration_seconds"], token["path"]) == (None, 3607, "token")
+    assert sources[1]["config_map"]["name"] == "kube-root-ca.crt"
+    assert sources[2]["downward_api"]["items"][0]["field_ref"]["field_path"] == "metadata.namespace"
+    (mount,) = created["spec"]["containers"][0]["volume_mounts"]
+    assert (mount["mount_path"], mount["name"], mount["read_only"]) == (
+        "/var/run/secrets/kubernetes.io/serviceaccount", volume["name"], True)
+    core.patch_namespaced_service_account("robot", ns, {"automountServiceAccountToken": False})
+    quiet = core.create_namespaced_pod(ns, {"metadata": {"name": "q"}, "spec": {
+        "serviceAccountName": "robot", "containers": [{"name": "c", "image": "slimkube/busybox:1"}]}}).to_dict()
+    assert quiet["spec"]["volumes"] is None and quiet["spec"]["containers"][0]["volume_mounts"] is None

@@ -9,15 +9,21 @@ What is particular to one kind (service allocations, namespace finalizers, ...) 
 
 from __future__ import annotations
 
-from control.apiserver.admission.chain import Chain, Reader, ValidatingPlugin
+from collections.abc import Collection
+
+from control.apiserver.admission.chain import Chain, MutatingPlugin, Reader, ValidatingPlugin
 from control.apiserver.admission.lifecycle import NamespaceLifecycle
 from control.apiserver.admission.priority import OneGlobalDefault, PodPriority
 from control.apiserver.admission.quota import QuotaAdmission
+from control.apiserver.admission.serviceaccount import ServiceAccount
 from control.apiserver.admission.storageclass import DefaultStorageClass
 
 
-def chain(reader: Reader, *, validation: ValidatingPlugin) -> Chain:
+def chain(reader: Reader, *, validation: ValidatingPlugin, disabled: Collection[str] = ()) -> Chain:
     """The chain over `reader` (the registry); `validation` is the kind's own validation, run first of the
-    validating plugins."""
-    return Chain(mutating=[NamespaceLifecycle(reader), PodPriority(reader), DefaultStorageClass(reader)],
-                 validating=[validation, OneGlobalDefault(reader), QuotaAdmission(reader)])
+    validating plugins. `disabled` names plugins left out (upstream --disable-admission-plugins)."""
+    mutating: list[MutatingPlugin] = [NamespaceLifecycle(reader), ServiceAccount(reader), PodPriority(reader),
+                                      DefaultStorageClass(reader)]
+    validating: list[ValidatingPlugin] = [validation, OneGlobalDefault(reader), QuotaAdmission(reader)]
+    return Chain(mutating=[plugin for plugin in mutating if plugin.name not in disabled],
+                 validating=[plugin for plugin in validating if plugin.name not in disabled])

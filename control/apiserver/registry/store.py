@@ -38,7 +38,7 @@ import functools
 import json
 import secrets
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -196,16 +196,18 @@ class Registry:
 
     `service_cidr` and `node_port_range` configure the services strategy's allocators; `clock` gives the
     creation and deletion timestamps (injected for tests), also to the REST storages beside this one
-    (binding.py).
+    (binding.py); `disabled_admission` names admission plugins left out of the chain.
     """
 
     def __init__(self, storage: Storage, *, service_cidr: str = "10.96.0.0/12",
                  node_port_range: tuple[int, int] = (30000, 32767),
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 disabled_admission: Collection[str] = ()) -> None:
         self.storage = storage
         self._strategies = strategies.build(storage, service_cidr=service_cidr, node_port_range=node_port_range)
         self.clock = clock
-        self.admission = admission.chain(self, validation=StrategyValidation(self.strategy))
+        self.admission = admission.chain(self, validation=StrategyValidation(self.strategy),
+                                         disabled=disabled_admission)
         # What this server serves: the static table and the custom resources `serve_custom` installs.
         self.resources = ServedResources()
         self._custom: dict[tuple[str, str, str], Strategy] = {}
