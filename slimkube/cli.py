@@ -226,13 +226,22 @@ def _parse_disable(text: str) -> frozenset[str]:
 @click.option("--leader-elect-renew-deadline", default="10s", show_default=True, metavar="DURATION")
 @click.option("--leader-elect-retry-period", default="2s", show_default=True, metavar="DURATION")
 @_scheduler_options
+@click.option("--service-account-issuer", default="https://kubernetes.default.svc.cluster.local", show_default=True,
+              help="The `iss` of service account tokens, also the default audience (docs/service-accounts.md).")
+@click.option("--service-account-signing-key-file", "--service-account-key-file", "service_account_key_file",
+              type=click.Path(dir_okay=False), metavar="FILE",
+              help="The RSA key service account tokens are signed and checked with; made when missing "
+              "[default: DATA_DIR/tls/service.key].")
+@click.option("--api-audiences", default="", metavar="AUD,...",
+              help="The audiences a token must name to be accepted [default: the issuer].")
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
            node_cidr_mask_size: int, advertise_address: str | None, disable: str, node_monitor_grace_period: str,
            resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
            horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
-           scheduler_bind_address: str, scheduler_port: int, verbose: bool) -> None:
+           scheduler_bind_address: str, scheduler_port: int, service_account_issuer: str,
+           service_account_key_file: str | None, api_audiences: str, verbose: bool) -> None:
     """Run the control plane: the API server, the scheduler and the controller manager.
     Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
     import ipaddress
@@ -267,7 +276,10 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
-                          service_cidr=service_cidr, cluster_cidr=cluster_cidr, advertise_address=advertise_address)
+                          service_cidr=service_cidr, cluster_cidr=cluster_cidr, advertise_address=advertise_address,
+                          service_account_issuer=service_account_issuer,
+                          service_account_key_file=service_account_key_file or "",
+                          api_audiences=tuple(a.strip() for a in api_audiences.split(",") if a.strip()))
 
     def ready(api: object) -> None:
         click.echo(f"slimkube server: API at {api.url}; kubeconfig {api.kubeconfig_path}", err=True)  # type: ignore[attr-defined]

@@ -230,8 +230,10 @@ class APIServer:
         self._node_password = jointoken.parse(self.node_token).password
         self.authenticator = authn.TokenAuthenticator({self.admin_token: authn.ADMIN,
                                                         self._node_password: authn.NODE})
-        key_file = config.service_account_key_file or os.path.join(config.data_dir, "tls", "service.key")
-        self.token_issuer = TokenIssuer(satoken.load_or_create_key(key_file), issuer=config.service_account_issuer,
+        self.service_account_key_file = (config.service_account_key_file
+                                         or os.path.join(config.data_dir, "tls", "service.key"))
+        self.token_issuer = TokenIssuer(satoken.load_or_create_key(self.service_account_key_file),
+                                        issuer=config.service_account_issuer,
                                         audiences=config.api_audiences or (config.service_account_issuer,))
         self.service_accounts: sa_authn.ServiceAccountAuthenticator | None = None  # needs the registry: start()
         self._given_storage = storage

@@ -62,11 +62,19 @@ def split_username(user: str) -> tuple[str, str] | None:
     return (namespace, name) if sep and namespace and name and ":" not in name else None
 
 
+def load_key(path: str) -> rsa.RSAPrivateKey:
+    """The RSA private key (PEM) in `path`; TokenError for another kind of key."""
+    with open(path, "rb") as handle:
+        loaded = serialization.load_pem_private_key(handle.read(), password=None)
+    if not isinstance(loaded, rsa.RSAPrivateKey):
+        raise TokenError(f"{path}: the service account signing key must be an RSA key")
+    return loaded
+
+
 def load_or_create_key(path: str) -> rsa.RSAPrivateKey:
     """The signing key in `path`, made (RSA 2048, mode 0600) when the file does not exist."""
     try:
-        with open(path, "rb") as handle:
-            loaded = serialization.load_pem_private_key(handle.read(), password=None)
+        return load_key(path)
     except FileNotFoundError:
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -78,9 +86,6 @@ def load_or_create_key(path: str) -> rsa.RSAPrivateKey:
             handle.write(pem)
         os.replace(tmp, path)
         return key
-    if not isinstance(loaded, rsa.RSAPrivateKey):
-        raise TokenError(f"{path}: the service account signing key must be an RSA key")
-    return loaded
 
 
 def key_id(public: rsa.RSAPublicKey) -> str:

@@ -1,12 +1,14 @@
 """Service account tokens against a real API server on 127.0.0.1: TokenRequest (defaults, validation,
 bindings), the token as a credential (user, groups, RBAC: no binding → 403 on Secrets, `view` → pods yes,
 Secrets no), a pod-bound token refused once its pod is gone, OIDC discovery and its JWKS verifying a token,
-TokenReview answering for service account tokens, and `kubectl create token` (the newest kubectl)."""
+TokenReview answering for service account tokens, `kubectl create token` (the newest kubectl), ServiceAccount
+admission through the server, and legacy token Secrets filled by the tokens controller."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import threading
 import uuid
@@ -19,6 +21,8 @@ from kubernetes import client, config
 from control.client.informer import InformerFactory
 from control.client.rest import RESTClient
 from control.controllers.clusterroleaggregation.controller import ClusterRoleAggregationController
+from control.controllers.serviceaccounts.tokens import TokensController
+from control.util import satoken
 from tests.support.apiserver import Endpoint, running_server
 from tests.support.polling import wait_until
 
@@ -192,3 +196,35 @@ def test_service_account_admission(api: Endpoint, admin: client.ApiClient, ns: s
     quiet = core.create_namespaced_pod(ns, {"metadata": {"name": "q"}, "spec": {
         "serviceAccountName": "robot", "containers": [{"name": "c", "image": "slimkube/busybox:1"}]}}).to_dict()
     assert quiet["spec"]["volumes"] is None and quiet["spec"]["containers"][0]["volume_mounts"] is None
+
+
+def test_legacy_token_secrets_are_filled_and_die_with_their_secret(api: Endpoint, admin: client.ApiClient, ns: str):
+    key_file = os.path.join(os.path.dirname(api.kubeconfig), "tls", "service.key")
+    stop = threading.Event()
+    with RESTClient.from_kubeconfig(api.kubeconfig) as rest:
+        factory = InformerFactory(rest)
+        controller = TokensController(rest, factory, key=satoken.load_key(key_file), root_ca="CA PEM")
+        factory.start(stop)
+        threading.Thread(target=controller.run, args=(stop,), daemon=True).start()
+        try:
+            core = client.CoreV1Api(admin)
+            core.create_namespaced_secret(ns, {"metadata": {"name": "robot-token", "annotations": {
+                "kubernetes.io/service-account.name": "robot"}}, "type": "kubernetes.io/service-account-token"})
+            assert wait_until(lambda: (core.read_namespaced_secret("robot-token", ns).data or {}).get("token"),
+                              timeout=20)
+            secret = core.read_namespaced_secret("robot-token", ns)
+            account = core.read_namespaced_service_account("robot", ns)
+            assert secret.metadata.annotations["kubernetes.io/service-account.uid"] == account.metadata.uid
+            assert base64.b64decode(secret.data["ca.crt"]) == b"CA PEM"
+            assert base64.b64decode(secret.data["namespace"]).decode() == ns
+            token = base64.b64decode(secret.data["token"]).decode()
+            assert jwt.decode(token, options={"verify_signature": False})["iss"] == "kubernetes/serviceaccount"
+            assert as_token(api, token, "GET", "/api") == 200
+            core.create_namespaced_secret(ns, {"metadata": {"name": "orphan", "annotations": {
+                "kubernetes.io/service-account.name": "nobody"}}, "type": "kubernetes.io/service-account-token"})
+            names = lambda: {s.metadata.name for s in core.list_namespaced_secret(ns).items}  # noqa: E731
+            assert wait_until(lambda: "orphan" not in names(), timeout=20)
+            core.delete_namespaced_secret("robot-token", ns)
+            assert as_token(api, token, "GET", "/api") == 401
+        finally:
+            stop.set()
