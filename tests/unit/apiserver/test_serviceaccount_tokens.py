@@ -289,7 +289,8 @@ def pod(**spec: Any) -> dict[str, Any]:
     return {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}], **spec}}
 
 
-MOUNT = {"name": "kube-api-access-abcde", "readOnly": True, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+MOUNT = {"name": "kube-api-access-abcde", "readOnly": True,
+         "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
 
 
 def test_admission_defaults_the_account_and_mounts_the_token():
