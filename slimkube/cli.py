@@ -60,13 +60,13 @@ def version() -> None:
 @main.command()
 @click.option("--rebuild", is_flag=True, help="Import the images again even if they exist.")
 def images(rebuild: bool) -> None:
-    """Build the pause and busybox images into the local dockerd (no registry needed)."""
+    """Build the pause, busybox and python images into the local dockerd (no registry needed)."""
     import docker
 
-    from nodeagent.images import BUSYBOX, PAUSE, ensure_image
+    from nodeagent.images import BUSYBOX, PAUSE, PYTHON, ensure_image
 
     api = docker.APIClient(version="auto")
-    for spec in (PAUSE, BUSYBOX):
+    for spec in (PAUSE, BUSYBOX, PYTHON):
         built = ensure_image(api, spec, rebuild=rebuild)
         click.echo(f"{spec.ref}: {'built' if built else 'present'}")
 
