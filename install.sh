@@ -7,15 +7,17 @@
 #
 #   ./install.sh                                            everything above, no units
 #   ./install.sh --role server [-- SERVER FLAGS]            + slimkube-server.service
-#   ./install.sh --role agent --server URL --token TOKEN [-- AGENT FLAGS]
+#   ./install.sh --role agent --server URL --token-file FILE [-- AGENT FLAGS]
 #                                                           + slimkube-agent.service, slimkube-proxy.service
 #   --units-only      with --role: only the units and /etc/slimkube (the host is set up already)
+#   SLIMKUBE_TOKEN    the join token, instead of --token-file (--token TOKEN works, deprecated: ps shows it)
 #   SLIMKUBE_VENV=DIR virtualenv location (default: .venv next to this script)
 #   SLIMKUBE_ETC_DIR, SLIMKUBE_UNIT_DIR, SLIMKUBE_BIN_DIR   where --role writes (default /etc/slimkube,
 #                     /etc/systemd/system, /usr/local/bin); systemctl runs only with the defaults
 #   CI=true           also installs Debian's vagrant (tests/unit/test_vagrantfile.py runs `vagrant validate`)
 #
-# Not root: it runs itself again through sudo when sudo exists (a fresh Debian 12 has no sudo; run as root).
+# Not root: it runs itself again through sudo when sudo exists (a fresh Debian 12 has no sudo; run as root);
+# a join token given by value goes to that run in a temporary 0600 file, never on sudo's command line.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,39 +25,65 @@ venv=${SLIMKUBE_VENV:-$here/.venv}
 kubectl120_dir=/opt/slimkube/kubectl-1.20
 registry_dir=/opt/slimkube/docker-registry
 log() { printf '[install] %s\n' "$*"; }
-usage() { sed -n '8,12p' "$here/install.sh" | sed 's/^# \{0,1\}//' >&2; echo "install.sh: $*" >&2; exit 2; }
+usage() { sed -n '8,13p' "$here/install.sh" | sed 's/^# \{0,1\}//' >&2; echo "install.sh: $*" >&2; exit 2; }
 
-role='' server_url='' token='' units_only=false daemon_args=()
+role='' server_url='' token='' token_file='' units_only=false daemon_args=()
 original_args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
     --role) [ $# -ge 2 ] || usage "--role needs a value"; role=$2; shift 2 ;;
     --server) [ $# -ge 2 ] || usage "--server needs a value"; server_url=$2; shift 2 ;;
-    --token) [ $# -ge 2 ] || usage "--token needs a value"; token=$2; shift 2 ;;
+    --token) [ $# -ge 2 ] || usage "--token needs a value"; token=$2; shift 2
+             log "warning: --token puts the join token on the command line, where any local user reads it (ps);" \
+               "it is deprecated: use --token-file FILE or SLIMKUBE_TOKEN" ;;
+    --token-file) [ $# -ge 2 ] || usage "--token-file needs a value"; token_file=$2; shift 2 ;;
     --units-only) units_only=true; shift ;;
     --) shift; daemon_args=("$@"); break ;;
-    -h|--help) sed -n '2,18p' "$here/install.sh" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$here/install.sh" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage "unknown argument $1" ;;
   esac
 done
+[ -z "$token" ] || [ -z "$token_file" ] || usage "give --token-file or --token, not both"
+[ "$role" != agent ] || [ -n "$token$token_file" ] || token=${SLIMKUBE_TOKEN:-}
 case "$role" in
-  '') { [ -z "$server_url$token" ] && ! $units_only && [ ${#daemon_args[@]} = 0 ]; } \
-        || usage "--server, --token, --units-only and daemon flags go with --role" ;;
-  server) [ -z "$server_url$token" ] || usage "--server and --token are for --role agent" ;;
-  agent) [ -n "$server_url" ] && [ -n "$token" ] || usage "--role agent needs --server URL and --token TOKEN" ;;
+  '') { [ -z "$server_url$token$token_file" ] && ! $units_only && [ ${#daemon_args[@]} = 0 ]; } \
+        || usage "--server, --token-file, --units-only and daemon flags go with --role" ;;
+  server) [ -z "$server_url$token$token_file" ] || usage "--server and --token-file are for --role agent" ;;
+  agent) [ -n "$server_url" ] && [ -n "$token$token_file" ] \
+           || usage "--role agent needs --server URL and --token-file FILE (or SLIMKUBE_TOKEN)" ;;
   *) usage "--role is server or agent, not $role" ;;
 esac
-for value in "$server_url" "$token" "${daemon_args[@]}"; do  # they go into .env files as KEY="value"
-  case "$value" in *[\"\\\$\`\'[:space:]]*) usage "no quotes, backslashes, \$ or spaces in values: $value" ;; esac
-done
+check_values() {  # they go into .env files as KEY="value"
+  for value in "$@"; do
+    case "$value" in *[\"\\\$\`\'[:space:]]*) usage "no quotes, backslashes, \$ or spaces in values: $value" ;; esac
+  done
+}
+check_values "$server_url" "$token" "${daemon_args[@]}"
 
 if [ "$(id -u)" != 0 ]; then
   if command -v sudo >/dev/null; then
     log "not root: running again through sudo"
-    exec sudo SLIMKUBE_VENV="$venv" ${CI:+CI="$CI"} "$here/install.sh" "${original_args[@]}"
+    if [ -z "$token" ]; then
+      exec sudo SLIMKUBE_VENV="$venv" ${CI:+CI="$CI"} "$here/install.sh" "${original_args[@]}"
+    fi
+    # a token given by value (--token, SLIMKUBE_TOKEN, which sudo would drop) reaches root in a file
+    secret=$(umask 077 && mktemp)
+    trap 'rm -f "$secret"' EXIT
+    printf '%s\n' "$token" >"$secret"
+    rerun=(--role "$role" --server "$server_url" --token-file "$secret")
+    if $units_only; then rerun+=(--units-only); fi
+    if [ ${#daemon_args[@]} -gt 0 ]; then rerun+=(-- "${daemon_args[@]}"); fi
+    sudo SLIMKUBE_VENV="$venv" ${CI:+CI="$CI"} "$here/install.sh" "${rerun[@]}"
+    exit 0
   fi
   echo "install.sh must run as root (it installs packages and starts dockerd), and sudo is not installed" >&2
   exit 1
+fi
+if [ -n "$token_file" ]; then
+  [ -r "$token_file" ] || usage "cannot read --token-file $token_file"
+  token=$(tr -d '[:space:]' <"$token_file")
+  [ -n "$token" ] || usage "--token-file $token_file is empty"
+  check_values "$token"
 fi
 export DEBIAN_FRONTEND=noninteractive
 

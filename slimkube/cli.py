@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the commands import their components when run, so `slimkube
     from slimkube.controlplane import SchedulerOptions
     from slimkube.leadership import LeaderElection
     from slimkube.nodes import NodeSpec, NodesPlan
+    from slimkube.tokensource import JoinSecret
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 
@@ -369,15 +370,31 @@ def _make_kubelet(config: KubeletConfig, client_config: ClientConfig, *, serve_d
     return with_dns(kubelet, config, client_config, say=_say, tag=tag) if serve_dns else kubelet
 
 
-def _check_credentials(kubeconfig: str | None, server: str | None, token: str | None, ca_file: str | None) -> None:
-    """`agent` and `proxy` reach the API server with a kubeconfig or with --server/--token, never both."""
-    if kubeconfig and (server or token or ca_file):
-        raise click.UsageError("give --kubeconfig or --server/--token, not both")
-    if not kubeconfig and not (server and token):
-        raise click.UsageError("--server and --token are required (or --kubeconfig)")
+def _credentials(kubeconfig: str | None, server: str | None, token: str | None, token_file: str | None,
+                 ca_file: str | None, *, tag: str) -> JoinSecret | None:
+    """`agent` and `proxy` reach the API server with a kubeconfig or with --server and the join token, never
+    both; the token from --token-file, SLIMKUBE_TOKEN or (deprecated) --token (slimkube/tokensource.py).
+    None with a kubeconfig. SLIMKUBE_TOKEN leaves this process's environment, so children do not inherit it."""
+    import os
+
+    from slimkube.tokensource import ENV_VAR, TokenSourceError, resolve
+
+    if kubeconfig and (server or token or token_file or ca_file):
+        raise click.UsageError("give --kubeconfig or --server/--token-file, not both")
+    try:
+        secret = None if kubeconfig else resolve(token=token, token_file=token_file, environ=os.environ)
+    except TokenSourceError as exc:
+        raise click.BadParameter(str(exc), param_hint=exc.flag) from None
+    os.environ.pop(ENV_VAR, None)
+    if not kubeconfig and not (server and secret):
+        raise click.UsageError(f"--server and the join token (--token-file FILE or {ENV_VAR} in the environment) "
+                               "are required (or --kubeconfig)")
+    for warning in secret.warnings if secret else ():
+        _say(f"[{tag}] warning: {warning}")
+    return secret
 
 
-def _client_config(kubeconfig: str | None, server: str | None, token: str | None, ca_file: str | None, *,
+def _client_config(kubeconfig: str | None, server: str | None, secret: JoinSecret | None, ca_file: str | None, *,
                    data_dir: str, tag: str) -> ClientConfig:
     """The credential from a kubeconfig, or by joining with the node token (nodeagent/bootstrap.py: the CA
     from /cacerts is checked against the K10 token's hash and kept under DATA_DIR/agent)."""
@@ -388,7 +405,8 @@ def _client_config(kubeconfig: str | None, server: str | None, token: str | None
         if kubeconfig:
             client_config = load_kubeconfig(kubeconfig)
         else:
-            client_config = join(str(server), str(token), data_dir=data_dir, ca_file=ca_file)
+            assert secret is not None  # _credentials saw to it
+            client_config = join(str(server), secret.token, data_dir=data_dir, ca_file=ca_file)
     except (BootstrapError, KubeconfigError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     _say(f"[{tag}] API server {client_config.server}" + (f" (CA {client_config.ca_file})"
@@ -396,23 +414,36 @@ def _client_config(kubeconfig: str | None, server: str | None, token: str | None
     return client_config
 
 
+def _token_options(command: _Command) -> _Command:  # `agent` and `proxy`: the join token, never on argv
+    for option in reversed([
+        click.option("--token-file", type=click.Path(dir_okay=False), metavar="FILE",
+                     help="A file (mode 0600) holding the server's DIR/node-token (K10<CA hash>::node:<password>) "
+                     "[default: SLIMKUBE_TOKEN from the environment]."),
+        click.option("--token", hidden=True,
+                     help="Deprecated: the join token itself, visible to every local user in `ps`; use "
+                     "--token-file or SLIMKUBE_TOKEN."),
+    ]):
+        command = option(command)
+    return command
+
+
 @main.command()
 @click.option("--server", help="The API server URL, e.g. https://10.0.0.1:6443.")
-@click.option("--token", help="The server's DIR/node-token (K10<CA hash>::node:<password>).")
+@_token_options
 @click.option("--ca-file", type=click.Path(dir_okay=False, exists=True),
               help="The server's CA; needed when the token has no CA hash.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False, exists=True),
-              help="Connect with this kubeconfig instead of --server/--token.")
+              help="Connect with this kubeconfig instead of --server and the join token.")
 @click.option("--data-dir", help=f"Kubelet state (IPAM, pod volumes, the server's CA) [default: {DEFAULT_DATA_DIR}].")
 @click.option("--port", "--kubelet-port", "kubelet_port", type=click.IntRange(0, 65535),
               help="The kubelet's HTTPS port (logs, /pods, /stats) [default: 10250].")
 @click.option("--cluster-cidr", help="Pod addresses of the whole cluster (not masqueraded between pods) "
               "[default: the config's, 10.244.0.0/16].")
 @_kubelet_options
-def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig: str | None, data_dir: str | None,
-          kubelet_port: int | None, cluster_cidr: str | None, config_file: str | None, node_name: str | None,
-          pod_cidr: str | None, node_ip: str | None, pod_network: str | None, cluster_dns: str | None,
-          cluster_domain: str | None, serve_dns: bool, verbose: bool) -> None:
+def agent(server: str | None, token: str | None, token_file: str | None, ca_file: str | None, kubeconfig: str | None,
+          data_dir: str | None, kubelet_port: int | None, cluster_cidr: str | None, config_file: str | None,
+          node_name: str | None, pod_cidr: str | None, node_ip: str | None, pod_network: str | None,
+          cluster_dns: str | None, cluster_domain: str | None, serve_dns: bool, verbose: bool) -> None:
     """Run a kubelet on this host that joins the cluster at --server (or --kubeconfig) until SIGINT/SIGTERM.
 
     With a K10 token the agent checks the server's CA (GET /cacerts) against the token's hash before it sends
@@ -424,13 +455,13 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
     from slimkube.stopsignal import StopOnSignal
     from slimkube.upplan import cluster_dns_flag, with_default_cluster_dns
 
-    _check_credentials(kubeconfig, server, token, ca_file)
+    secret = _credentials(kubeconfig, server, token, token_file, ca_file, tag="agent")
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, pod_cidr=pod_cidr,
                              node_ip=node_ip, pod_network=pod_network, port=kubelet_port, cluster_cidr=cluster_cidr,
                              cluster_dns=cluster_dns_flag(cluster_dns), cluster_domain=cluster_domain)
     config = with_default_cluster_dns(config, DEFAULT_SERVICE_CIDR)
     _logging(verbose)
-    client_config = _client_config(kubeconfig, server, token, ca_file, data_dir=config.data_dir, tag="agent")
+    client_config = _client_config(kubeconfig, server, secret, ca_file, data_dir=config.data_dir, tag="agent")
     try:
         with NodeLock(config.data_dir) as lock, StopOnSignal() as signals:
             lock.acquire(what="starting another agent")
@@ -455,7 +486,7 @@ def agent(server: str | None, token: str | None, ca_file: str | None, kubeconfig
               help="The kubelet's HTTPS port (logs, /pods, /stats) [default: 10250].")
 @click.option("--nodes", "node_count", default=1, show_default=True, type=click.IntRange(1, 250),
               help="Nodes to run: node 1 here, nodes 2..N each in a network namespace named NODE-i with its own "
-              "`slimkube agent` and `slimkube proxy` joined by --server/--token (see `slimkube node`).")
+              "`slimkube agent` and `slimkube proxy` joined by --server/--token-file (see `slimkube node`).")
 @click.option("--nodes-cidr", default="10.250.0.0/24", show_default=True,
               help="With --nodes: the network joining the node namespaces to this host (this host takes the "
               "first address, node i the i-th).")
@@ -693,12 +724,12 @@ def _cleanup_proxy_rules(iptables: Iptables, tag: str) -> bool:
 @main.command()
 @click.option("--kubeconfig", type=click.Path(dir_okay=False, exists=True),
               help="Connect with this kubeconfig [default: the config file's clientConnection.kubeconfig].")
-@click.option("--server", help="The API server URL, e.g. https://10.0.0.1:6443 (with --token).")
-@click.option("--token", help="The server's DIR/node-token (K10<CA hash>::node:<password>).")
+@click.option("--server", help="The API server URL, e.g. https://10.0.0.1:6443 (with the join token).")
+@_token_options
 @click.option("--ca-file", type=click.Path(dir_okay=False, exists=True),
               help="The server's CA; needed when the token has no CA hash.")
 @click.option("--data-dir", default=DEFAULT_DATA_DIR, show_default=True,
-              help="Where the server's CA fetched with --token is kept.")
+              help="Where the server's CA fetched when joining with the token is kept.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="KubeProxyConfiguration YAML (kubeproxy.config.k8s.io/v1alpha1 names); flags override it.")
 @click.option("--cleanup", is_flag=True, help="Remove every iptables chain and jump the proxy made, then exit.")
@@ -707,7 +738,8 @@ def _cleanup_proxy_rules(iptables: Iptables, tag: str) -> bool:
 @click.option("--healthz-bind-address", help="IP:port of /healthz and /livez [default: 0.0.0.0:10256].")
 @click.option("--metrics-bind-address", help="IP:port of /metrics [default: 127.0.0.1:10249].")
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
-def proxy(kubeconfig: str | None, server: str | None, token: str | None, ca_file: str | None, data_dir: str,
+def proxy(kubeconfig: str | None, server: str | None, token: str | None, token_file: str | None,
+          ca_file: str | None, data_dir: str,
           config_file: str | None, cleanup: bool, hostname_override: str | None, cluster_cidr: str | None,
           healthz_bind_address: str | None, metrics_bind_address: str | None, verbose: bool) -> None:
     """Run the kube-proxy (iptables mode) on this host until SIGINT/SIGTERM: Services and Endpoints from the
@@ -733,11 +765,11 @@ def proxy(kubeconfig: str | None, server: str | None, token: str | None, ca_file
         if not _cleanup_proxy_rules(iptables, "proxy"):
             raise click.ClickException("the proxy's rules could not all be removed")
         return
-    if kubeconfig and (server or token or ca_file):
-        raise click.UsageError("give --kubeconfig or --server/--token, not both")
-    kubeconfig = None if (server or token) else (config.kubeconfig or None)  # flags win over the file's
-    _check_credentials(kubeconfig, server, token, ca_file)
-    client_config = _client_config(kubeconfig, server, token, ca_file, data_dir=data_dir, tag="proxy")
+    if kubeconfig and (server or token or token_file or ca_file):
+        raise click.UsageError("give --kubeconfig or --server/--token-file, not both")
+    kubeconfig = None if (server or token or token_file) else (config.kubeconfig or None)  # flags win
+    secret = _credentials(kubeconfig, server, token, token_file, ca_file, tag="proxy")
+    client_config = _client_config(kubeconfig, server, secret, ca_file, data_dir=data_dir, tag="proxy")
     proxy_server = ProxyServer(config, client_config)
     with StopOnSignal() as signals:
         try:

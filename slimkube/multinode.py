@@ -68,17 +68,29 @@ def launcher(data_dir: str, join: Join, *, say: Say, python: str = sys.executabl
     kubelet_yaml, proxy_yaml = node_config_file(data_dir, "kubelet"), node_config_file(data_dir, "kube-proxy")
 
     def launch(node: nodes.NodeSpec, role: str) -> Child:
+        write_token_file(node.token_file, join.token)
         if role == "agent":
-            argv = nodes.agent_argv(node, python=python, server=join.server, token=join.token,
+            argv = nodes.agent_argv(node, python=python, server=join.server,
                                     cluster_cidr=join.cluster_cidr, config_file=kubelet_yaml,
                                     cluster_dns=join.cluster_dns, cluster_domain=join.cluster_domain,
                                     serve_dns=join.serve_dns, pod_network=join.pod_network)
         else:
-            argv = nodes.proxy_argv(node, python=python, server=join.server, token=join.token,
+            argv = nodes.proxy_argv(node, python=python, server=join.server,
                                     cluster_cidr=join.cluster_cidr, config_file=proxy_yaml)
         return Child(node, role, nodes.in_netns(node.netns, argv), say)
 
     return launch
+
+
+def write_token_file(path: str, token: str) -> None:
+    """The join token in a file only its owner reads (0600 from its creation, in a 0700 directory), as
+    install.sh leaves it on a worker host: the node's processes get its path, never the token."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    descriptor = os.open(f"{path}.tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        os.fchmod(handle.fileno(), 0o600)
+        handle.write(token + "\n")
+    os.replace(f"{path}.tmp", path)
 
 
 def start_network(data_dir: str, plan: nodes.NodesPlan, *, say: Say) -> None:

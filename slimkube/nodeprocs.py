@@ -3,7 +3,7 @@ per node, each started inside the node's network namespace with `ip netns exec`,
 
 Why processes and not threads: a network namespace belongs to a thread, and a kubelet and a proxy are
 many threads; a process entered into the namespace before it starts has every thread there, and is the
-same `slimkube agent --server URL --token TOKEN` a worker host runs.
+same `slimkube agent --server URL --token-file FILE` a worker host runs.
 
 The supervisor (one thread, `NodeGroup.run`) keeps each node's processes as wanted:
 - the agent starts at once; its proxy once the agent says the Node is registered (the proxy reads the

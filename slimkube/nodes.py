@@ -34,6 +34,7 @@ HOST_VETH_PREFIX = "slimnode"
 NODE_IFNAME = "eth0"
 PLAN_FILE = "nodes.json"
 NODES_DIR = "nodes"
+TOKEN_FILE = "join-token"  # in each node's data dir, mode 0600: the join token its agent and proxy read
 
 
 class PlanError(ValueError):
@@ -53,6 +54,12 @@ class NodeSpec:
     @property
     def netns(self) -> str:
         return self.name
+
+    @property
+    def token_file(self) -> str:
+        """Where this node keeps the join token, as a worker host keeps it in a root-only file: its agent and
+        proxy read it with --token-file, so it is on no command line."""
+        return os.path.join(self.data_dir, TOKEN_FILE)
 
 
 @dataclass(frozen=True)
@@ -116,24 +123,25 @@ def server_url(plan: NodesPlan, port: int) -> str:
     return f"https://{plan.host_ip}:{port}"
 
 
-def agent_argv(node: NodeSpec, *, python: str, server: str, token: str, cluster_cidr: str,
+def agent_argv(node: NodeSpec, *, python: str, server: str, cluster_cidr: str,
                config_file: str | None, cluster_dns: str = "", cluster_domain: str = "",
                serve_dns: bool = True, pod_network: str = "") -> list[str]:
-    """`slimkube agent` for `node`, exactly as a worker host joins (`--server URL --token TOKEN`: the CA
+    """`slimkube agent` for `node`, exactly as a worker host joins (`--server URL --token-file FILE`: the CA
     fetched from /cacerts is checked against the token's hash, then the token sent; no --pod-cidr: the Node
     gets one from the node IPAM controller)."""
-    argv = [python, "-m", "slimkube.cli", "agent", "--server", server, "--token", token, "--node-name", node.name,
-            "--node-ip", node.node_ip, "--cluster-cidr", cluster_cidr, "--data-dir", node.data_dir]
+    argv = [python, "-m", "slimkube.cli", "agent", "--server", server, "--token-file", node.token_file,
+            "--node-name", node.name, "--node-ip", node.node_ip, "--cluster-cidr", cluster_cidr,
+            "--data-dir", node.data_dir]
     argv += ["--pod-network", pod_network] if pod_network else []
     argv += (["--cluster-dns", cluster_dns] if cluster_dns else []) + \
         (["--cluster-domain", cluster_domain] if cluster_domain else []) + ([] if serve_dns else ["--no-serve-dns"])
     return argv + (["--config", config_file] if config_file else [])
 
 
-def proxy_argv(node: NodeSpec, *, python: str, server: str, token: str, cluster_cidr: str,
+def proxy_argv(node: NodeSpec, *, python: str, server: str, cluster_cidr: str,
                config_file: str | None) -> list[str]:
     """`slimkube proxy` for `node`, joining the same way as its agent."""
-    argv = [python, "-m", "slimkube.cli", "proxy", "--server", server, "--token", token,
+    argv = [python, "-m", "slimkube.cli", "proxy", "--server", server, "--token-file", node.token_file,
             "--hostname-override", node.name, "--cluster-cidr", cluster_cidr, "--data-dir", node.data_dir]
     return argv + (["--config", config_file] if config_file else [])
 

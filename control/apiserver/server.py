@@ -10,7 +10,8 @@ the watch cache, then closes the store, so no request runs against a closed stor
 slimkube/allinone.py's BackgroundServer) then start the controller manager with this server's admin
 credentials, and stop it before the server.
 
-Authentication: bearer tokens. The admin token (in `DIR/admin.kubeconfig`) and the node token
+Authentication: client certificates signed by the cluster CA (authentication/x509.py: CN the user, O the
+groups), then bearer tokens. The admin token (in `DIR/admin.kubeconfig`) and the node token
 (`DIR/node-token`, what `slimkube agent --token` takes) are random, created on first start with mode
 0600 and kept across restarts. Once the CA exists, `DIR/node-token` is rewritten in k3s's secure form
 `K10<sha256 of the CA>::node:<password>` (control/util/jointoken.py); the password, or that whole string, is
@@ -54,7 +55,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from control.apiserver import resources as resources_table
 from control.apiserver import status
-from control.apiserver.authentication import certs, kubeletcerts
+from control.apiserver.authentication import certs, kubeletcerts, x509
 from control.apiserver.authentication import serviceaccounts as sa_authn
 from control.apiserver.authentication import tokens as authn
 from control.apiserver.authorization import filter as authz_filter
@@ -319,7 +320,7 @@ class APIServer:
                                                  service_ip=kubernetes_service_ip(self.config.service_cidr),
                                                  extra_ips=tuple(filter(None, [self.config.advertise_address])))
             await asyncio.to_thread(certs.ensure_kubelet_client_cert, self.certs)
-            ssl_context = self.certs.ssl_context()
+            ssl_context = x509.client_context(self.certs.ssl_context(), self.certs.ca_path)
             await asyncio.to_thread(self._write_join_token, self.certs.ca_pem())
         app = self._app()
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
@@ -412,8 +413,14 @@ class APIServer:
     async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in PUBLIC_PATHS or request.path.startswith(("/healthz/", "/livez/", "/readyz/")):
             return await handler(request)
+        # upstream's union: the client certificate first, then the bearer token (static, then a service
+        # account's JWT, which is checked against the store off the event loop)
+        transport = request.transport
+        user = x509.authenticate_transport(transport.get_extra_info("ssl_object") if transport else None,
+                                           now=time.time())
         header = request.headers.get("Authorization", "")
-        user = self.authenticator.authenticate_header(header)
+        if user is None:
+            user = self.authenticator.authenticate_header(header)
         if user is None and self.service_accounts is not None and header[:7].lower() == "bearer ":
             user = await asyncio.to_thread(self.service_accounts.authenticate, header[7:])
         if user is not None:

@@ -2,12 +2,13 @@
 multi-node harness), joining a real `slimkube up --nodes 2` cluster on this host.
 
 The worker's call is read from vagrant/Vagrantfile itself (tests/support/vagrantfile.py), with the values a
-VM gets there filled in from this host's node network: its address (`#{ip}`), the server's node-token
-(`"$(cat …)"`); only the server URL is this cluster's, not 192.168.56.10. Then,
+VM gets there filled in from this host's node network: its address (`#{ip}`); the server URL and the
+`--token-file` (the server's node-token) are this cluster's, not 192.168.56.10's. Then,
 as on the VM: `install.sh --role agent … --units-only -- <the Vagrantfile's agent flags>` writes the units
 and their settings (into a temporary dir through SLIMKUBE_ETC_DIR/UNIT_DIR/BIN_DIR: systemd is not PID 1
 here), and the daemons are run as systemd runs the generated units — ExecStart with its EnvironmentFile's
-variables substituted (systemd.service(5): `${VAR}` one word, `$VAR` split at whitespace), the agent first,
+variables substituted (systemd.service(5): `${VAR}` one word, `$VAR` split at whitespace) and in the
+environment (where the join token is: it is on no command line), the agent first,
 the proxy once the agent's Node is registered (the agent's READY=1, which the proxy unit is ordered
 after) — each inside a network namespace on the node bridge, made with slimkube/nodenet.py as `up` makes
 its own nodes'. The node must get a pod CIDR of its own from the node IPAM controller (the Vagrantfile passes none),
@@ -58,8 +59,9 @@ WAIT = 90.0
 pytestmark = pytest.mark.timeout(300)
 
 
-def unit_command(unit: Path) -> list[str]:
-    """The unit's ExecStart as systemd would run it, its EnvironmentFile's variables substituted."""
+def unit_command(unit: Path) -> tuple[list[str], dict[str, str]]:
+    """The unit's ExecStart as systemd would run it, its EnvironmentFile's variables substituted, and those
+    variables (the environment systemd gives it)."""
     service = dict(line.split("=", 1) for line in unit.read_text().splitlines()
                    if line.startswith(("ExecStart=", "EnvironmentFile=")))
     env = {}
@@ -73,19 +75,20 @@ def unit_command(unit: Path) -> list[str]:
             words += env[whole.group(1)].split()
         else:
             words.append(re.sub(r"\$\{(\w+)\}", lambda m: env[m.group(1)], word))
-    return words
+    return words, env
 
 
 class Daemon:
     """One unit's command inside the worker's namespace, with the worker's host name and its own /var/lib."""
 
-    def __init__(self, worker: nodes.NodeSpec, command: list[str], log_path: Path) -> None:
+    def __init__(self, worker: nodes.NodeSpec, unit: tuple[list[str], dict[str, str]], log_path: Path) -> None:
         self.log_path = log_path
+        command, unit_env = unit
         vm = 'hostname "$0" && mount -t tmpfs -o size=16m tmpfs /var/lib && exec "$@"'
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 nodes.in_netns(worker.netns, ["unshare", "--uts", "sh", "-c", vm, worker.name, *command]),
-                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **unit_env})
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -150,13 +153,14 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
     assert up_plan is not None and up_plan.host_ip == full.host_ip and up_plan.bridge == worker_plan.bridge
     nodenet.wire_node(up_plan, worker)  # the VM's "private network": a namespace on the node bridge
 
-    # provision: the Vagrantfile's worker call, run here with this cluster's URL and token
+    # provision: the Vagrantfile's worker call, run here with this cluster's URL and token file
     token = (data_dir / "node-token").read_text().strip()
-    call = worker_call(ip=worker.node_ip, token=token)
+    call = worker_call(ip=worker.node_ip)
     venv_env, script, *args = call
     assert venv_env.startswith("SLIMKUBE_VENV=") and script.endswith("/install.sh"), call
     assert args[:2] == ["--role", "agent"] and "--units-only" not in args, call
     args[args.index("--server") + 1] = nodes.server_url(up_plan, port)
+    args[args.index("--token-file") + 1] = str(data_dir / "node-token")
     split = args.index("--")
     state = tmp_path / "worker"
     args = [*args[:split], "--units-only", *args[split:], "--data-dir", str(state)]
@@ -166,11 +170,15 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
                                "SLIMKUBE_UNIT_DIR": str(dirs["units"]), "SLIMKUBE_BIN_DIR": str(dirs["bin"])})
     assert done.returncode == 0, done.stdout + done.stderr
 
-    commands = {unit: unit_command(dirs["units"] / f"slimkube-{unit}.service") for unit in ("agent", "proxy")}
+    units = {unit: unit_command(dirs["units"] / f"slimkube-{unit}.service") for unit in ("agent", "proxy")}
+    commands = {unit: command for unit, (command, _) in units.items()}
     assert commands["agent"][:2] == [str(dirs["bin"] / "slimkube"), "agent"], commands
     assert commands["agent"][-4:] == ["--node-ip", worker.node_ip, "--data-dir", str(state)], commands
     assert "--pod-cidr" not in commands["agent"], commands
     assert commands["proxy"][:2] == [str(dirs["bin"] / "slimkube"), "proxy"], commands
+    for unit, (command, env) in units.items():  # the token in the 0600 environment file, not on the command line
+        assert env["SLIMKUBE_TOKEN"] == token and not any(token in word for word in command), unit
+        assert (dirs["etc"] / f"{unit}.env").stat().st_mode & 0o777 == 0o600
 
     def teardown_worker() -> None:  # `slimkube down` for the worker's node, inside its namespace
         subprocess.run(nodes.in_netns(worker.netns, [sys.executable, "-m", "slimkube.cli", "down", "--data-dir",
@@ -184,12 +192,12 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
         client.create("/apis/apps/v1/namespaces/default/daemonsets", daemonset("everywhere"))
         wait_for(lambda: sorted(p["spec"]["nodeName"] for p in running_pods(client, "default", "everywhere"))
                  == sorted(names), WAIT, "a daemon pod running on each of up's nodes")
-        agent = Daemon(worker, commands["agent"], tmp_path / "agent.log")
+        agent = Daemon(worker, units["agent"], tmp_path / "agent.log")
         cleanup(agent.stop)
         wait_for(lambda: registered(client, worker.name) or agent.proc.poll() is not None, WAIT,
                  lambda: f"{worker.name} registered:\n{agent.log()[-4000:]}")
         assert agent.proc.poll() is None, agent.log()[-4000:]
-        proxy = Daemon(worker, commands["proxy"], tmp_path / "proxy.log")
+        proxy = Daemon(worker, units["proxy"], tmp_path / "proxy.log")
         cleanup(proxy.stop)
 
         wait_for(lambda: node_ready(client, worker.name) or agent.proc.poll() is not None, WAIT,

@@ -1,9 +1,11 @@
 """The systemd units without systemd as PID 1:
 
 - `install.sh --role server|agent --units-only` writes the role's units, .env files (root-only: they hold
-  the join token) and config files into temporary directories, with ExecStart on a real `slimkube`, and
-  `systemd-analyze verify` (Debian's systemd package, which install.sh installs) accepts each unit;
-- each daemon, started as systemd would start a `Type=notify` service — with `NOTIFY_SOCKET` naming a
+  the join token, given as --token-file, SLIMKUBE_TOKEN or the deprecated --token) and config files into
+  temporary directories, with ExecStart on a real `slimkube` and no token on it, and `systemd-analyze
+  verify` (Debian's systemd package, which install.sh installs) accepts each unit;
+- each daemon, started as systemd would start a `Type=notify` service — the join token in its environment
+  (SLIMKUBE_TOKEN, as the unit's EnvironmentFile gives it), `NOTIFY_SOCKET` naming a
   datagram socket this test binds (in the abstract namespace, as systemd's own is) — sends READY=1 only
   once it really is ready, checked at the moment the datagram arrives: the server's `/readyz` answers 200,
   the agent's Node object exists, the proxy's chains for a Service made before it started are in the
@@ -56,24 +58,42 @@ def required(tool: str) -> str:
     return path
 
 
-@pytest.mark.parametrize("role", sorted(ROLES))
-def test_install_role_writes_units_that_systemd_analyze_verifies(root, role: str, tmp_path: Path) -> None:
+TOKEN = "K10abc::node:secret"
+
+
+@pytest.mark.parametrize("role, token_source", [
+    pytest.param("server", None, id="server"),
+    pytest.param("agent", "file", id="agent-token-file"),
+    pytest.param("agent", "env", id="agent-SLIMKUBE_TOKEN"),
+    pytest.param("agent", "argv", id="agent-deprecated-token"),
+])
+def test_install_role_writes_units_that_systemd_analyze_verifies(root, role: str, token_source: str | None,
+                                                                 tmp_path: Path) -> None:
     analyze = required("systemd-analyze")
     dirs = {name: tmp_path / name for name in ("etc", "units", "bin")}
-    flags = ["--server", "https://192.0.2.10:6443", "--token", "K10abc::node:secret"] if role == "agent" else []
+    token_file = tmp_path / "node-token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
+    token_flags = {"file": ["--token-file", str(token_file)], "argv": ["--token", TOKEN]}.get(token_source or "", [])
+    flags = ["--server", "https://192.0.2.10:6443", *token_flags] if role == "agent" else []
+    env = {key: value for key, value in os.environ.items() if key != "SLIMKUBE_TOKEN"}
     result = subprocess.run(
         [str(ROOT / "install.sh"), "--role", role, *flags, "--units-only", "--", "--node-ip" if role == "agent"
          else "--advertise-address", "192.0.2.11"],
-        env={**os.environ, "SLIMKUBE_VENV": sys.prefix, "SLIMKUBE_ETC_DIR": str(dirs["etc"]),
-             "SLIMKUBE_UNIT_DIR": str(dirs["units"]), "SLIMKUBE_BIN_DIR": str(dirs["bin"])},
+        env={**env, "SLIMKUBE_VENV": sys.prefix, "SLIMKUBE_ETC_DIR": str(dirs["etc"]),
+             "SLIMKUBE_UNIT_DIR": str(dirs["units"]), "SLIMKUBE_BIN_DIR": str(dirs["bin"]),
+             **({"SLIMKUBE_TOKEN": TOKEN} if token_source == "env" else {})},
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert ("--token puts the join token on the command line" in result.stdout) == (token_source == "argv")
     assert "not running: systemctl daemon-reload && systemctl enable --now" in result.stdout
     assert (dirs["bin"] / "slimkube").resolve() == (Path(sys.prefix) / "bin" / "slimkube").resolve()
 
     for unit in ROLES[role]:
         text = (dirs["units"] / unit).read_text()
         assert f"ExecStart={dirs['bin']}/slimkube " in text
+        exec_start = next(line for line in text.splitlines() if line.startswith("ExecStart="))
+        assert "token" not in exec_start.lower(), exec_start  # the secret is in the environment, not on argv
         assert "/etc/slimkube" not in text and f"{dirs['etc']}/" in text
         verified = subprocess.run([analyze, "verify", str(dirs["units"] / unit)], capture_output=True, text=True,
                                   timeout=60)
@@ -85,6 +105,7 @@ def test_install_role_writes_units_that_systemd_analyze_verifies(root, role: str
     if role == "agent":
         agent_env = (dirs["etc"] / "agent.env").read_text()
         assert 'SLIMKUBE_TOKEN="K10abc::node:secret"' in agent_env
+        assert 'SLIMKUBE_TOKEN="K10abc::node:secret"' in (dirs["etc"] / "proxy.env").read_text()
         assert 'SLIMKUBE_AGENT_ARGS="--node-ip 192.0.2.11"' in agent_env
         assert yaml.safe_load((dirs["etc"] / "agent.yaml").read_text())["kind"] == "KubeletConfiguration"
         assert yaml.safe_load((dirs["etc"] / "proxy.yaml").read_text())["kind"] == "KubeProxyConfiguration"
@@ -127,11 +148,13 @@ def notify_socket(run_id: str) -> Iterator[NotifySocket]:
         sock.close()
 
 
-def daemon(args: list[str], notify: NotifySocket, log_path: Path, cleanup: Callable) -> subprocess.Popen:
-    """`slimkube ARGS` as systemd would start it; killed by PID at teardown if still running."""
+def daemon(args: list[str], notify: NotifySocket, log_path: Path, cleanup: Callable, *,
+           env: dict[str, str] | None = None) -> subprocess.Popen:
+    """`slimkube ARGS` as systemd would start it (`env`: its EnvironmentFile's variables); killed by PID at
+    teardown if still running."""
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "slimkube.cli", *args], cwd=ROOT, env=notify.env(),
-                                   stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen([sys.executable, "-m", "slimkube.cli", *args], cwd=ROOT,
+                                   env={**notify.env(), **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
 
     def kill() -> None:
         if process.poll() is None:
@@ -193,8 +216,9 @@ def test_agent_is_ready_once_its_node_is_registered(root, docker_api, iptables, 
         admin.get(f"/api/v1/nodes/{name}")
 
     log_path = tmp_path / "agent.log"
-    process = daemon(["agent", "--server", endpoint.url, "--token", node_token(server), "--config", str(config_path),
-                      "--data-dir", str(tmp_path / "agent")], notify_socket, log_path, cleanup)
+    process = daemon(["agent", "--server", endpoint.url, "--config", str(config_path),
+                      "--data-dir", str(tmp_path / "agent")], notify_socket, log_path, cleanup,
+                     env={"SLIMKUBE_TOKEN": node_token(server)})
     assert notify_socket.receive(process) == "READY=1", log_path.read_text(errors="replace")[-4000:]
     assert admin.get(f"/api/v1/nodes/{name}")["metadata"]["name"] == name
     stop_with_sigterm(process, notify_socket, log_path)
@@ -234,8 +258,9 @@ def test_proxy_is_ready_once_its_first_sync_wrote_the_rules(api, host_iptables: 
         "conntrack": {"maxPerCore": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"}}))
 
     log_path = tmp_path / "proxy.log"
-    process = daemon(["proxy", "--server", endpoint.url, "--token", node_token(server), "--config", str(config),
-                      "--data-dir", str(tmp_path / "proxy")], notify_socket, log_path, cleanup)
+    process = daemon(["proxy", "--server", endpoint.url, "--config", str(config),
+                      "--data-dir", str(tmp_path / "proxy")], notify_socket, log_path, cleanup,
+                     env={"SLIMKUBE_TOKEN": node_token(server)})
     assert notify_socket.receive(process) == "READY=1", log_path.read_text(errors="replace")[-4000:]
     svc_chain = "KUBE-SVC-" + upstream_hash(f"default/{name}:http" + "tcp")
     assert {"KUBE-SERVICES", svc_chain} <= parse_chains(host_iptables.save("nat"))

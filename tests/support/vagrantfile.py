@@ -9,12 +9,11 @@ import shlex
 from pathlib import Path
 
 VAGRANTFILE = Path(__file__).resolve().parents[2] / "vagrant" / "Vagrantfile"
-TOKEN_READ = re.compile(r'"\$\(cat [^)]*\)"')
 
 
-def provisioning_calls(*, ip: str = "192.0.2.11", token: str = "K10abc::node:secret") -> list[list[str]]:
-    """Each `#{INSTALL} ...` line as words, with the Vagrantfile's constants filled in, the given per-VM
-    value of a worker's `#{ip}`, and `token` for the `"$(cat …)"` that reads it."""
+def provisioning_calls(*, ip: str = "192.0.2.11") -> list[list[str]]:
+    """Each `#{INSTALL} ...` line as words, with the Vagrantfile's constants filled in and the given per-VM
+    value of a worker's `#{ip}`."""
     text = VAGRANTFILE.read_text()
     constants = dict(re.findall(r'^([A-Z_]+) = "(.*)"$', text, re.MULTILINE))
     values = {"ip": ip}
@@ -25,10 +24,10 @@ def provisioning_calls(*, ip: str = "192.0.2.11", token: str = "K10abc::node:sec
         return line
 
     lines = [fill(line.strip()) for line in text.splitlines() if line.strip().startswith("#{INSTALL}")]
-    return [shlex.split(TOKEN_READ.sub(lambda _: shlex.quote(token), line)) for line in lines]
+    return [shlex.split(line) for line in lines]
 
 
 def worker_call(**values: str) -> list[str]:
-    """The worker's call: `SLIMKUBE_VENV=… …/install.sh --role agent --server URL --token TOKEN -- FLAGS`."""
+    """The worker's call: `SLIMKUBE_VENV=… …/install.sh --role agent --server URL --token-file FILE -- FLAGS`."""
     (call,) = [call for call in provisioning_calls(**values) if "agent" in call]
     return call

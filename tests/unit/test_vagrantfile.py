@@ -46,10 +46,11 @@ def test_provisioning_uses_install_sh_flags_and_daemon_flags_that_exist() -> Non
         assert env == "SLIMKUBE_VENV=/opt/slimkube/venv" and script == "/slimkube/install.sh"
         ours, daemon_args = args[:args.index("--")], args[args.index("--") + 1:]
         assert {word for word in ours if word.startswith("--")} <= install_flags
+        assert "--token" not in ours and not any("$(" in word for word in call)  # the token stays in files
         role = ours[ours.index("--role") + 1]
         roles.append(role)
         command = main.commands[role]
-        flags = ours[ours.index("--role") + 2:] if role == "agent" else []  # --server URL --token TOKEN
+        flags = ours[ours.index("--role") + 2:] if role == "agent" else []  # --server URL --token-file FILE
         with command.make_context(role, [*flags, *daemon_args]) as context:  # a bad flag raises UsageError
             assert context.params
     assert sorted(roles) == ["agent", "server"]

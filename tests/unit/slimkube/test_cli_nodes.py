@@ -13,16 +13,26 @@ from slimkube.nodelock import NodeLock
 
 
 @pytest.mark.parametrize("args,message", [
-    pytest.param([], "--server and --token are required", id="nothing"),
-    pytest.param(["--server", "https://s:6443"], "--server and --token are required", id="no-token"),
+    pytest.param([], "--server and the join token", id="nothing"),
+    pytest.param(["--server", "https://s:6443"], "--server and the join token", id="no-token"),
     pytest.param(["--kubeconfig", __file__, "--server", "https://s"], "not both", id="kubeconfig-and-server"),
-    pytest.param(["--server", "https://s", "--token", "t", "--pod-cidr", "10.0.0.1/24"], "podCIDR", id="pod-cidr"),
-    pytest.param(["--server", "https://s", "--token", "t", "--node-ip", "nope"], "nodeIP", id="node-ip"),
-    pytest.param(["--server", "https://s", "--token", "t", "--node-name", "Bad_Name"], "nodeName", id="node-name"),
-    pytest.param(["--server", "https://s", "--token", "t", "--port", "70000"], "70000", id="port"),
+    pytest.param(["--server", "https://s", "--pod-cidr", "10.0.0.1/24"], "podCIDR", id="pod-cidr"),
+    pytest.param(["--server", "https://s", "--node-ip", "nope"], "nodeIP", id="node-ip"),
+    pytest.param(["--server", "https://s", "--node-name", "Bad_Name"], "nodeName", id="node-name"),
+    pytest.param(["--server", "https://s", "--port", "70000"], "70000", id="port"),
+    pytest.param(["--server", "https://s", "--token-file", "/nonexistent/t"], "cannot read /nonexistent/t",
+                 id="token-file-missing"),
+    pytest.param(["--server", "https://s", "--token-file", "TOKEN_FILE", "--token", "t"], "not both",
+                 id="token-file-and-token"),
+    pytest.param(["--kubeconfig", __file__, "--token-file", "TOKEN_FILE"], "not both", id="kubeconfig-and-token"),
 ])
 def test_agent_usage_errors_exit_2(tmp_path, args, message):
-    result = CliRunner().invoke(main, ["agent", "--data-dir", str(tmp_path), *args])
+    token_file = tmp_path / "token"
+    token_file.write_text("t\n")
+    args = [str(token_file) if arg == "TOKEN_FILE" else arg for arg in args]
+    # past the credential checks (a server and more flags), the token comes from the environment
+    result = CliRunner().invoke(main, ["agent", "--data-dir", str(tmp_path), *args],
+                                env={"SLIMKUBE_TOKEN": "t"} if len(args) > 2 else {})
     assert result.exit_code == 2, result.output
     assert message in result.output
 
@@ -30,7 +40,8 @@ def test_agent_usage_errors_exit_2(tmp_path, args, message):
 def test_agent_config_file_with_an_unknown_field_is_a_usage_error(tmp_path):
     path = tmp_path / "kubelet.yaml"
     path.write_text("podBrige: x\n")
-    result = CliRunner().invoke(main, ["agent", "--server", "https://s", "--token", "t", "--config", str(path)])
+    result = CliRunner().invoke(main, ["agent", "--server", "https://s", "--config", str(path)],
+                                env={"SLIMKUBE_TOKEN": "t"})
     assert result.exit_code == 2 and "unknown field 'podBrige'" in result.output
 
 
@@ -42,9 +53,40 @@ def test_agent_config_file_with_an_unknown_field_is_a_usage_error(tmp_path):
                  id="server-down"),
 ])
 def test_agent_refuses_to_trust_a_server_it_cannot_verify_exit_1(tmp_path, server, token, message):
-    result = CliRunner().invoke(main, ["agent", "--data-dir", str(tmp_path), "--server", server, "--token", token])
+    result = CliRunner().invoke(main, ["agent", "--data-dir", str(tmp_path), "--server", server],
+                                env={"SLIMKUBE_TOKEN": token})
     assert result.exit_code == 1, result.output
     assert message in result.output and "pw" not in result.output.replace("--", "")
+    assert "warning" not in result.output
+
+
+SERVER_DOWN = ["--server", "https://127.0.0.1:1"]
+TOKEN = f"K10{hashlib.sha256(b'x').hexdigest()}::node:sekret"
+
+
+@pytest.mark.parametrize("source, warning", [
+    pytest.param("file-0600", None, id="token-file"),
+    pytest.param("file-0644", "is readable by others (mode 0644); chmod 600 it", id="token-file-world-readable"),
+    pytest.param("env", None, id="environment"),
+    pytest.param("argv", "where any local user reads it (ps", id="deprecated-token-flag"),
+])
+@pytest.mark.parametrize("command", ["agent", "proxy"])
+def test_the_join_token_comes_from_a_file_or_the_environment(tmp_path, command, source, warning):
+    """Each source reaches the join (here: a server that is down); only --token and a file others can read
+    draw a warning, and the token itself is never printed."""
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n")
+    path.chmod(0o644 if source == "file-0644" else 0o600)
+    args = {"argv": ["--token", TOKEN], "env": []}.get(source, ["--token-file", str(path)])
+    result = CliRunner().invoke(main, [command, "--data-dir", str(tmp_path), *SERVER_DOWN, *args],
+                                env={"SLIMKUBE_TOKEN": TOKEN} if source == "env" else {})
+    assert result.exit_code == 1 and "cannot reach https://127.0.0.1:1" in result.output, result.output
+    assert "sekret" not in result.output
+    if warning is None:
+        assert "warning" not in result.output
+    else:
+        assert f"[{command}] warning: " in result.output and warning in result.output
+    assert "SLIMKUBE_TOKEN" not in os.environ  # read, then dropped: children do not inherit it
 
 
 @pytest.mark.parametrize("args,message", [

@@ -1,5 +1,5 @@
-"""`slimkube proxy`'s command line (`slimkube proxy (--kubeconfig FILE | --server URL --token
-TOKEN) [--config FILE] [--cleanup]`): bad combinations and config values are usage errors (exit 2) before
+"""`slimkube proxy`'s command line (`slimkube proxy (--kubeconfig FILE | --server URL --token-file
+FILE) [--config FILE] [--cleanup]`): bad combinations and config values are usage errors (exit 2) before
 anything starts; `--cleanup` needs no API server. And the hook `up` starts the proxy from: after the node
 is registered, with the kubelet stopped if the proxy cannot start."""
 
@@ -24,8 +24,9 @@ def kubeconfig(tmp_path: Path) -> str:
 
 
 @pytest.mark.parametrize("args, message", [
-    pytest.param([], "--server and --token are required (or --kubeconfig)", id="no-credential"),
-    pytest.param(["--server", "https://127.0.0.1:6443"], "--server and --token are required", id="no-token"),
+    pytest.param([], "--server and the join token (--token-file FILE or SLIMKUBE_TOKEN in the environment) are "
+                 "required (or --kubeconfig)", id="no-credential"),
+    pytest.param(["--server", "https://127.0.0.1:6443"], "--server and the join token", id="no-token"),
     pytest.param(["--kubeconfig", "KUBECONFIG", "--server", "https://x:6443"], "not both", id="both"),
     pytest.param(["--kubeconfig", "KUBECONFIG", "--healthz-bind-address", "10256"], "healthzBindAddress",
                  id="bad-healthz-address"),
@@ -72,7 +73,7 @@ def test_cleanup_needs_no_api_server(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_help_lists_the_contract_flags() -> None:
     result = CliRunner().invoke(main, ["proxy", "--help"])
     assert result.exit_code == 0
-    for flag in ("--kubeconfig", "--server", "--token", "--config", "--cleanup", "--hostname-override",
+    for flag in ("--kubeconfig", "--server", "--token-file", "--config", "--cleanup", "--hostname-override",
                  "--cluster-cidr", "--healthz-bind-address", "--metrics-bind-address"):
         assert flag in result.output
 

@@ -49,25 +49,27 @@ def test_the_plan_round_trips_through_its_file_form():
     assert nodes.NodesPlan.from_json(plan.to_json()) == plan
 
 
-def test_agents_and_proxies_join_with_server_and_token_inside_their_namespace():
+def test_agents_and_proxies_join_with_server_and_token_file_inside_their_namespace():
     node = three().nodes[0]
     agent = nodes.in_netns(node.netns, nodes.agent_argv(node, python="py", server="https://10.250.0.1:6443",
-                                                        token="K10abc::node:pw", cluster_cidr="10.244.0.0/16",
+                                                        cluster_cidr="10.244.0.0/16",
                                                         config_file="/d/nodes/kubelet.yaml"))
     assert agent == ["ip", "netns", "exec", "host-2", "py", "-m", "slimkube.cli", "agent",
-                     "--server", "https://10.250.0.1:6443", "--token", "K10abc::node:pw", "--node-name", "host-2",
+                     "--server", "https://10.250.0.1:6443", "--token-file", "/d/nodes/host-2/join-token",
+                     "--node-name", "host-2",
                      "--node-ip", "10.250.0.2", "--cluster-cidr", "10.244.0.0/16",
                      "--data-dir", "/d/nodes/host-2", "--config", "/d/nodes/kubelet.yaml"]
-    with_dns = nodes.agent_argv(node, python="py", server="https://s:1", token="t", cluster_cidr="10.244.0.0/16",
+    with_dns = nodes.agent_argv(node, python="py", server="https://s:1", cluster_cidr="10.244.0.0/16",
                                 config_file=None, cluster_dns="10.100.0.10", cluster_domain="corp.k8s",
                                 serve_dns=False)
     assert with_dns[-5:] == ["--cluster-dns", "10.100.0.10", "--cluster-domain", "corp.k8s", "--no-serve-dns"]
-    backend = nodes.agent_argv(node, python="py", server="https://s:1", token="t", cluster_cidr="10.244.0.0/16",
+    backend = nodes.agent_argv(node, python="py", server="https://s:1", cluster_cidr="10.244.0.0/16",
                                config_file=None, pod_network="host-gw")
     assert "--pod-cidr" not in backend and backend[backend.index("--pod-network") + 1] == "host-gw"
-    proxy = nodes.proxy_argv(node, python="py", server="https://s:1", token="t", cluster_cidr="10.244.0.0/16",
+    proxy = nodes.proxy_argv(node, python="py", server="https://s:1", cluster_cidr="10.244.0.0/16",
                              config_file=None)
-    assert proxy == ["py", "-m", "slimkube.cli", "proxy", "--server", "https://s:1", "--token", "t",
+    assert proxy == ["py", "-m", "slimkube.cli", "proxy", "--server", "https://s:1",
+                     "--token-file", "/d/nodes/host-2/join-token",
                      "--hostname-override", "host-2", "--cluster-cidr", "10.244.0.0/16",
                      "--data-dir", "/d/nodes/host-2"]
 
