@@ -44,13 +44,18 @@ class API:
         return {"status": {"token": f"token-{len(self.requests)}", "expirationTimestamp": iso(self.clock[0] + seconds)}}
 
 
+def manager_at(now: float) -> tuple[list[float], API, TokenManager]:
+    """A manager with no jitter over a fake API, both reading the clock the test moves (clock[0])."""
+    clock = [now]
+    api = API(clock)
+    return clock, api, TokenManager(api, clock=lambda: clock[0], jitter=lambda: 0.0)
+
+
 POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "uid-1"}, "spec": {"serviceAccountName": "robot"}}
 
 
 def test_tokens_are_bound_to_the_pod_cached_and_refreshed_at_80_percent():
-    clock = [T0]
-    api = API(clock)
-    manager = TokenManager(api, clock=lambda: clock[0], jitter=lambda: 0.0)
+    clock, api, manager = manager_at(T0)
     source = {"path": "token", "expirationSeconds": 3607}
     assert manager.get(POD, source) == "token-1"
     assert api.requests == [("ns", "robot", {
@@ -67,9 +72,7 @@ def test_tokens_are_bound_to_the_pod_cached_and_refreshed_at_80_percent():
 
 
 def test_a_failed_refresh_keeps_an_unexpired_token_and_fails_once_expired():
-    clock = [T0]
-    api = API(clock)
-    manager = TokenManager(api, clock=lambda: clock[0], jitter=lambda: 0.0)
+    clock, api, manager = manager_at(T0)
     source = {"path": "token", "expirationSeconds": 600}
     assert manager.get(POD, source) == "token-1"
     api.fail = True
@@ -81,9 +84,7 @@ def test_a_failed_refresh_keeps_an_unexpired_token_and_fails_once_expired():
 
 
 def test_forget_and_cleanup():
-    clock = [T0]
-    api = API(clock)
-    manager = TokenManager(api, clock=lambda: clock[0], jitter=lambda: 0.0)
+    clock, api, manager = manager_at(T0)
     manager.get(POD, {"expirationSeconds": 600})
     manager.forget("uid-1")
     manager.get(POD, {"expirationSeconds": 600})
