@@ -289,7 +289,8 @@ class RuntimeSyncer:
         pod_ips = list(status.ips)
         if not actions.create_sandbox and actions.next_init_container is None and not actions.containers_to_start:
             if _has_refreshable_volume(pod) and status.sandboxes:
-                self._setup_volumes(pod, pod_ips, steps)  # tokens near expiry, changed ConfigMaps and Secrets
+                # tokens near expiry, changed ConfigMaps and Secrets (the pod files are its containers' already)
+                self._setup_volumes(pod, pod_ips, steps, pod_files_too=False)
             return SyncResult(actions, tuple(steps))
         sandbox_config = self.sandbox_config(pod, actions.attempt)
         if actions.create_sandbox:
@@ -433,15 +434,18 @@ class RuntimeSyncer:
                 steps.append(StepResult("RemoveContainer", container.name, "RemoveContainerError", str(exc)))
         return steps
 
-    def _setup_volumes(self, pod: Mapping[str, Any], pod_ips: Sequence[str],
-                       steps: list[StepResult]) -> dict[str, pod_volumes.VolumeInfo] | None:
+    def _setup_volumes(self, pod: Mapping[str, Any], pod_ips: Sequence[str], steps: list[StepResult], *,
+                       pod_files_too: bool = True) -> dict[str, pod_volumes.VolumeInfo] | None:
+        """The pod's volumes (and, before containers are created, its etc-hosts and resolv.conf); None
+        after a FailedMount step and event."""
         uid = Pod(pod).metadata.uid
         directory = pod_volumes.pod_dir(self.pods_dir, uid)
         try:
             volumes = pod_volumes.setup(pod, self.getter, pods_dir=self.pods_dir, pod_ips=pod_ips,
                                         node=self.node_facts(), tokens=self.tokens)
-            for reason, message in pod_files.write_pod_files(directory, pod, pod_ips, dns=self.dns):
-                self._event(pod, "Warning", reason, message)
+            if pod_files_too:
+                for reason, message in pod_files.write_pod_files(directory, pod, pod_ips, dns=self.dns):
+                    self._event(pod, "Warning", reason, message)
         except (pod_volumes.VolumeError, OSError) as exc:
             steps.append(StepResult("SetupVolumes", uid, "FailedMount", str(exc)))
             self._event(pod, "Warning", "FailedMount", str(exc))
