@@ -17,9 +17,12 @@ groups), then bearer tokens. The admin token (in `DIR/admin.kubeconfig`) and the
 `K10<sha256 of the CA>::node:<password>` (control/util/jointoken.py); the password, or that whole string, is
 the bearer token, and `GET /cacerts` (no token, as k3s) serves the CA bundle the hash is taken over, so
 an agent given only the URL and the token verifies the server before sending the token. The admin
-(system:masters) and the shared node credential are allowed everything; any other user (an impersonated
-one today) is held to RBAC (authorization/, docs/authorization.md), whose bootstrap policy is reconciled at
-every start. `/healthz`, `/livez`, `/readyz`, `/version` answer without a token, as upstream's
+(system:masters) and the shared node credential are allowed everything; any other user (a service account
+with its token, an impersonated user) is held to RBAC (authorization/, docs/authorization.md), whose
+bootstrap policy is reconciled at every start. Service account tokens are JWTs signed with
+`DIR/tls/service.key` (authentication/serviceaccounts.py, registry/tokenrequest.py for
+`serviceaccounts/token`, `/.well-known/openid-configuration` and `/openid/v1/jwks` for their verifiers;
+docs/service-accounts.md). `/healthz`, `/livez`, `/readyz`, `/version` answer without a token, as upstream's
 public-info-viewer role allows.
 Who a token is (authentication/tokens.py) is what `POST /apis/authentication.k8s.io/v1/tokenreviews` tells kubelets.
 
