@@ -92,7 +92,9 @@ setup_host() {
   #    cannot work without systemd; we start dockerd ourselves below.
   #    systemd brings systemd-analyze, which checks our unit files (tests/integration/test_systemd_units.py);
   #    under CI=true also Debian's vagrant, for `vagrant validate` (tests/unit/test_vagrantfile.py).
+  #    containernetworking-plugins: the CNI plugins (/usr/lib/cni) of `agent --network-plugin cni`.
   packages=(docker.io iptables conntrack busybox-static etcd-server gcc libc6-dev iproute2 python3-venv ca-certificates openssl
+            containernetworking-plugins
             systemd)
   missing=()
   for p in "${packages[@]}"; do

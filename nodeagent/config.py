@@ -47,6 +47,11 @@ class KubeletConfig:
     # host-gw or none; the VXLAN device's name (flannel's flannel.1; tests give their own)
     pod_network: str = "vxlan"
     vxlan_device: str = "flannel.1"
+    # how a pod's interface is made: the built-in bridge/veth/IPAM, or the CNI plugins of the first
+    # configuration list in cni_conf_dir (nodeagent/network/cni/), found in cni_bin_dir (Debian's path)
+    network_plugin: str = "builtin"
+    cni_conf_dir: str = "/etc/cni/net.d"
+    cni_bin_dir: str = "/usr/lib/cni"
     max_pods: int = 110
     static_pod_path: str = ""
     static_pod_url: str = ""
@@ -92,6 +97,11 @@ class KubeletConfig:
         return f"{self.data_dir}/kubelet"
 
     @property
+    def cni_dir(self) -> str:
+        """CNI mode's attachment cache (`results/`) and the default list's host-local store (`networks/`)."""
+        return f"{self.state_dir}/cni"
+
+    @property
     def local_path_dir(self) -> str:
         """Where the built-in local-path provisioner keeps this node's volumes (k3s: <data dir>/storage)."""
         return f"{self.data_dir}/storage"
@@ -104,6 +114,7 @@ class KubeletConfig:
 
 
 POD_NETWORKS = tuple(backend.value for backend in Backend)  # vxlan, host-gw, none
+NETWORK_PLUGINS = ("builtin", "cni")
 
 # YAML name → (dataclass field, parser). Upstream's KubeletConfiguration names first, then ours.
 _Parser = Any
@@ -140,6 +151,9 @@ _FIELDS: dict[str, tuple[str, _Parser]] = {
     "podMasqueradeChain": ("pod_masquerade_chain", str),
     "podNetwork": ("pod_network", str),
     "vxlanDevice": ("vxlan_device", str),
+    "networkPlugin": ("network_plugin", str),
+    "cniConfDir": ("cni_conf_dir", str),
+    "cniBinDir": ("cni_bin_dir", str),
     "plegRelistPeriod": ("pleg_relist_period", "duration"),
     "plegRelistThreshold": ("pleg_relist_threshold", "duration"),
     "crashLoopBackOffInitial": ("crash_loop_backoff_initial", "duration"),
@@ -206,6 +220,11 @@ def validate(config: KubeletConfig) -> KubeletConfig:
         raise ConfigError(f"pod network (clusterCIDR, podCIDR, podBridge, vethPrefix, chains): {exc}") from None
     if config.pod_network not in POD_NETWORKS:
         raise ConfigError(f"podNetwork: {config.pod_network!r} is not one of {', '.join(POD_NETWORKS)}")
+    if config.network_plugin not in NETWORK_PLUGINS:
+        raise ConfigError(f"networkPlugin: {config.network_plugin!r} is not one of {', '.join(NETWORK_PLUGINS)}")
+    for name, value in (("cniConfDir", config.cni_conf_dir), ("cniBinDir", config.cni_bin_dir)):
+        if not value:
+            raise ConfigError(f"{name}: must not be empty")
     if not 0 < len(config.vxlan_device) <= 15 or "/" in config.vxlan_device or " " in config.vxlan_device:
         raise ConfigError(f"vxlanDevice: {config.vxlan_device!r} is not an interface name of 1 to 15 characters")
     if config.node_ip:

@@ -50,7 +50,7 @@ from control.client.events import EventRecorder
 from control.client.informer import InformerFactory, SharedInformer
 from control.client.paths import resource_path
 from control.client.rest import RESTClient
-from control.util.iptables import detect
+from control.util.iptables import Iptables, detect
 from nodeagent import servingcert
 from nodeagent.authn import TokenReviewCache
 from nodeagent.config import KubeletConfig
@@ -65,10 +65,13 @@ from nodeagent.network import hostport_manager
 from nodeagent.network.backends.agent import PodNetworkAgent
 from nodeagent.network.backends.desired import Backend
 from nodeagent.network.backends.netlink import NetlinkRoutes
+from nodeagent.network.cni.default import ensure_default
+from nodeagent.network.cni.podnet import CNIPodNetwork
 from nodeagent.network.hostport_manager import HostportManager
 from nodeagent.network.ipam import LocalIPAM, state_path
-from nodeagent.network.manager import PodNetworkManager
+from nodeagent.network.manager import NetworkConfig, PodNetworkManager
 from nodeagent.network.podnet import NetlinkPodNetwork, PodInterface
+from nodeagent.network.sandbox import BuiltinNetwork, CNINetwork, SandboxNetwork
 from nodeagent.node_lifecycle import NodeReporter, runtime_facts
 from nodeagent.node_status import default_ip
 from nodeagent.pleg import GenericPLEG, PodLifecycleEvent
@@ -80,7 +83,7 @@ from nodeagent.prober.prober import Prober
 from nodeagent.runtime.backoff import Backoff
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.downward import NodeFacts
-from nodeagent.runtime.interface import Runtime
+from nodeagent.runtime.interface import Runtime, RuntimeFailure
 from nodeagent.runtime.pod_files import DNSSettings
 from nodeagent.runtime.service_env import ServicesNotSynced, enable_service_links, service_env_map
 from nodeagent.runtime.types import SandboxState, SandboxStatus
@@ -145,14 +148,14 @@ class PodIPs:
 
 
 class TrackedNetwork:
-    """The network manager, recording each sandbox's address in `ips` as it attaches and detaches."""
+    """The sandbox network, recording each sandbox's address in `ips` as it attaches and detaches."""
 
-    def __init__(self, manager: PodNetworkManager, ips: PodIPs) -> None:
+    def __init__(self, manager: SandboxNetwork, ips: PodIPs) -> None:
         self.manager = manager
         self._ips = ips
 
-    def attach(self, sandbox_id: str, pod_uid: str, pid_or_netns_path: int | str) -> PodInterface:
-        interface = self.manager.attach(sandbox_id, pod_uid, pid_or_netns_path)
+    def attach(self, sandbox_id: str, pod: Mapping[str, Any], pid_or_netns_path: int | str) -> PodInterface:
+        interface = self.manager.attach(sandbox_id, pod, pid_or_netns_path)
         self._ips.set(sandbox_id, interface.ip)
         return interface
 
@@ -331,23 +334,22 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
         network_config = dataclasses.replace(network_config, mtu=pod_routes.pod_mtu)
 
     os.makedirs(config.state_dir, exist_ok=True)
-    ipam = LocalIPAM(state_path(config.state_dir), pod_cidr)
     iptables = detect()
-    manager = PodNetworkManager(network_config, ipam=ipam, network=NetlinkPodNetwork(), iptables=iptables)
+    sandbox_network = _sandbox_network(config, network_config, iptables, runtime)
     live_sandboxes = [s.id for pod in runtime.list_pods() for s in pod.sandboxes if s.state is SandboxState.READY]
-    manager.start(live_sandboxes)
+    for owner, ip in sandbox_network.start(live_sandboxes).items():
+        pod_ips.set(owner, ip)
     hostports = HostportManager(iptables, hostport_manager.state_path(config.state_dir))
     hostports.start(live_sandboxes)
-    for owner, allocation in ipam.allocations().items():
-        pod_ips.set(owner, allocation.ip)
-    network = TrackedNetwork(manager, pod_ips)
+    network = TrackedNetwork(sandbox_network, pod_ips)
 
     backoff = Backoff(initial=config.crash_loop_backoff_initial, maximum=config.crash_loop_backoff_max)
     account_tokens = TokenManager(lambda namespace, name, body: client.create(
         resource_path("v1", "serviceaccounts", namespace=namespace, name=name) + "/token", body))
     syncer = RuntimeSyncer(runtime, network, _Objects(client), pods_dir=config.pods_dir, recorder=recorder,
                        hooks=HookRunner(runtime), backoff=backoff, node_facts=lambda: node_facts,
-                       extra_labels=extra_labels, hostports=hostports,
+                       extra_labels=extra_labels,
+                       hostports=hostports if config.network_plugin == "builtin" else None,  # cni: portmap
                        service_env=lambda pod: sources.service_env(pod),
                        dns=DNSSettings(cluster_dns=config.cluster_dns, cluster_domain=config.cluster_domain,
                                        resolv_conf=config.resolv_conf),
@@ -402,6 +404,35 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                         status=status, probes=probes, pleg=pleg, workers=workers, sources=sources, server=server,
                         pod_cidr=pod_cidr, pod_routes=pod_routes, container_gc=container_gc, image_gc=image_gc,
                         local_path=local_path)
+
+
+def _sandbox_network(config: KubeletConfig, network_config: NetworkConfig, iptables: Iptables,
+                     runtime: DockerRuntime) -> SandboxNetwork:
+    """The pods' interfaces per --network-plugin: the built-in bridge + IPAM under `state_dir`, or CNI with
+    the default configuration list written first when the directory has none."""
+    if config.network_plugin == "builtin":
+        ipam = LocalIPAM(state_path(config.state_dir), network_config.pod_cidr)
+        return BuiltinNetwork(PodNetworkManager(network_config, ipam=ipam, network=NetlinkPodNetwork(),
+                                                iptables=iptables), ipam)
+    try:
+        written = ensure_default(config.cni_conf_dir, pod_cidr=network_config.pod_cidr, bridge=network_config.bridge,
+                                 mtu=network_config.mtu, ipam_dir=f"{config.cni_dir}/networks")
+    except OSError as exc:
+        raise KubeletError(f"writing the default CNI configuration into {config.cni_conf_dir}: {exc}") from exc
+    if written is not None:
+        log.info("wrote the default CNI configuration %s (bridge %s, host-local %s)", written, network_config.bridge,
+                 network_config.pod_cidr)
+
+    def netns_of(sandbox_id: str) -> str:
+        try:
+            pid = runtime.sandbox_pid(sandbox_id)
+        except RuntimeFailure:
+            return ""
+        return f"/proc/{pid}/ns/net" if pid > 0 else ""
+
+    cni = CNIPodNetwork(conf_dir=config.cni_conf_dir, bin_dirs=config.cni_bin_dir.split(","),
+                        cache_dir=config.cni_dir, netns_of=netns_of)
+    return CNINetwork(cni, iptables=iptables, host_rules=network_config.rules)
 
 
 def node_reference(node_name: str) -> dict[str, str]:

@@ -87,7 +87,7 @@ KEEP_PER_CONTAINER = 2  # instances kept per container name: the running one and
 
 
 class PodNetwork(Protocol):
-    def attach(self, sandbox_id: str, pod_uid: str, pid_or_netns_path: int | str) -> PodInterface: ...
+    def attach(self, sandbox_id: str, pod: Mapping[str, Any], pid_or_netns_path: int | str) -> PodInterface: ...
 
     def detach(self, sandbox_id: str) -> str | None: ...
 
@@ -378,7 +378,7 @@ class RuntimeSyncer:
             pod_ips = list(self.node_facts().host_ips)
         else:
             try:
-                interface = self.network.attach(sandbox_id, uid, self.runtime.sandbox_pid(sandbox_id))
+                interface = self.network.attach(sandbox_id, pod, self.runtime.sandbox_pid(sandbox_id))
                 pod_ips = [interface.ip]
             except STEP_ERRORS as exc:  # netlink, IPAM exhaustion, a sandbox that died
                 message = f"Failed to set up the network of sandbox {sandbox_id[:12]}: {exc}"

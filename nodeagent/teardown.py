@@ -5,7 +5,9 @@ but leaves the data directory and datastore alone).
 Removed, in this order:
 1. every Docker container labelled `slimkube.io/node=<node>` (nodeagent/runtime/labels.py), force-removed
    with anonymous volumes, a few at a time; the host end of each sandbox's veth goes with it (and is
-   deleted explicitly when it outlived its netns);
+   deleted explicitly when it outlived its netns); then a DEL of every attachment CNI mode cached
+   (nodeagent/network/cni/), which releases its address and hostPorts, and the portmap plugin's shared
+   chains once no pod uses them;
 2. the node's pod bridge, the routes to other nodes' pods and the VXLAN device this node's backend made
    (nodeagent/network/backends/netlink.py `remove_all`: only routes of its protocol number), then our
    iptables jumps and chains (nodeagent/network/rules.py `remove`:
@@ -56,6 +58,8 @@ class HostNetwork(Protocol):
 
     def remove_pod_routes(self, vxlan_device: str) -> None: ...
 
+    def remove_cni_attachments(self, config: KubeletConfig) -> list[str]: ...
+
 
 @dataclass(frozen=True)
 class TeardownReport:
@@ -83,6 +87,23 @@ class RealHostNetwork:
         from nodeagent.network.backends.netlink import NetlinkRoutes
 
         NetlinkRoutes().remove_all(vxlan_device)
+
+    def remove_cni_attachments(self, config: KubeletConfig) -> list[str]:
+        """DEL every attachment CNI mode cached (the sandboxes are gone: no netns), then portmap's shared
+        chains once unused and the cache and host-local store of the default list; the errors met."""
+        from control.util.iptables import detect
+        from nodeagent.network.cni.podnet import CNIPodNetwork
+        from nodeagent.network.cni.portmap import remove_shared_chains
+
+        if not os.path.isdir(config.cni_dir):
+            return []
+        cni = CNIPodNetwork(conf_dir=config.cni_conf_dir, bin_dirs=config.cni_bin_dir.split(","),
+                            cache_dir=config.cni_dir, netns_of=lambda sandbox_id: "")
+        errors = cni.detach_all()
+        remove_shared_chains(detect())
+        if not errors:
+            shutil.rmtree(config.cni_dir, ignore_errors=True)
+        return errors
 
 
 def node_containers(docker_api: DockerAPI, node_name: str) -> list[dict[str, Any]]:
@@ -150,6 +171,10 @@ def teardown(config: KubeletConfig, *, docker_api: DockerAPI, iptables: hostport
     sandbox_ids = [c["Id"] for c in containers if _is_sandbox(c)]
     log(f"removing {len(containers)} containers of node {config.node_name}")
     removed = _remove_containers(docker_api, containers, errors)
+    try:
+        errors += network.remove_cni_attachments(config)
+    except Exception as exc:  # noqa: BLE001
+        errors.append(f"CNI attachments: {exc}")
     veths = 0
     for sandbox_id in sandbox_ids:
         try:

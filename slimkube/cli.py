@@ -214,6 +214,9 @@ def _parse_disable(text: str) -> frozenset[str]:
 @click.option("--advertise-address", default=None,
               help="The IP the `kubernetes` Service's Endpoints name [default: --bind-address if it is a "
               "specific IP, else this host's address on the default route].")
+@click.option("--enable-aggregator-routing", type=click.BOOL, default=True, show_default=True, metavar="BOOL",
+              help="Send admission webhooks and aggregated APIs to a Service's endpoints (pod IPs) instead of its "
+              "ClusterIP, which only a host running kube-proxy reaches (`slimkube up` runs one, and sets false).")
 @_disable_option
 @_node_monitor_grace_option
 @_resource_quota_sync_option
@@ -237,8 +240,9 @@ def _parse_disable(text: str) -> frozenset[str]:
               help="The audiences a token must name to be accepted [default: the issuer].")
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
-           node_cidr_mask_size: int, advertise_address: str | None, disable: str, node_monitor_grace_period: str,
-           resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
+           node_cidr_mask_size: int, advertise_address: str | None, enable_aggregator_routing: bool, disable: str,
+           node_monitor_grace_period: str, resource_quota_sync_period: str, max_endpoints_per_slice: int,
+           loadbalancer_address_pool: str,
            horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
            scheduler_bind_address: str, scheduler_port: int, service_account_issuer: str,
@@ -280,7 +284,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
                           service_cidr=service_cidr, cluster_cidr=cluster_cidr, advertise_address=advertise_address,
                           service_account_issuer=service_account_issuer,
                           service_account_key_file=service_account_key_file or "",
-                          api_audiences=tuple(a.strip() for a in api_audiences.split(",") if a.strip()))
+                          api_audiences=tuple(a.strip() for a in api_audiences.split(",") if a.strip()),
+                          enable_aggregator_routing=enable_aggregator_routing)
 
     def ready(api: object) -> None:
         click.echo(f"slimkube server: API at {api.url}; kubeconfig {api.kubeconfig_path}", err=True)  # type: ignore[attr-defined]
@@ -348,6 +353,13 @@ def _kubelet_options(command: _Command) -> _Command:  # the flags `agent` and `u
                      help="How this node reaches other nodes' pods: a VXLAN overlay, routes via their "
                      "InternalIPs (nodes on one subnet), or nothing (an external CNI) [default: the config's "
                      "podNetwork, vxlan]."),
+        click.option("--network-plugin", type=click.Choice(["builtin", "cni"]),
+                     help="How a pod's interface is made: the built-in bridge and IPAM, or the plugins of the first "
+                     "CNI configuration list in --cni-conf-dir (a default one is written if there is none) "
+                     "[default: the config's networkPlugin, builtin]."),
+        click.option("--cni-conf-dir", help="CNI configuration lists [default: /etc/cni/net.d]."),
+        click.option("--cni-bin-dir", help="Comma-separated directories of CNI plugins [default: /usr/lib/cni, "
+                     "where Debian's containernetworking-plugins puts them]."),
         click.option("--cluster-dns", help="Comma-separated cluster DNS addresses pods get under dnsPolicy "
                      "ClusterFirst [default: the service CIDR's tenth address, 10.96.0.10]."),
         click.option("--cluster-domain", help="The cluster's DNS domain [default: cluster.local]."),
@@ -443,6 +455,7 @@ def _token_options(command: _Command) -> _Command:  # `agent` and `proxy`: the j
 def agent(server: str | None, token: str | None, token_file: str | None, ca_file: str | None, kubeconfig: str | None,
           data_dir: str | None, kubelet_port: int | None, cluster_cidr: str | None, config_file: str | None,
           node_name: str | None, pod_cidr: str | None, node_ip: str | None, pod_network: str | None,
+          network_plugin: str | None, cni_conf_dir: str | None, cni_bin_dir: str | None,
           cluster_dns: str | None, cluster_domain: str | None, serve_dns: bool, verbose: bool) -> None:
     """Run a kubelet on this host that joins the cluster at --server (or --kubeconfig) until SIGINT/SIGTERM.
 
@@ -457,7 +470,9 @@ def agent(server: str | None, token: str | None, token_file: str | None, ca_file
 
     secret = _credentials(kubeconfig, server, token, token_file, ca_file, tag="agent")
     config = _kubelet_config(config_file, data_dir=data_dir, node_name=node_name, pod_cidr=pod_cidr,
-                             node_ip=node_ip, pod_network=pod_network, port=kubelet_port, cluster_cidr=cluster_cidr,
+                             node_ip=node_ip, pod_network=pod_network, network_plugin=network_plugin,
+                             cni_conf_dir=cni_conf_dir, cni_bin_dir=cni_bin_dir, port=kubelet_port,
+                             cluster_cidr=cluster_cidr,
                              cluster_dns=cluster_dns_flag(cluster_dns), cluster_domain=cluster_domain)
     config = with_default_cluster_dns(config, DEFAULT_SERVICE_CIDR)
     _logging(verbose)
@@ -505,7 +520,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
        resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
        horizontal_pod_autoscaler_sync_period: str, scheduler_config: str | None, scheduler_bind_address: str,
        scheduler_port: int, config_file: str | None, node_name: str | None, pod_cidr: str | None,
-       node_ip: str | None, pod_network: str | None, cluster_dns: str | None, cluster_domain: str | None,
+       node_ip: str | None, pod_network: str | None, network_plugin: str | None, cni_conf_dir: str | None,
+       cni_bin_dir: str | None, cluster_dns: str | None, cluster_domain: str | None,
        serve_dns: bool, verbose: bool) -> None:
     """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
@@ -535,6 +551,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
                     service_cidr=service_cidr, cluster_cidr=cluster_cidr, kubelet_port=kubelet_port,
                     node_count=node_count, nodes_cidr=nodes_cidr, disable=disable, config_file=config_file,
                     node_name=node_name, pod_cidr=pod_cidr, node_ip=node_ip, pod_network=pod_network,
+                    network_plugin=network_plugin, cni_conf_dir=cni_conf_dir, cni_bin_dir=cni_bin_dir,
                     cluster_dns=cluster_dns,
                     cluster_domain=cluster_domain, serve_dns=serve_dns)
     try:

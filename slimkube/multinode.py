@@ -61,6 +61,8 @@ class Join:
     cluster_domain: str = ""
     serve_dns: bool = True
     pod_network: str = ""  # as `agent --pod-network`; "" = the agent's default
+    network_plugin: str = ""  # as `agent --network-plugin`; with cni each node's list is under its data dir
+    cni_bin_dir: str = ""
 
 
 def launcher(data_dir: str, join: Join, *, say: Say, python: str = sys.executable) -> Launch:
@@ -73,7 +75,8 @@ def launcher(data_dir: str, join: Join, *, say: Say, python: str = sys.executabl
             argv = nodes.agent_argv(node, python=python, server=join.server,
                                     cluster_cidr=join.cluster_cidr, config_file=kubelet_yaml,
                                     cluster_dns=join.cluster_dns, cluster_domain=join.cluster_domain,
-                                    serve_dns=join.serve_dns, pod_network=join.pod_network)
+                                    serve_dns=join.serve_dns, pod_network=join.pod_network,
+                                    network_plugin=join.network_plugin, cni_bin_dir=join.cni_bin_dir)
         else:
             argv = nodes.proxy_argv(node, python=python, server=join.server,
                                     cluster_cidr=join.cluster_cidr, config_file=proxy_yaml)

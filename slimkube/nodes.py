@@ -125,14 +125,19 @@ def server_url(plan: NodesPlan, port: int) -> str:
 
 def agent_argv(node: NodeSpec, *, python: str, server: str, cluster_cidr: str,
                config_file: str | None, cluster_dns: str = "", cluster_domain: str = "",
-               serve_dns: bool = True, pod_network: str = "") -> list[str]:
+               serve_dns: bool = True, pod_network: str = "", network_plugin: str = "",
+               cni_bin_dir: str = "") -> list[str]:
     """`slimkube agent` for `node`, exactly as a worker host joins (`--server URL --token-file FILE`: the CA
     fetched from /cacerts is checked against the token's hash, then the token sent; no --pod-cidr: the Node
-    gets one from the node IPAM controller)."""
+    gets one from the node IPAM controller). In CNI mode each node has its own configuration directory
+    under its data dir: the nodes share this host's filesystem, and each default list names its own pod CIDR."""
     argv = [python, "-m", "slimkube.cli", "agent", "--server", server, "--token-file", node.token_file,
             "--node-name", node.name, "--node-ip", node.node_ip, "--cluster-cidr", cluster_cidr,
             "--data-dir", node.data_dir]
     argv += ["--pod-network", pod_network] if pod_network else []
+    argv += ["--network-plugin", network_plugin] if network_plugin else []
+    argv += ["--cni-conf-dir", os.path.join(node.data_dir, "cni", "net.d")] if network_plugin == "cni" else []
+    argv += ["--cni-bin-dir", cni_bin_dir] if cni_bin_dir else []
     argv += (["--cluster-dns", cluster_dns] if cluster_dns else []) + \
         (["--cluster-domain", cluster_domain] if cluster_domain else []) + ([] if serve_dns else ["--no-serve-dns"])
     return argv + (["--config", config_file] if config_file else [])

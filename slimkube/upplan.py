@@ -72,6 +72,9 @@ class UpFlags:
     pod_cidr: str | None = None
     node_ip: str | None = None
     pod_network: str | None = None
+    network_plugin: str | None = None
+    cni_conf_dir: str | None = None
+    cni_bin_dir: str | None = None
     cluster_dns: str | None = None
     cluster_domain: str | None = None
     serve_dns: bool = True
@@ -107,7 +110,8 @@ class UpPlan:
         return Join(server=nodes.server_url(self.nodes, api_port), token=token,
                     cluster_cidr=self.kubelet.cluster_cidr, cluster_dns=",".join(self.kubelet.cluster_dns),
                     cluster_domain=self.kubelet.cluster_domain, serve_dns=self.serve_dns,
-                    pod_network=self.kubelet.pod_network)
+                    pod_network=self.kubelet.pod_network, network_plugin=self.kubelet.network_plugin,
+                    cni_bin_dir=self.kubelet.cni_bin_dir)
 
 
 def kubelet_config_file(data_dir: str, config_file: str | None) -> str | None:
@@ -163,7 +167,8 @@ def plan_up(flags: UpFlags, facts: HostFacts) -> UpPlan:
     server = ServerConfig(data_dir=flags.data_dir, bind_address=flags.bind_address, port=flags.port,
                           datastore=flags.datastore, service_cidr=flags.service_cidr,
                           cluster_cidr=kubelet.cluster_cidr,
-                          advertise_address=node_plan.host_ip if node_plan is not None else None)
+                          advertise_address=node_plan.host_ip if node_plan is not None else None,
+                          enable_aggregator_routing=False)  # this host runs kube-proxy: ClusterIPs answer
     try:
         proxy = proxy_config.validate(with_overrides(
             proxy_config.from_document(facts.proxy_document, ProxyConfig())
@@ -179,7 +184,8 @@ def _kubelet(flags: UpFlags, facts: HostFacts) -> KubeletConfig:
     """Step 2: the config file, then the flags, then the cluster DNS address and pod CIDR defaults."""
     overrides = {"data_dir": flags.data_dir, "node_name": flags.node_name, "node_ip": flags.node_ip,
                  "port": flags.kubelet_port, "cluster_cidr": flags.cluster_cidr, "pod_cidr": flags.pod_cidr,
-                 "pod_network": flags.pod_network,
+                 "pod_network": flags.pod_network, "network_plugin": flags.network_plugin,
+                 "cni_conf_dir": flags.cni_conf_dir, "cni_bin_dir": flags.cni_bin_dir,
                  "cluster_dns": cluster_dns_flag(flags.cluster_dns), "cluster_domain": flags.cluster_domain}
     base = KubeletConfig(node_name=facts.hostname.lower())
     try:

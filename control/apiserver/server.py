@@ -117,6 +117,8 @@ class ServerConfig:
     service_account_issuer: str = satoken.DEFAULT_ISSUER
     api_audiences: tuple[str, ...] = ()
     disable_admission_plugins: tuple[str, ...] = ()  # upstream --disable-admission-plugins, by plugin name
+    # webhooks and aggregated APIs to a Service's endpoints, not its ClusterIP (no kube-proxy on this host)
+    enable_aggregator_routing: bool = True
 
 
 def _read_or_create_secret(path: str) -> str:
@@ -302,6 +304,7 @@ class APIServer:
         self._storage = MeteredStorage(self._given_storage, self.metrics.storage_latency)
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
                                  node_port_range=self.config.node_port_range,
+                                 endpoint_routing=self.config.enable_aggregator_routing,
                                  disabled_admission=self.config.disable_admission_plugins)
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
         await asyncio.to_thread(reconcile_policy, self.registry)

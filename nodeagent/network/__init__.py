@@ -5,5 +5,8 @@
 - `podnet`: one sandbox's veth pair, eth0 inside its namespace, routes (`PodNetwork` Protocol);
 - `iptables`: which iptables backend the host uses, and a client for it;
 - `rules`: the forward-accept and masquerade chains pods need, rendered by pure functions;
-- `manager`: the three together, as the pod-sync code uses them.
+- `manager`: the three together, as the pod-sync code uses them;
+- `cni/`: the CNI plugin mode (`--network-plugin cni`), in the shape of libcni;
+- `sandbox`: a pod's interface per `--network-plugin`, builtin (`manager`) or cni, behind one Protocol;
+- `backends/`: routes towards other nodes' pods (`--pod-network`).
 """

@@ -1,7 +1,8 @@
 """`slimkube up --nodes 3` on one host as a user runs it: node 1 in the host's
 namespace, nodes 2 and 3 each in a network namespace with their own `slimkube agent` and `slimkube proxy`
 processes, joined with `--server URL --token TOKEN` (the CA checked against the token).
-One `up` per pod network backend (vxlan, host-gw) serves the whole test, in steps: three Ready nodes with
+One `up` per pod network backend (vxlan, host-gw; and vxlan with `--network-plugin cni`, Debian's plugins
+making the pods' interfaces) serves the whole test, in steps: three Ready nodes with
 distinct pod CIDRs from the node IPAM controller (no node is told one) and flannel's annotations; pods
 pinned to each node (spec.nodeName, so each node is reached for sure) reach each other across nodes through
 the agents' own backend (`up` routes no pods), and a server pod sees the client pod's own address; a server
@@ -41,6 +42,7 @@ import yaml
 from control.client.rest import RESTClient
 from control.util.iptables import detect
 from nodeagent.network import rules
+from nodeagent.network.cni.portmap import remove_shared_chains
 from proxy.app import run_cleanup
 from slimkube import noderules
 from slimkube.nodes import BRIDGE, HOST_VETH_PREFIX
@@ -171,7 +173,8 @@ def ready_since(client: RESTClient, node: str, since: datetime) -> bool:
 
 
 def prepare_cluster(data_dir: Path, run_id: str, docker_api,
-                    register: Callable[[Callable[[], object]], object], *, pod_network: str = "vxlan") -> dict:
+                    register: Callable[[Callable[[], object]], object], *, pod_network: str = "vxlan",
+                    network_plugin: str = "builtin") -> dict:
     """A data dir for `up --nodes 3`: node 1's kubelet.yaml names the test's node, bridge, chains, VXLAN
     device, backend and a /22 cluster CIDR clear of this host's routes, out of which the node IPAM controller
     gives every node its /24; DIR/nodes/kubelet.yaml gives nodes 2..3 a short Lease.
@@ -180,7 +183,7 @@ def prepare_cluster(data_dir: Path, run_id: str, docker_api,
     first = free_block("10.244", range(100, 252, 4), 4)  # a /22 clear of this host's routes: the cluster CIDR
     nodes_net = free_block("10.250", range(0, 250), 1)
     settings, pod_rules = write_up_config(data_dir, run_id, pod_cidr=None, cluster_cidr=f"10.244.{first}.0/22",
-                                          pod_network=pod_network)
+                                          pod_network=pod_network, network_plugin=network_plugin)
     (data_dir / "nodes" / "kubelet.yaml").write_text(yaml.safe_dump({
         "nodeStatusUpdateFrequency": "2s", "nodeLeaseDurationSeconds": LEASE_SECONDS}))
     name = settings["nodeName"]
@@ -196,6 +199,7 @@ def prepare_cluster(data_dir: Path, run_id: str, docker_api,
                                                                                 settings["vxlanDevice"]]:
             delete_link(link)
         rules.remove(detect(), pod_rules)
+        remove_shared_chains(detect())  # the portmap plugin's, in CNI mode
         noderules.remove(detect())
         run_cleanup(detect())
 
@@ -207,14 +211,16 @@ def prepare_cluster(data_dir: Path, run_id: str, docker_api,
 
 @pytest.fixture
 def cluster(request, root, docker_api, images, iptables, run_id: str, tmp_path: Path, cleanup: Callable) -> dict:
-    """prepare_cluster for one test, removed at its teardown; the pod network backend is vxlan unless the
-    test parametrizes this fixture (indirect) with another."""
-    pod_network = getattr(request, "param", "vxlan")
-    return {**prepare_cluster(tmp_path / "up", run_id, docker_api, cleanup, pod_network=pod_network),
+    """prepare_cluster for one test, removed at its teardown; the pod network backend is vxlan and the
+    network plugin the built-in one unless the test parametrizes this fixture (indirect) with
+    "BACKEND" or "BACKEND+cni"."""
+    pod_network, _, network_plugin = getattr(request, "param", "vxlan").partition("+")
+    return {**prepare_cluster(tmp_path / "up", run_id, docker_api, cleanup, pod_network=pod_network,
+                              network_plugin=network_plugin or "builtin"),
             "pod_network": pod_network}
 
 
-@pytest.mark.parametrize("cluster", ["vxlan", "host-gw"], indirect=True)
+@pytest.mark.parametrize("cluster", ["vxlan", "host-gw", "vxlan+cni"], indirect=True)
 def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: dict, docker_api,
                                                                      cleanup: Callable) -> None:
     data_dir, names, run_id = cluster["data_dir"], cluster["names"], cluster["run_id"]

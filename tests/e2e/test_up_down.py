@@ -140,10 +140,12 @@ def assert_adopted(client: RESTClient, before: dict, docker_api, node: str, cont
 
 
 def write_up_config(data_dir: Path, run_id: str, *, pod_cidr: str | None, cluster_cidr: str = "10.244.0.0/16",
-                    pod_network: str = "none") -> tuple[dict[str, Any], rules.PodRulesConfig]:
+                    pod_network: str = "none", network_plugin: str = "builtin",
+                    ) -> tuple[dict[str, Any], rules.PodRulesConfig]:
     """DIR/kubelet.yaml naming this test's node, bridge, chains, VXLAN device (`pod_network` none by
     default: no backend device in the host's namespace unless the test wants one, on its own node bridge)
-    and pod CIDR (None: the node IPAM controller's, out of `cluster_cidr`), and DIR/kube-proxy.yaml with its
+    and pod CIDR (None: the node IPAM controller's, out of `cluster_cidr`), the `network_plugin` (with cni,
+    its configuration directory DIR/cni/net.d), and DIR/kube-proxy.yaml with its
     own free ports (the host's conntrack settings left as they are); the kubelet settings and the pod rules
     they make, for the test's cleanup."""
     settings = {
@@ -152,6 +154,7 @@ def write_up_config(data_dir: Path, run_id: str, *, pod_cidr: str | None, cluste
         "podForwardChain": f"KUBE-SKTEST-{run_id}-FWD", "podMasqueradeChain": f"KUBE-SKTEST-{run_id}-MASQ",
         "nodeStatusUpdateFrequency": "2s", "podNetwork": pod_network, "vxlanDevice": f"skvx{run_id[:8]}",
         **({"podCIDR": pod_cidr} if pod_cidr else {}),
+        **({"networkPlugin": "cni", "cniConfDir": str(data_dir / "cni" / "net.d")} if network_plugin == "cni" else {}),
     }
     (data_dir / "kubelet.yaml").write_text(yaml.safe_dump(settings))
     (data_dir / "kube-proxy.yaml").write_text(yaml.safe_dump({

@@ -1,5 +1,6 @@
-"""Exit non-zero if tests left anything on this host: pod or test containers, KUBE-* chains, test
-namespaces or links. `.ci/run` calls it after the suite, so a test that leaks fails CI.
+"""Exit non-zero if tests left anything on this host: pod or test containers, KUBE-* and CNI-* chains
+(the portmap plugin's, from CNI-mode tests), CNI attachments in libcni's default store, test namespaces
+or links. `.ci/run` calls it after the suite, so a test that leaks fails CI.
 
 Node namespaces of `up --nodes` are named after their nodes (`sktest-…` in tests, so the namespace check
 finds them); their host veths and the node bridge are `slimnode*` links, counted under CI (strict) like
@@ -13,9 +14,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from slimkube.nodes import HOST_VETH_PREFIX
 from tests.support.substrate import TEST_LABEL, TEST_PREFIX, list_test_netns
+
+# libcni's cache and host-local's default store; the kubelet's CNI mode keeps both under its state dir,
+# so anything here came from a configuration that names them (tests use their own tmp dirs)
+CNI_STORES = Path("/var/lib/cni")
 
 
 def leftovers(*, strict: bool = True) -> list[str]:
@@ -30,7 +36,11 @@ def leftovers(*, strict: bool = True) -> list[str]:
         found += [f"container {i} (label {label})" for i in ps.stdout.split()]
     if strict:
         saved = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
-        found += [f"iptables chain {line[1:].split()[0]}" for line in saved.splitlines() if line.startswith(":KUBE-")]
+        found += [f"iptables chain {line[1:].split()[0]}" for line in saved.splitlines()
+                  if line.startswith((":KUBE-", ":CNI-"))]
+        stored = [*CNI_STORES.glob("results/*"), *CNI_STORES.glob("networks/*/*")]
+        found += [f"CNI cache record or address {path}" for path in sorted(stored)
+                  if not path.name.startswith(("lock", "last_reserved_ip"))]
     found += [f"network namespace {name}" for name in list_test_netns()]
     links = json.loads(subprocess.run(["ip", "-j", "link"], capture_output=True, text=True, check=True).stdout)
     prefixes = ("sk", TEST_PREFIX, HOST_VETH_PREFIX) if strict else ("sk", TEST_PREFIX)

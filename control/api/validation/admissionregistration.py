@@ -1,5 +1,5 @@
-"""Validation of admissionregistration.k8s.io/v1 Validating- and MutatingWebhookConfigurations (stored only:
-no webhook is called yet).
+"""Validation of admissionregistration.k8s.io/v1 Validating- and MutatingWebhookConfigurations (the admission
+chain calls them: control/apiserver/admission/webhook/).
 
 Upstream: pkg/apis/admissionregistration/validation/validation.go (validateValidatingWebhookConfiguration,
 validateMutatingWebhookConfiguration, validateWebhook, ValidateWebhookClientConfig, validateRuleWithOperations,

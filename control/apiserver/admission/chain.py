@@ -13,8 +13,8 @@ Plugins decide for themselves which operations, resources and subresources they 
 has nothing to say returns. The order is the list's: the registry builds the chain once
 (admission/plugins.py `chain`), so webhook and Pod Security plugins join by being inserted there.
 
-Departures: no `ObjectInterfaces`, no user info in the attributes yet (no authorizer reads them), and the
-dry-run flag is read by no plugin (quota's check runs on a dry run too, as upstream).
+Departures: no `ObjectInterfaces`, no user info in the attributes (plugins that need the requester read
+`authentication.tokens.current_user`, set per request); quota's check runs on a dry run too, as upstream.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from control.apiserver.resources import Resource
@@ -49,6 +49,9 @@ class Attributes:
     old: dict[str, Any] | None = None
     subresource: str = ""
     generate_name: str = ""
+    dry_run: bool = False
+    # what plugins note for the audit log (upstream Attributes.AddAnnotation): webhooks' auditAnnotations
+    annotations: dict[str, str] = field(default_factory=dict)
 
 
 class Reader(Protocol):

@@ -1,7 +1,8 @@
 """The admission chain the API server runs, in upstream's recommended order (pkg/kubeapiserver/options/
-plugins.go `AllOrderedPlugins`): NamespaceLifecycle first, the mutating plugins, then validation — the
-kind's own (the strategy's Validate, which upstream's store runs before its validating admission), then
-the validating plugins — and ResourceQuota last, so a write another plugin refuses never takes quota.
+plugins.go `AllOrderedPlugins`): NamespaceLifecycle first, the mutating plugins with the mutating admission
+webhooks last of them, then validation — the kind's own (the strategy's Validate, which upstream's store
+runs before its validating admission), the validating plugins, the validating admission webhooks — and
+ResourceQuota last, so a write another plugin or a webhook refuses never takes quota.
 
 What is particular to one kind (service allocations, namespace finalizers, ...) is in that kind's strategy
 (registry/strategies/), not here.
@@ -17,13 +18,20 @@ from control.apiserver.admission.priority import OneGlobalDefault, PodPriority
 from control.apiserver.admission.quota import QuotaAdmission
 from control.apiserver.admission.serviceaccount import ServiceAccount
 from control.apiserver.admission.storageclass import DefaultStorageClass
+from control.apiserver.admission.webhook.dispatch import MutatingWebhooks, Served, ValidatingWebhooks
 
 
-def chain(reader: Reader, *, validation: ValidatingPlugin, disabled: Collection[str] = ()) -> Chain:
+def chain(reader: Reader, *, validation: ValidatingPlugin, endpoint_routing: bool = True,
+          served: Served | None = None, disabled: Collection[str] = ()) -> Chain:
     """The chain over `reader` (the registry); `validation` is the kind's own validation, run first of the
-    validating plugins. `disabled` names plugins left out (upstream --disable-admission-plugins)."""
-    mutating: list[MutatingPlugin] = [NamespaceLifecycle(reader), ServiceAccount(reader), PodPriority(reader),
-                                      DefaultStorageClass(reader)]
-    validating: list[ValidatingPlugin] = [validation, OneGlobalDefault(reader), QuotaAdmission(reader)]
+    validating plugins. Webhooks reach a Service's endpoints (`endpoint_routing`) or its ClusterIP; `served`
+    lists what the server serves, for the webhooks' matchPolicy Equivalent. `disabled` names plugins left
+    out (upstream --disable-admission-plugins)."""
+    mutating: list[MutatingPlugin] = [
+        NamespaceLifecycle(reader), ServiceAccount(reader), PodPriority(reader), DefaultStorageClass(reader),
+        MutatingWebhooks(reader, endpoint_routing=endpoint_routing, served=served)]
+    validating: list[ValidatingPlugin] = [
+        validation, OneGlobalDefault(reader),
+        ValidatingWebhooks(reader, endpoint_routing=endpoint_routing, served=served), QuotaAdmission(reader)]
     return Chain(mutating=[plugin for plugin in mutating if plugin.name not in disabled],
                  validating=[plugin for plugin in validating if plugin.name not in disabled])

@@ -196,17 +196,20 @@ class Registry:
 
     `service_cidr` and `node_port_range` configure the services strategy's allocators; `clock` gives the
     creation and deletion timestamps (injected for tests), also to the REST storages beside this one
-    (binding.py); `disabled_admission` names admission plugins left out of the chain.
+    (binding.py); `endpoint_routing` sends admission webhooks to a Service's endpoints rather than its
+    ClusterIP (`--enable-aggregator-routing`); `disabled_admission` names admission plugins left out of the
+    chain.
     """
 
     def __init__(self, storage: Storage, *, service_cidr: str = "10.96.0.0/12",
                  node_port_range: tuple[int, int] = (30000, 32767),
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC), endpoint_routing: bool = True,
                  disabled_admission: Collection[str] = ()) -> None:
         self.storage = storage
         self._strategies = strategies.build(storage, service_cidr=service_cidr, node_port_range=node_port_range)
         self.clock = clock
         self.admission = admission.chain(self, validation=StrategyValidation(self.strategy),
+                                         endpoint_routing=endpoint_routing, served=lambda: self.resources.served(),
                                          disabled=disabled_admission)
         # What this server serves: the static table and the custom resources `serve_custom` installs.
         self.resources = ServedResources()
@@ -371,7 +374,8 @@ class Registry:
         if manager is not None:
             obj = managedfields.update(None, obj, self._fields(resource), manager=manager, now=self.clock())
             metadata = obj["metadata"]
-        attributes = Attributes(Operation.CREATE, resource, namespace, name, obj, generate_name=generate or "")
+        attributes = Attributes(Operation.CREATE, resource, namespace, name, obj, generate_name=generate or "",
+                                dry_run=dry_run)
         rollback: Rollback = nothing_to_undo
         try:
             with self.admission.admit(attributes, prepare=lambda: strategy.prepare_for_create(
@@ -391,7 +395,7 @@ class Registry:
                     except KeyExists:
                         if not generate or attempt == _GENERATE_ATTEMPTS - 1:
                             raise status.already_exists(resource.plural, name, group=resource.group) from None
-                        name = metadata["name"] = generate + "".join(
+                        name = obj["metadata"]["name"] = generate + "".join(
                             secrets.choice(_GENERATE_CHARS) for _ in range(5))
         except BaseException:
             rollback()
@@ -551,7 +555,8 @@ class Registry:
             if manager is not None:
                 new = managedfields.update(old, new, self._fields(resource, fields_subresource),
                                            manager=manager, now=self.clock())
-        attributes = Attributes(Operation.UPDATE, resource, namespace, name, new, old, subresource=subresource)
+        attributes = Attributes(Operation.UPDATE, resource, namespace, name, new, old, subresource=subresource,
+                                dry_run=dry_run)
         with self.admission.admit(attributes, prepare=None if subresource else (
                 lambda: strategy.prepare_for_update(new, old))):
             return self._write_admitted(resource, namespace, record, strategy, new, old, subresource=subresource,
@@ -597,7 +602,7 @@ class Registry:
                options: DeleteOptions) -> tuple[dict[str, Any], bool]:
         """Returns (object, removed now). Not removed now means marked deleting: graceful pod, finalizers,
         or a namespace waiting for its controller."""
-        with self.admission.admit(Attributes(Operation.DELETE, resource, namespace, name)):
+        with self.admission.admit(Attributes(Operation.DELETE, resource, namespace, name, dry_run=options.dry_run)):
             return self._delete_admitted(resource, namespace, name, options)
 
     def _delete_admitted(self, resource: Resource, namespace: str, name: str,

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from nodeagent.hooks import HookRunner
+from nodeagent.network.cni.errors import PluginError
 from nodeagent.network.podnet import PodInterface, PodNetworkError
 from nodeagent.runtime.backoff import Backoff
 from nodeagent.runtime.cri import ContainerConfig, PodSandboxConfig
@@ -86,7 +87,7 @@ class FakeNetwork:
         self.fail = fail
         self.calls: list[tuple[str, ...]] = []
 
-    def attach(self, sandbox_id: str, pod_uid: str, pid: int | str) -> PodInterface:
+    def attach(self, sandbox_id: str, pod: Mapping[str, Any], pid: int | str) -> PodInterface:
         self.calls.append(("attach", sandbox_id, str(pid)))
         if self.fail:
             raise PodNetworkError("netlink says no")
@@ -220,6 +221,29 @@ def test_network_failure_removes_the_sandbox_and_starts_nothing(tmp_path) -> Non
     result = syncer.sync_pod(make_pod(container("app")), PodStatus("uid-1", "p", "ns"))
     assert [(e.action, e.reason) for e in result.errors] == [("CreatePodSandbox", "CreatePodSandboxError")]
     assert runtime.calls == [("run_sandbox", "0"), ("stop_sandbox", "sandbox-new"), ("remove_sandbox", "sandbox-new")]
+
+
+class CNIFailingNetwork(FakeNetwork):
+    def attach(self, sandbox_id: str, pod: Mapping[str, Any], pid: int | str) -> PodInterface:
+        self.calls.append(("attach", sandbox_id, str(pid)))
+        raise PluginError("host-local", "ADD", code=11, msg="no IP addresses available", details="range full")
+
+
+def test_cni_plugin_error_is_a_pod_event_with_its_message_and_the_sandbox_is_retried(tmp_path) -> None:
+    runtime, network, messages = FakeRuntime(), CNIFailingNetwork(), []
+
+    class Recorder:
+        def event(self, obj, type: str, reason: str, message: str, *, field_path: str | None = None) -> None:
+            messages.append((type, reason, message))
+
+    syncer = RuntimeSyncer(runtime, network, FakeObjects(), pods_dir=str(tmp_path), recorder=Recorder())
+    for _ in range(2):  # the next sync creates a new sandbox and tries again
+        result = syncer.sync_pod(make_pod(container("app")), PodStatus("uid-1", "p", "ns"))
+        assert [(e.action, e.reason) for e in result.errors] == [("CreatePodSandbox", "CreatePodSandboxError")]
+    assert [c[0] for c in network.calls] == ["attach", "attach"]
+    ((kind, reason, message), _) = messages
+    assert (kind, reason) == ("Warning", "FailedCreatePodSandBox")
+    assert "plugin type='host-local' failed (add): no IP addresses available; range full" in message
 
 
 def test_failed_post_start_hook_kills_the_container(parts) -> None:

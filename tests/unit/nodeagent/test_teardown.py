@@ -50,6 +50,10 @@ class FakeNetwork:
     def remove_pod_routes(self, vxlan_device: str) -> None:
         self.calls.append(f"pod routes {vxlan_device}")
 
+    def remove_cni_attachments(self, config) -> list[str]:
+        self.calls.append("cni attachments")
+        return []
+
 
 def container(cid: str, node: str, kind: labels.Kind) -> dict:
     return {"Id": cid, "Labels": {labels.NODE: node, labels.CONTAINER_TYPE: kind.value}}
@@ -76,7 +80,8 @@ def test_removes_only_this_nodes_containers_apps_before_sandboxes_then_network_a
     report = teardown(cfg, docker_api=docker, iptables=iptables, network=network, log=lines.append)
 
     assert docker.removed == ["app1", "sb1"]
-    assert network.calls == [f"link {veth_name('sb1', prefix='sktv')}", "bridge sktestbr", "pod routes flannel.1"]
+    assert network.calls == ["cni attachments", f"link {veth_name('sb1', prefix='sktv')}", "bridge sktestbr",
+                             "pod routes flannel.1"]
     assert not iptables.jumps  # both jumps deleted before the chains
     assert "-X KUBE-SKTEST-FWD" in iptables.restores[-1] and "-X KUBE-SKTEST-MASQ" in iptables.restores[-1]
     assert not ipam.exists() and not os.path.exists(cfg.pods_dir)
@@ -104,4 +109,4 @@ def test_pod_network_none_leaves_routes_alone(tmp_path):
     cfg = dataclasses.replace(config(tmp_path), pod_network="none")
     network = FakeNetwork(set())
     teardown(cfg, docker_api=FakeDocker([]), iptables=FakeIptables(), network=network)
-    assert network.calls == ["bridge sktestbr"]
+    assert network.calls == ["cni attachments", "bridge sktestbr"]

@@ -66,6 +66,11 @@ def test_agents_and_proxies_join_with_server_and_token_file_inside_their_namespa
     backend = nodes.agent_argv(node, python="py", server="https://s:1", cluster_cidr="10.244.0.0/16",
                                config_file=None, pod_network="host-gw")
     assert "--pod-cidr" not in backend and backend[backend.index("--pod-network") + 1] == "host-gw"
+    assert "--network-plugin" not in backend
+    cni = nodes.agent_argv(node, python="py", server="https://s:1", cluster_cidr="10.244.0.0/16",
+                           config_file=None, network_plugin="cni", cni_bin_dir="/opt/cni/bin")
+    assert cni[cni.index("--network-plugin"):cni.index("--network-plugin") + 6] == [
+        "--network-plugin", "cni", "--cni-conf-dir", "/d/nodes/host-2/cni/net.d", "--cni-bin-dir", "/opt/cni/bin"]
     proxy = nodes.proxy_argv(node, python="py", server="https://s:1", cluster_cidr="10.244.0.0/16",
                              config_file=None)
     assert proxy == ["py", "-m", "slimkube.cli", "proxy", "--server", "https://s:1",

@@ -101,7 +101,8 @@ def test_three_nodes_share_one_node_network():
     assert plan.server.advertise_address == "10.250.0.1"
     assert plan.node_join(api_port=6443, token="K10x::node:pw") == Join(
         server="https://10.250.0.1:6443", token="K10x::node:pw", cluster_cidr="10.244.0.0/16",
-        cluster_dns="10.96.0.10", cluster_domain="cluster.local", serve_dns=True, pod_network="vxlan")
+        cluster_dns="10.96.0.10", cluster_domain="cluster.local", serve_dns=True, pod_network="vxlan",
+        network_plugin="builtin", cni_bin_dir="/usr/lib/cni")
 
 
 def test_a_configured_node_ip_is_kept_with_several_nodes():

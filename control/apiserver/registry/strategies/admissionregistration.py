@@ -1,6 +1,6 @@
 """Validating- and MutatingWebhookConfigurations (upstream pkg/registry/admissionregistration/
 {validating,mutating}webhookconfiguration/strategy.go): generation starts at 1 and grows when the webhooks
-change. Stored only: no admission webhook is called yet."""
+change. The admission chain calls them (control/apiserver/admission/webhook/)."""
 
 from __future__ import annotations
 
