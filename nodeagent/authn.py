@@ -13,8 +13,7 @@ Every path except `/healthz` needs an authenticated caller, tried in upstream's 
    briefly away is not refused for two minutes);
 3. nothing else: 401 with a Status, before any handler runs. The read-only port (10255) does not exist.
 
-Authorization (upstream's SubjectAccessReview per verb and `nodes/proxy` subresource) is not done:
-every authenticated caller may use every endpoint for now.
+Authorization follows (authz.py: a SubjectAccessReview per request, cached).
 
 Departure: Go's TLS stack can ask for a client certificate without verifying it and let the
 authenticator answer 401; Python's ssl module cannot (`CERT_OPTIONAL` verifies what is sent), so a

@@ -53,6 +53,7 @@ from control.client.rest import RESTClient
 from control.util.iptables import Iptables, detect
 from nodeagent import servingcert
 from nodeagent.authn import TokenReviewCache
+from nodeagent.authz import SubjectAccessReviewCache
 from nodeagent.config import KubeletConfig
 from nodeagent.gc.containers import ContainerGCPolicy
 from nodeagent.gc.images import ImageGCPolicy
@@ -100,6 +101,7 @@ from nodeagent.volumes.tokens import TokenManager
 log = logging.getLogger(__name__)
 SERVING_CERT_PATH = "/v1-slimkube/serving-kubelet-certificate"  # control/apiserver/authentication/kubeletcerts.py
 TOKEN_REVIEWS_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
+SUBJECT_ACCESS_REVIEWS_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 
 
 class KubeletError(RuntimeError):
@@ -390,7 +392,10 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                     "that address and will not reach this kubelet", config.address, node_ip)
     tokens = TokenReviewCache(lambda token: client.create(TOKEN_REVIEWS_PATH, {
         "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}))
+    access = SubjectAccessReviewCache(lambda spec: client.create(SUBJECT_ACCESS_REVIEWS_PATH, {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}), node=config.node_name)
     server = KubeletServer(config.address, config.port, tls=tls, authenticate_token=tokens.authenticate,
+                           authorize=access.allowed,
                            pods=lambda: [dict(p) for p in workers.pods()],
                            runtime=runtime, health=health, find_container=find_container, pod_status=status.get,
                            node_name=config.node_name, fs_path=config.data_dir, streams=runtime,

@@ -10,9 +10,11 @@ with follow, previous, timestamps, tailLines, limitBytes, sinceSeconds and since
 
 HTTPS only, with the serving certificate of nodeagent/servingcert.py; every path but `/healthz` needs a
 caller authenticated as nodeagent/authn.py decides (a client certificate from the cluster CA, or a bearer
-token the API server vouches for through a TokenReview), checked in a middleware before any handler runs;
-anyone else gets 401 with a Status body (upstream writes the bare text "Unauthorized"; a Status is what
-every other 401 in the cluster carries). There is no read-only port.
+token the API server vouches for through a TokenReview) and authorized as nodeagent/authz.py decides (a
+SubjectAccessReview on `nodes/proxy`, `nodes/log`, `nodes/stats`, … of this node), checked in a middleware
+before any handler runs. A caller not authenticated gets 401 with a Status body (upstream writes the bare
+text "Unauthorized"; a Status is what every other 401 in the cluster carries); one not authorized gets
+upstream's plain-text 403. There is no read-only port.
 
 aiohttp on its own event loop thread (the kubelet's other parts are plain threads); every runtime or
 callback call is blocking, so it runs in `asyncio.to_thread`. Logs: the options are control/api/
@@ -44,7 +46,7 @@ from control.api import podlogoptions
 from control.api.typed.core import Pod
 from control.util.loopthread import LoopThread, serve_app
 from control.util.openstreams import OpenStreams
-from nodeagent import authn, logs
+from nodeagent import authn, authz, logs
 from nodeagent.runtime.interface import ContainerNotFound, Runtime, RuntimeFailure, StreamingRuntime
 from nodeagent.servingcert import ServingTLS
 from nodeagent.stats import resource_metrics
@@ -91,10 +93,12 @@ def server_ssl_context(tls: ServingTLS) -> ssl.SSLContext:
 
 class KubeletServer:
     """The HTTPS API on `address:port` (port 0: any free one, see `.port` after `start`); `authenticate_token`
-    is the TokenReview cache's `authenticate` (blocking: it may ask the API server)."""
+    is the TokenReview cache's `authenticate`, `authorize` the SubjectAccessReview cache's `allowed` (both
+    blocking: they may ask the API server)."""
 
     def __init__(self, address: str, port: int, *, tls: ServingTLS,
-                 authenticate_token: Callable[[str], authn.User | None], pods: Callable[[], list[dict[str, Any]]],
+                 authenticate_token: Callable[[str], authn.User | None],
+                 authorize: Callable[[authn.User, authz.Check], bool], pods: Callable[[], list[dict[str, Any]]],
                  runtime: Runtime, health: Callable[[], list[str]],
                  find_container: Callable[[str, str, str], str | None],
                  pod_status: Callable[[str], Mapping[str, Any] | None] = lambda uid: None, node_name: str = "",
@@ -105,6 +109,7 @@ class KubeletServer:
         self.port = port
         self._tls = tls
         self._authenticate_token = authenticate_token
+        self._authorize = authorize
         self._pods = pods
         self._runtime = runtime
         self._health = health
@@ -152,20 +157,39 @@ class KubeletServer:
         self._thread.stop()
         self._runner = None
 
-    # -- authentication (nodeagent/authn.py), before any handler ------------------------------------------
+    # -- authentication (nodeagent/authn.py), then authorization (nodeagent/authz.py), before any handler --
 
     @web.middleware
     async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         transport = request.transport
         decision = authn.decide(request.path, peercert=transport.get_extra_info("peercert") if transport else None,
                                 authorization=request.headers.get("Authorization", ""))
-        if decision.outcome is authn.Outcome.REVIEW:
-            if await asyncio.to_thread(self._authenticate_token, decision.token) is not None:
-                return await handler(request)
-        elif decision.outcome is not authn.Outcome.UNAUTHORIZED:
+        if decision.outcome is authn.Outcome.PUBLIC:
             return await handler(request)
-        log.debug("kubelet API: 401 for %s %s from %s", request.method, request.path, request.remote)
-        return web.json_response(UNAUTHORIZED, status=401)
+        user = decision.user
+        if decision.outcome is authn.Outcome.REVIEW:
+            user = await asyncio.to_thread(self._authenticate_token, decision.token)
+        if user is None:
+            log.debug("kubelet API: 401 for %s %s from %s", request.method, request.path, request.remote)
+            return web.json_response(UNAUTHORIZED, status=401)
+        refusal = await asyncio.to_thread(self._refusal, user, request.method, request.path)
+        if refusal is not None:
+            log.debug("kubelet API: %d for %s %s: %s", refusal[0], request.method, request.path, refusal[1])
+            return web.Response(status=refusal[0], text=refusal[1])
+        return await handler(request)
+
+    def _refusal(self, user: authn.User, method: str, path: str) -> tuple[int, str] | None:
+        """None when one of the request's checks is allowed; else (403, upstream's text), or (500, …) when the
+        API server could not be asked."""
+        checks = authz.checks(method, path)
+        for check in checks:
+            try:
+                if self._authorize(user, check):
+                    return None
+            except authz.ReviewFailed as exc:
+                log.warning("kubelet API: authorizing %s %s for %s failed: %s", method, path, user.name, exc)
+                return 500, authz.error_text(user, check)
+        return 403, authz.forbidden_text(user, checks[0])
 
     # -- handlers ---------------------------------------------------------------------------------------
 

@@ -71,10 +71,14 @@ def parse_disable(text: str) -> frozenset[str]:
 def start_controller_manager(server: APIServer, *, disable: Collection[str] = (),
                              settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> ControllerManager:
     """The controllers `slimkube server` runs (all but `disable`), against `server`, started. The cluster
-    CA the root CA publisher hands out is the server's own (its data dir's ca.crt), and legacy token Secrets
-    are signed with the server's service account key, unless `settings` name others."""
+    CA the root CA publisher hands out, and the one csrsigning issues from, is the server's own (its data dir's
+    ca.crt and ca.key), and legacy token Secrets are signed with the server's service account key, unless
+    `settings` name others."""
     if not settings.root_ca_pem and server.certs is not None:
         settings = dataclasses.replace(settings, root_ca_pem=server.certs.ca_pem().decode())
+    if not settings.cluster_signing_cert_file and server.certs is not None:
+        settings = dataclasses.replace(settings, cluster_signing_cert_file=server.certs.ca_path,
+                                       cluster_signing_key_file=server.certs.ca_key_path)
     if not settings.service_account_private_key_file:
         settings = dataclasses.replace(settings, service_account_private_key_file=server.service_account_key_file)
     manager = ControllerManager(server.client_config(), disabled=set(disable) - {SCHEDULER}, settings=settings)

@@ -62,8 +62,10 @@ from control.apiserver.authentication import certs, kubeletcerts, x509
 from control.apiserver.authentication import serviceaccounts as sa_authn
 from control.apiserver.authentication import tokens as authn
 from control.apiserver.authorization import filter as authz_filter
-from control.apiserver.authorization import reviews
+from control.apiserver.authorization import follower, reviews
 from control.apiserver.authorization.authorizer import Chain
+from control.apiserver.authorization.nodegraph import NodeGraph
+from control.apiserver.authorization.policycache import PolicyCache
 from control.apiserver.authorization.source import default_chain
 from control.apiserver.codec import fieldvalidation
 from control.apiserver.codec.jsonwire import encode_json
@@ -260,7 +262,8 @@ class APIServer:
         self._endpoints_task: asyncio.Task[None] | None = None
         self._crds: CRDController | None = None
         self._crd_task: asyncio.Task[None] | None = None
-        self.authorizer: Chain | None = None  # system:masters, the node credential, RBAC (authorization/)
+        self.authorizer: Chain | None = None  # system:masters, the node authorizers, RBAC (authorization/)
+        self._authorizer_views_task: asyncio.Task[None] | None = None
         # `kubectl get cs`: the store's check is this server's own; the composition root adds the others
         self.components = componentstatus.ComponentStatuses()
         self.components.register("etcd-0", self._storage_health)
@@ -311,10 +314,14 @@ class APIServer:
         self.service_accounts = sa_authn.ServiceAccountAuthenticator(
             [self.token_issuer.key.public_key()], issuers=[self.token_issuer.issuer],
             audiences=self.token_issuer.audiences, get=_stored_getter(self.registry))
-        self.authorizer = default_chain(self._storage)
+        node_graph, policy = NodeGraph(), PolicyCache(self._storage)
+        self.authorizer = default_chain(self._storage, node_graph, policy)
         self._bootstrapped = True
         self._cache = WatchCache(self._storage)
         await self._cache.start()
+        views = (node_graph, policy)
+        loaded = await asyncio.to_thread(follower.load, views, self._storage)  # before serving
+        self._authorizer_views_task = asyncio.create_task(follower.follow(views, self._storage, self._cache, loaded))
         self._crds = CRDController(self.registry, schemas=self.openapi)
         crd_events = self._cache.subscribe(CRD_PREFIX, self._cache.revision)  # first: no change is missed
         await asyncio.to_thread(self._crds.sync_all)  # custom resources are served before the server listens
@@ -385,6 +392,13 @@ class APIServer:
 
     async def stop(self) -> None:
         self._stopping = True  # readyz's shutdown check fails from here on
+        if self._authorizer_views_task is not None:
+            self._authorizer_views_task.cancel()
+            try:
+                await self._authorizer_views_task
+            except asyncio.CancelledError:
+                pass
+            self._authorizer_views_task = None
         if self._crd_task is not None:
             self._crd_task.cancel()
             try:

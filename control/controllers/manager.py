@@ -35,6 +35,9 @@ from dataclasses import dataclass
 from control.client.informer import InformerFactory
 from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
+from control.controllers.certificates.approver import CSRApprovingController
+from control.controllers.certificates.authority import Authority
+from control.controllers.certificates.signer import CSRSigningController
 from control.controllers.clusterroleaggregation.controller import ClusterRoleAggregationController
 from control.controllers.cronjob.controller import CronJobController
 from control.controllers.daemonset.controller import DaemonSetController
@@ -95,6 +98,10 @@ class ControllerManagerConfiguration:
     # The key legacy service account token Secrets are signed with (upstream --service-account-private-key-file,
     # the API server's signing key); empty: the serviceaccount-token controller does not run.
     service_account_private_key_file: str = ""
+    # The CA the csrsigning controller issues from (upstream --cluster-signing-cert-file/--cluster-signing-key-file);
+    # empty: no signing (a server without TLS has no CA).
+    cluster_signing_cert_file: str = ""
+    cluster_signing_key_file: str = ""
     resource_quota_sync_period: float = RESYNC_PERIOD
     max_endpoints_per_slice: int = MAX_ENDPOINTS_PER_SLICE  # upstream --max-endpoints-per-slice
     # The service-lb-controller's addresses, one per LoadBalancer Service; empty: the Ready nodes' addresses.
@@ -199,6 +206,18 @@ def _start_root_ca_cert_publisher(ctx: ControllerContext) -> Run:
     return RootCACertPublisher(ctx.client, ctx.informers, root_ca=root_ca).run
 
 
+def _start_csr_signing(ctx: ControllerContext) -> Run:
+    cert, key = ctx.config.cluster_signing_cert_file, ctx.config.cluster_signing_key_file
+    if not (cert and key):
+        log.warning("csrsigning: no cluster signing CA (a server without TLS): no certificate is issued")
+        return lambda stop: None
+    return CSRSigningController(ctx.client, ctx.informers, authority=Authority(cert, key)).run
+
+
+def _start_csr_approving(ctx: ControllerContext) -> Run:
+    return CSRApprovingController(ctx.client, ctx.informers).run
+
+
 def _start_clusterrole_aggregation(ctx: ControllerContext) -> Run:
     return ClusterRoleAggregationController(ctx.client, ctx.informers).run
 
@@ -266,6 +285,8 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "serviceaccount": _start_service_account,
     "serviceaccount-token": _start_service_account_token,
     "root-ca-cert-publisher": _start_root_ca_cert_publisher,
+    "csrsigning": _start_csr_signing,
+    "csrapproving": _start_csr_approving,
     "clusterrole-aggregation": _start_clusterrole_aggregation,
     "resourcequota": _start_resource_quota,
     "disruption": _start_disruption,

@@ -19,7 +19,8 @@ from control.client.rest import RESTClient
 from control.util import openssl
 from nodeagent import servingcert
 from nodeagent.authn import TokenReviewCache
-from nodeagent.parts import SERVING_CERT_PATH, TOKEN_REVIEWS_PATH
+from nodeagent.authz import SubjectAccessReviewCache
+from nodeagent.parts import SERVING_CERT_PATH, SUBJECT_ACCESS_REVIEWS_PATH, TOKEN_REVIEWS_PATH
 from nodeagent.server import KubeletServer
 from tests.support.apiserver import running_server
 
@@ -62,6 +63,13 @@ def kubelet(cluster: dict[str, Any], tmp_path: Path, cleanup) -> dict[str, Any]:
         return client.create(TOKEN_REVIEWS_PATH, {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
                                                   "spec": {"token": token}})
 
+    access_reviews: list[dict[str, Any]] = []
+
+    def access_review(spec: dict[str, Any]) -> dict:
+        access_reviews.append(spec)
+        return client.create(SUBJECT_ACCESS_REVIEWS_PATH, {"apiVersion": "authorization.k8s.io/v1",
+                                                           "kind": "SubjectAccessReview", "spec": spec})
+
     calls: list[str] = []
 
     def find_container(namespace: str, pod: str, container: str) -> str | None:
@@ -69,12 +77,13 @@ def kubelet(cluster: dict[str, Any], tmp_path: Path, cleanup) -> dict[str, Any]:
         return None
 
     server = KubeletServer("127.0.0.1", 0, tls=tls, authenticate_token=TokenReviewCache(review).authenticate,
+                           authorize=SubjectAccessReviewCache(access_review, node=NODE).allowed,
                            pods=lambda: calls.append("pods") or [], runtime=NoPods(calls),  # type: ignore[arg-type]
                            health=lambda: [], find_container=find_container, node_name=NODE)
     server.start()
     cleanup(server.stop)
     return {"base": f"https://127.0.0.1:{server.port}", "calls": calls, "reviews": reviews, "tls": tls, "ca": ca,
-            "port": server.port}
+            "port": server.port, "access_reviews": access_reviews}
 
 
 def other_ca_client_cert(directory: Path) -> tuple[str, str]:
@@ -168,6 +177,65 @@ def test_the_api_servers_log_proxy_presents_its_client_certificate(kubelet: dict
     # the kubelet answered (404: this fake kubelet runs no pods) instead of 401: the client cert worked
     assert answer.status_code == 404 and answer.json()["message"] == 'pod "web" does not exist'
     assert kubelet["calls"] == ["pods"] and kubelet["reviews"] == []  # the logs handler listed the pods
+
+
+def cluster_client_cert(cluster: dict[str, Any], directory: Path, user: str) -> tuple[str, str]:
+    """A client certificate for `user` (no groups) from the cluster's CA."""
+    tls_dir = cluster["data"] / "tls"
+    key, csr, crt = (str(directory / f"{user}.{ext}") for ext in ("key", "csr", "crt"))
+    openssl.run("req", "-new", *openssl.EC_KEY, "-keyout", key, "-out", csr, "-subj", f"/CN={user}")
+    ext = directory / "client.ext"
+    ext.write_text("extendedKeyUsage=clientAuth\n")
+    openssl.run("x509", "-req", "-in", csr, "-CA", str(tls_dir / "ca.crt"), "-CAkey", str(tls_dir / "ca.key"),
+                "-CAcreateserial", "-out", crt, "-days", "1", "-extfile", str(ext))
+    return crt, key
+
+
+def test_an_authenticated_caller_needs_the_node_subresource(kubelet: dict[str, Any], cluster: dict[str, Any],
+                                                            tmp_path: Path, cleanup) -> None:
+    """Authenticated is not authorized: without `nodes/proxy` (or `nodes/stats`, …) on this node the answer is
+    upstream's plain-text 403 and nothing runs; a ClusterRole granting it opens exactly that."""
+    base, ca, admin = kubelet["base"], kubelet["ca"], cluster["admin"]
+    mallory = cluster_client_cert(cluster, tmp_path, "mallory")
+    for method, path, verb, subresource in (("GET", "/pods", "get", "pods"), ("GET", "/stats/summary", "get", "stats"),
+                                            ("GET", "/metrics", "get", "metrics"),
+                                            ("POST", "/exec/default/web/app", "create", "proxy"),
+                                            ("GET", "/containerLogs/default/web/app", "get", "proxy")):
+        answer = requests.request(method, base + path, cert=mallory, verify=ca, timeout=10)
+        assert answer.status_code == 403, path
+        assert answer.text == f"Forbidden (user=mallory, verb={verb}, resource=nodes, subresource={subresource})"
+    assert kubelet["calls"] == []
+    assert kubelet["access_reviews"][0] == {
+        "resourceAttributes": {"verb": "get", "version": "v1", "resource": "nodes", "subresource": "pods",
+                               "name": NODE},
+        "user": "mallory", "groups": []}
+
+    grant(admin, "trent", "nodes/stats", cleanup)
+    grant(admin, "victor", "nodes/proxy", cleanup)
+    trent, victor = cluster_client_cert(cluster, tmp_path, "trent"), cluster_client_cert(cluster, tmp_path, "victor")
+    assert requests.get(f"{base}/stats/summary", cert=trent, verify=ca, timeout=10).status_code == 200
+    assert requests.get(f"{base}/pods", cert=trent, verify=ca, timeout=10).status_code == 403
+    asked = len(kubelet["access_reviews"])
+    assert requests.get(f"{base}/stats/summary", cert=trent, verify=ca, timeout=10).status_code == 200
+    assert len(kubelet["access_reviews"]) == asked  # the allowed answer is cached
+    pods = requests.get(f"{base}/pods", cert=victor, verify=ca, timeout=10)  # fine-grained falls back to proxy
+    assert pods.status_code == 200 and pods.json()["kind"] == "PodList"
+    assert requests.get(f"{base}/stats/summary", cert=victor, verify=ca, timeout=10).status_code == 403
+
+
+def grant(admin: RESTClient, user: str, subresource: str, cleanup) -> None:
+    """A ClusterRole allowing get on `subresource` of nodes, bound to `user`."""
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    admin.create(f"{rbac}/clusterroles", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": f"kubelet-{user}"},
+        "rules": [{"apiGroups": [""], "resources": [subresource], "verbs": ["get"]}]})
+    cleanup(lambda: admin.delete(f"{rbac}/clusterroles/kubelet-{user}"))
+    admin.create(f"{rbac}/clusterrolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": f"kubelet-{user}"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"kubelet-{user}"},
+        "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}]})
+    cleanup(lambda: admin.delete(f"{rbac}/clusterrolebindings/kubelet-{user}"))
 
 
 def test_tokenreview_api_answers_for_the_servers_tokens(cluster: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Collection
 
 from control.apiserver.admission.chain import Chain, MutatingPlugin, Reader, ValidatingPlugin
 from control.apiserver.admission.lifecycle import NamespaceLifecycle
+from control.apiserver.admission.noderestriction import NodeRestriction
 from control.apiserver.admission.priority import OneGlobalDefault, PodPriority
 from control.apiserver.admission.quota import QuotaAdmission
 from control.apiserver.admission.serviceaccount import ServiceAccount
@@ -31,7 +32,7 @@ def chain(reader: Reader, *, validation: ValidatingPlugin, endpoint_routing: boo
         NamespaceLifecycle(reader), ServiceAccount(reader), PodPriority(reader), DefaultStorageClass(reader),
         MutatingWebhooks(reader, endpoint_routing=endpoint_routing, served=served)]
     validating: list[ValidatingPlugin] = [
-        validation, OneGlobalDefault(reader),
+        validation, NodeRestriction(reader), OneGlobalDefault(reader),
         ValidatingWebhooks(reader, endpoint_routing=endpoint_routing, served=served), QuotaAdmission(reader)]
     return Chain(mutating=[plugin for plugin in mutating if plugin.name not in disabled],
                  validating=[plugin for plugin in validating if plugin.name not in disabled])

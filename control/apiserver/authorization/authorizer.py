@@ -3,8 +3,8 @@ authorizerfactory.NewPrivilegedGroups, pkg/kubeapiserver/authorizer/config.go fo
 k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go forbiddenMessage/Forbidden).
 
 Order: members of `system:masters` are allowed everything first, as upstream's privileged-groups authorizer;
-then the node authorizers' place (today: the shared node join credential keeps the full access it has always
-had; a per-node Node authorizer replaces it when nodes get their own identities); then RBAC. The first
+then the node authorizers (the shared node join credential, while it keeps the full access it has always
+had, and the Node authorizer for `system:node:<name>` users, node.py); then RBAC. The first
 authorizer that allows or denies decides; when none does, the request is forbidden and the reasons of all
 of them (joined by newlines) follow upstream's message.
 """
@@ -65,6 +65,21 @@ class Chain:
         reasons: list[str] = []
         for authorizer in self.authorizers:
             verdict = authorizer.authorize(attributes)
+            if verdict.decision is not Decision.NO_OPINION:
+                return verdict
+            if verdict.reason:
+                reasons.append(verdict.reason)
+        return Verdict(Decision.NO_OPINION, "\n".join(reasons))
+
+    def authorize_now(self, attributes: Attributes) -> Verdict | None:
+        """`authorize` without blocking (RBAC over its in-memory policy); None when only a blocking look (the
+        store, or waiting for the policy to catch up) can tell."""
+        reasons: list[str] = []
+        for authorizer in self.authorizers:
+            verdict = (self.rbac.authorize_now(attributes) if authorizer is self.rbac
+                       else authorizer.authorize(attributes))
+            if verdict is None:
+                return None
             if verdict.decision is not Decision.NO_OPINION:
                 return verdict
             if verdict.reason:

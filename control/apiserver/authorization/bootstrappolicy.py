@@ -4,8 +4,10 @@ ControllerRoleBindings), as wire objects, each labelled `kubernetes.io/bootstrap
 annotated `rbac.authorization.kubernetes.io/autoupdate: "true"` so the reconcile at start (reconcile.py)
 keeps it current.
 
-Departures: only the roles of the components slimkube runs or that operators look for are here (no
-system:heapster, system:kubelet-api-admin, volume plugin roles, legacy token cleaner, cloud route
+Departures: `slimkube:local-path-provisioner`, bound to `system:nodes`, is slimkube's own (the built-in
+local-path provisioner runs in every kubelet, where k3s runs it as a Deployment with its own service
+account). Only the roles of the components slimkube runs or that operators look for are here (no
+system:heapster, volume plugin roles, legacy token cleaner, cloud route
 controller …); rules of the kept roles follow upstream 1.30, the extensions/v1beta1 duplicates dropped.
 """
 
@@ -42,8 +44,44 @@ def urls(verbs: tuple[str, ...] | str, *paths: str) -> dict[str, Any]:
     return {"verbs": [verbs] if isinstance(verbs, str) else list(verbs), "nonResourceURLs": list(paths)}
 
 
+BOOTSTRAPPERS = "system:bootstrappers"  # the join token's group
+NODE_CLIENT_APPROVAL = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
+SELF_NODE_CLIENT_APPROVAL = "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"
 EVENTS_RULE = rule(("create", "update", "patch"), (CORE, EVENTS), "events")
 DELEGATION = [rule("create", AUTHENTICATION, "tokenreviews"), rule("create", AUTHORIZATION, "subjectaccessreviews")]
+
+
+def node_rules() -> list[dict[str, Any]]:
+    """policy.go NodeRules: what a kubelet needs. The Node authorizer narrows the object-scoped ones (secrets,
+    configmaps, claims, volumes, leases, service account tokens) to its graph and NodeRestriction admission
+    the writes; the rest it allows as they are. The `system:node` ClusterRole carries them, bound to no one."""
+    return [
+        rule("create", AUTHENTICATION, "tokenreviews"),
+        rule("create", AUTHORIZATION, "subjectaccessreviews", "localsubjectaccessreviews"),
+        rule(READ, CORE, "services"),
+        rule(("create", "get", "list", "watch"), CORE, "nodes"),
+        rule(("update", "patch"), CORE, "nodes/status"), rule(("update", "patch"), CORE, "nodes"),
+        rule(("create", "update", "patch"), (CORE, EVENTS), "events"),
+        rule(READ, CORE, "pods"), rule(("create", "delete"), CORE, "pods"),
+        rule(("update", "patch"), CORE, "pods/status"), rule("create", CORE, "pods/eviction"),
+        rule(READ, CORE, "secrets", "configmaps"), rule("get", CORE, "persistentvolumeclaims", "persistentvolumes"),
+        rule("get", CORE, "endpoints"),
+        rule(("create", "get", "list", "watch"), CERTIFICATES, "certificatesigningrequests"),
+        rule(("get", "create", "update", "patch", "delete"), COORDINATION, "leases"),
+        rule("get", STORAGE, "volumeattachments"),
+        rule("create", CORE, "serviceaccounts/token"),
+        rule(("get", "update", "patch"), CORE, "persistentvolumeclaims/status"),
+        rule(("get", "create", "update", "patch", "delete"), STORAGE, "csinodes"),
+        rule(READ, STORAGE, "csidrivers"),
+        rule(READ, "node.k8s.io", "runtimeclasses"),
+    ]
+
+
+KUBELET_API_SUBRESOURCES = ("nodes/proxy", "nodes/metrics", "nodes/stats", "nodes/log", "nodes/spec",
+                            "nodes/pods", "nodes/healthz", "nodes/configz", "nodes/checkpoint")
+KUBELET_API_ADMIN = "system:kubelet-api-admin"
+LOCAL_PATH_PROVISIONER = "slimkube:local-path-provisioner"  # slimkube's own: its provisioner runs in the kubelet
+APISERVER_KUBELET_CLIENT = "kube-apiserver-kubelet-client"  # the CN of the API server's client certificate
 
 
 def cluster_role(name: str, rules: list[dict[str, Any]], *, labels: dict[str, str] | None = None,
@@ -133,6 +171,9 @@ def cluster_roles() -> list[dict[str, Any]]:
         cluster_role("system:auth-delegator", DELEGATION),
         cluster_role("system:node-bootstrapper", [rule(("create", "get", "list", "watch"), CERTIFICATES,
                                                        "certificatesigningrequests")]),
+        cluster_role(NODE_CLIENT_APPROVAL, [rule("create", CERTIFICATES, "certificatesigningrequests/nodeclient")]),
+        cluster_role(SELF_NODE_CLIENT_APPROVAL, [
+            rule("create", CERTIFICATES, "certificatesigningrequests/selfnodeclient")]),
         cluster_role("system:node-proxier", [
             rule(("list", "watch"), CORE, "services", "endpoints"), rule("get", CORE, "nodes"), EVENTS_RULE,
             rule(("list", "watch"), DISCOVERY, "endpointslices")]),
@@ -160,7 +201,12 @@ def cluster_roles() -> list[dict[str, Any]]:
         cluster_role("system:service-account-issuer-discovery", [
             urls("get", "/.well-known/openid-configuration", "/.well-known/openid-configuration/",
                  "/openid/v1/jwks", "/openid/v1/jwks/")]),
-        cluster_role("system:node", []),
+        cluster_role("system:node", node_rules()),
+        cluster_role(LOCAL_PATH_PROVISIONER, [
+            rule(READ, CORE, "persistentvolumeclaims"), rule(READ + ("create", "delete"), CORE, "persistentvolumes"),
+            rule(READ, STORAGE, "storageclasses")]),
+        cluster_role(KUBELET_API_ADMIN, [
+            rule(READ, CORE, "nodes"), rule("proxy", CORE, "nodes"), rule("*", CORE, *KUBELET_API_SUBRESOURCES)]),
     ]
 
 
@@ -174,12 +220,22 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
         cluster_role_binding("system:basic-user", [authenticated]),
         cluster_role_binding("system:public-info-viewer", [authenticated, group("system:unauthenticated")]),
         cluster_role_binding("system:node-proxier", [user("system:kube-proxy")]),
+        # what the join token buys (kubeadm's kubelet-bootstrap and node-autoapprove bindings): its own CSR,
+        # auto-approved as a node client certificate; nodes renew their own (docs/identity.md)
+        cluster_role_binding("system:node-bootstrapper", [group(BOOTSTRAPPERS)]),
+        cluster_role_binding(NODE_CLIENT_APPROVAL, [group(BOOTSTRAPPERS)]),
+        cluster_role_binding(SELF_NODE_CLIENT_APPROVAL, [group("system:nodes")]),
         cluster_role_binding("system:kube-controller-manager", [user("system:kube-controller-manager")]),
         cluster_role_binding("system:kube-dns", [service_account("kube-system", "kube-dns")]),
         cluster_role_binding("system:kube-scheduler", [user("system:kube-scheduler")]),
         cluster_role_binding("system:volume-scheduler", [user("system:kube-scheduler")]),
         cluster_role_binding("system:service-account-issuer-discovery", [group("system:serviceaccounts")]),
         cluster_role_binding("system:node", []),
+        # every node runs its share of the built-in local-path provisioner (nodeagent/volumes/local_path.py)
+        cluster_role_binding(LOCAL_PATH_PROVISIONER, [group("system:nodes")]),
+        # the API server's own calls to kubelets (logs, exec, port-forward, metrics); kubeadm and k3s bind it
+        cluster_role_binding("system:kube-apiserver-kubelet-api-admin", [user(APISERVER_KUBELET_CLIENT)],
+                             KUBELET_API_ADMIN),
     ]
 
 
@@ -276,6 +332,12 @@ def _controller_rules() -> dict[str, list[dict[str, Any]]]:
         "certificate-controller": [
             rule(("get", "list", "watch", "delete"), CERTIFICATES, "certificatesigningrequests"),
             rule("update", CERTIFICATES, "certificatesigningrequests/status", "certificatesigningrequests/approval"),
+            rule(("approve", "sign"), CERTIFICATES, "signers", names=(
+                "kubernetes.io/kube-apiserver-client", "kubernetes.io/kube-apiserver-client-kubelet",
+                "kubernetes.io/kubelet-serving")),
+            # slimkube's approvers: node passwords, the Node's addresses, the API server's own addresses
+            rule(("get", "create"), CORE, "secrets"), rule(("list", "watch"), CORE, "nodes"),
+            rule("get", CORE, "services", "endpoints"),
             *DELEGATION, EVENTS_RULE],
         "pvc-protection-controller": [
             rule(("get", "list", "watch", "update"), CORE, "persistentvolumeclaims"),

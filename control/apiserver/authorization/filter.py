@@ -3,8 +3,9 @@ k8s.io/apiserver/pkg/endpoints/filters/impersonation.go and authorization.go in 
 
 The authenticated user arrives in `request[USER_KEY]` (absent on the public paths, which need no
 authorization, as upstream's system:public-info-viewer grants them to everyone). Users a store-free
-authorizer allows everything (system:masters, the shared node credential) pass without touching the store;
-anyone else is judged by RBAC off the event loop. A refusal is upstream's 403 Status.
+authorizer allows everything (system:masters, the shared node credential) pass at once; anyone else is
+judged on the loop from the authorizers' in-memory views when they allow, and off the loop when a refusal
+must first wait for the views to catch up with the store (policycache.py). A refusal is upstream's 403 Status.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class AuthorizationFilter:
     async def authorize(self, attributes: Attributes) -> Verdict:
         if not self.chain.needs_lookup(attributes.user):
             return self.chain.authorize(attributes)
+        verdict = self.chain.authorize_now(attributes)
+        if verdict is not None:
+            return verdict
         return await asyncio.to_thread(self.chain.authorize, attributes)
 
     async def _require(self, attributes: Attributes) -> None:

@@ -14,7 +14,9 @@ The objects are read through `PolicySource` (the server's store, or a dict in un
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import abc
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from control.apiserver.authentication.tokens import AUTHENTICATED, UserInfo
@@ -37,6 +39,19 @@ class PolicySource(Protocol):
     def cluster_role_bindings(self) -> Sequence[Mapping[str, Any]]: ...
 
     def role_bindings(self, namespace: str) -> Sequence[Mapping[str, Any]]: ...
+
+
+class IndexedPolicy(abc.ABC):
+    """A PolicySource that hands out only the bindings that may name a user, and roles' rules already read
+    (policycache.py); visit_rules asks it instead of scanning every binding."""
+
+    @abc.abstractmethod
+    def bindings_naming(self, scope: str, user: UserInfo, groups: Iterable[str]) -> Sequence[Mapping[str, Any]]:
+        """The bindings of `scope` ("" = cluster role bindings) that may name the user or one of `groups`."""
+
+    @abc.abstractmethod
+    def role_rules(self, scope: str, name: str) -> tuple[Rule, ...] | None:
+        """The rules of the Role `scope`/`name` (scope "": the ClusterRole `name`); None when it is missing."""
 
 
 def effective_groups(user: UserInfo) -> tuple[str, ...]:
@@ -84,6 +99,12 @@ def _describe(binding: Mapping[str, Any], subject: Mapping[str, Any], namespace:
 def role_reference_rules(source: PolicySource, role_ref: Mapping[str, Any], namespace: str) -> tuple[Rule, ...]:
     """The rules a roleRef grants; LookupError (upstream's NotFound text) when the role does not exist."""
     kind, name = role_ref.get("kind"), str(role_ref.get("name", ""))
+    if isinstance(source, IndexedPolicy) and kind in ("ClusterRole", "Role"):
+        rules = source.role_rules("" if kind == "ClusterRole" else namespace, name) if kind == "ClusterRole" or \
+            namespace else None
+        if rules is None:
+            raise LookupError(f'{str(kind).lower()}.{GROUP} "{name}" not found')
+        return rules
     if kind == "ClusterRole":
         role = source.cluster_role(name)
         if role is None:
@@ -97,22 +118,27 @@ def role_reference_rules(source: PolicySource, role_ref: Mapping[str, Any], name
     raise LookupError(f"unsupported role reference kind: {kind!r}")
 
 
-Visit = tuple[Rule | None, str | None, str]
+Visit = tuple[Rule | None, str | None, Callable[[], str]]
+
+
+def _bindings(source: PolicySource, scope: str, user: UserInfo, groups: tuple[str, ...]) -> Sequence[Mapping[str, Any]]:
+    """The bindings of `scope` ("" = cluster-wide) to look at: those the index names, else all."""
+    if isinstance(source, IndexedPolicy):
+        return source.bindings_naming(scope, user, groups)
+    return source.role_bindings(scope) if scope else source.cluster_role_bindings()
 
 
 def visit_rules(source: PolicySource, user: UserInfo, namespace: str) -> Iterator[Visit]:
     """(rule, None, binding) for each rule the user holds in `namespace` ("" = cluster-wide only), (None,
-    error, binding) for each binding whose role cannot be read; cluster role bindings first, as upstream."""
+    error, binding) for each binding whose role cannot be read; cluster role bindings first, as upstream.
+    `binding` describes the binding when called (only an allowing one is ever described)."""
     groups = effective_groups(user)
-    scopes: list[tuple[str, Sequence[Mapping[str, Any]]]] = [("", source.cluster_role_bindings())]
-    if namespace:
-        scopes.append((namespace, source.role_bindings(namespace)))
-    for scope, bindings in scopes:
-        for binding in bindings:
+    for scope in ("", namespace) if namespace else ("",):
+        for binding in _bindings(source, scope, user, groups):
             subject = _applying_subject(user, groups, binding, scope)
             if subject is None:
                 continue
-            described = _describe(binding, subject, scope)
+            described = functools.partial(_describe, binding, subject, scope)
             try:
                 rules = role_reference_rules(source, binding.get("roleRef") or {}, scope)
             except LookupError as exc:
@@ -141,16 +167,32 @@ def aggregate_errors(errors: Sequence[str]) -> str:
 
 class RBACAuthorizer:
     """Allow when a rule the user holds allows the request; otherwise no opinion, with the resolution
-    errors as the reason."""
+    errors as the reason. `catch_up` (a cached source's) is called before refusing: when it says the
+    source moved, the request is judged once more."""
 
-    def __init__(self, source: PolicySource) -> None:
+    def __init__(self, source: PolicySource, *, catch_up: Callable[[], bool] | None = None) -> None:
         self.source = source
+        self.catch_up = catch_up
 
     def authorize(self, attributes: Attributes) -> Verdict:
+        verdict = self._authorize(attributes)
+        if not verdict.allowed and self.catch_up is not None and self.catch_up():
+            return self._authorize(attributes)
+        return verdict
+
+    def authorize_now(self, attributes: Attributes) -> Verdict | None:
+        """The verdict from memory alone, never waiting (the caller may be the event loop): None when the
+        source is the store, or when only a caught-up source could still allow."""
+        if not isinstance(self.source, IndexedPolicy):
+            return None
+        verdict = self._authorize(attributes)
+        return verdict if verdict.allowed or self.catch_up is None else None
+
+    def _authorize(self, attributes: Attributes) -> Verdict:
         errors: list[str] = []
         for rule, error, binding in visit_rules(self.source, attributes.user, attributes.namespace):
             if rule is not None and rule_allows(attributes, rule):
-                return Verdict(Decision.ALLOW, f"RBAC: allowed by {binding}")
+                return Verdict(Decision.ALLOW, f"RBAC: allowed by {binding()}")
             if error is not None:
                 errors.append(error)
         return Verdict(Decision.NO_OPINION, f"RBAC: {aggregate_errors(errors)}" if errors else "")

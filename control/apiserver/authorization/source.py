@@ -1,5 +1,5 @@
-"""The RBAC objects read straight from the store (upstream reads them from informers' listers; here the
-store is local and a non-privileged request reads the bindings that may apply to it). Keys follow
+"""The RBAC objects read straight from the store (the escalation checks read them so, fresh; requests are
+judged over the server's in-memory copy, policycache.py), and the authorizer chain the server runs. Keys follow
 control/apiserver/resources.py: `/registry/{plural}/[{namespace}/]{name}`."""
 
 from __future__ import annotations
@@ -10,6 +10,9 @@ from typing import Any
 
 from control.apiserver.authentication.tokens import NODE
 from control.apiserver.authorization.authorizer import Chain, PrivilegedGroups, SharedNodeCredential
+from control.apiserver.authorization.node import NodeAuthorizer
+from control.apiserver.authorization.nodegraph import NodeGraph
+from control.apiserver.authorization.policycache import PolicyCache
 from control.apiserver.authorization.rbac import RBACAuthorizer
 from control.storage.interface import Storage
 
@@ -51,7 +54,11 @@ class StoragePolicySource:
         return self._list("/registry/clusterroles/")
 
 
-def default_chain(storage: Storage) -> Chain:
-    """system:masters, then the node authorizers' place, then RBAC over `storage`."""
-    rbac = RBACAuthorizer(StoragePolicySource(storage))
-    return Chain([PrivilegedGroups(), SharedNodeCredential(NODE.username), rbac], rbac)
+def default_chain(storage: Storage, graph: NodeGraph | None = None, policy: PolicyCache | None = None) -> Chain:
+    """system:masters, then the node authorizers (the Node authorizer over `graph`, which the server keeps
+    current; an empty one where no node asks, as in the escalation checks), then RBAC over `policy` (the
+    server's cache) or else straight over `storage`."""
+    rbac = (RBACAuthorizer(policy, catch_up=policy.catch_up) if policy is not None
+            else RBACAuthorizer(StoragePolicySource(storage)))
+    node = NodeAuthorizer(graph if graph is not None else NodeGraph())
+    return Chain([PrivilegedGroups(), SharedNodeCredential(NODE.username), node, rbac], rbac)

@@ -587,6 +587,28 @@ def default_cells(obj: Obj, now: datetime) -> list[Any]:
     return [_name(obj), _meta(obj).creation_timestamp]
 
 
+def role_cells(role: Obj, now: datetime) -> list[Any]:
+    """printRole / printClusterRole: the name and the creation time in RFC 3339 (`<unknown>` without one)."""
+    return [_name(role), _meta(role).creation_timestamp or "<unknown>"]
+
+
+def binding_cells(binding: Obj, now: datetime) -> list[Any]:
+    """printRoleBinding / printClusterRoleBinding: ROLE `Kind/name`; the wide USERS, GROUPS and
+    SERVICEACCOUNTS (`namespace/name`) joined by `, ` (rbac.SubjectsStrings)."""
+    given = binding.get("roleRef")
+    ref: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    found: dict[str, list[str]] = {"User": [], "Group": [], "ServiceAccount": []}
+    for subject in binding.get("subjects") or []:
+        if not isinstance(subject, Mapping) or subject.get("kind") not in found:
+            continue
+        name = str(subject.get("name", ""))
+        if subject.get("kind") == "ServiceAccount":
+            name = f"{subject.get('namespace', '')}/{name}"
+        found[str(subject["kind"])].append(name)
+    return [_name(binding), f"{ref.get('kind', '')}/{ref.get('name', '')}", _age(binding, now),
+            ", ".join(found["User"]), ", ".join(found["Group"]), ", ".join(found["ServiceAccount"])]
+
+
 def _load_balancer_addresses(load_balancer: Mapping[str, Any] | None) -> str:
     """ingressLoadBalancerStatusStringer (wide): every ingress point's IP or hostname, comma-joined."""
     ingress = (load_balancer or {}).get("ingress") or []

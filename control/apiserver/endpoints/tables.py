@@ -358,6 +358,19 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         Column("Condition", "string", "conditions applied to the request. Known conditions are \"Approved\", "
                                       "\"Denied\", and \"Failed\"."),
     ), printers.certificate_signing_request_cells),
+    **{("rbac.authorization.k8s.io", plural): Printer((NAME, Column("Created At", "date", AGE_DOC)),
+                                                      printers.role_cells) for plural in ("roles", "clusterroles")},
+    **{("rbac.authorization.k8s.io", plural): Printer((
+        NAME,
+        Column("Role", "string", "RoleRef can reference a Role in the current namespace or a ClusterRole in the "
+                                 "global namespace. If the RoleRef cannot be resolved, the Authorizer must return an "
+                                 "error. This field is immutable."),
+        AGE,
+        Column("Users", "string", f"Users in the {kind}", 1),
+        Column("Groups", "string", f"Groups in the {kind}", 1),
+        Column("ServiceAccounts", "string", f"ServiceAccounts in the {kind}", 1),
+    ), printers.binding_cells) for plural, kind in (("rolebindings", "roleBinding"),
+                                                   ("clusterrolebindings", "clusterRoleBinding"))},
     ("node.k8s.io", "runtimeclasses"): Printer((
         NAME,
         Column("Handler", "string", "handler specifies the underlying runtime and configuration that the CRI "

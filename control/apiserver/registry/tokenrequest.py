@@ -9,6 +9,9 @@ answers 201 with the same object, `status.token` and `status.expirationTimestamp
 - `spec.boundObjectRef` (v1 Pod, Secret or Node) must exist; a pod must run as this service account; a
   `uid` given must match (409 otherwise, as upstream); the token is then valid only while it exists. A
   pod-bound token names the pod's node too.
+- A node (`system:node:<name>`) may ask only for a token bound, by name and uid, to a pod scheduled on
+  itself (upstream's NodeRestriction admission of serviceaccounts/token, with its messages); the Node
+  authorizer has already checked that a pod of the node runs as the account.
 - A pod-bound token asking for exactly 3607 seconds for the API server's audiences (what ServiceAccount
   admission writes into every pod) is made valid for a year, with `warnafter` at the hour, as upstream
   does with `--service-account-extend-token-expiration` (on by default): clients that never re-read the
@@ -27,6 +30,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
+from control.apiserver.admission.chain import forbidden
+from control.apiserver.authentication import tokens as authn
+from control.apiserver.authorization.node import node_identity
 from control.apiserver.registry.store import Registry
 from control.apiserver.resources import Resource, by_path
 from control.util import satoken
@@ -121,6 +127,23 @@ def _bound_object(registry: Registry, namespace: str, account: str, ref: Any) ->
     return refs
 
 
+def node_refusal(node: str, ref: Any, pod: dict[str, Any] | None) -> str | None:
+    """Why a node may not have this token (upstream NodeRestriction admitServiceAccount), or None."""
+    if not isinstance(ref, dict) or ref.get("apiVersion", "v1") != "v1" or ref.get("kind") != "Pod" \
+            or not ref.get("name"):
+        return "node requested token not bound to a pod"
+    if not ref.get("uid"):
+        return "node requested token with a pod binding without a uid"
+    if pod is None:
+        return None  # the binding's own 404 follows
+    if ref["uid"] != (pod.get("metadata") or {}).get("uid"):
+        return (f"the UID in the bound object reference ({ref['uid']}) does not match the UID in record. The "
+                "object might have been deleted and then recreated")
+    if (pod.get("spec") or {}).get("nodeName") != node:
+        return "node requested token bound to a pod scheduled on a different node"
+    return None
+
+
 def create_token(registry: Registry, issuer: TokenIssuer, namespace: str, name: str, body: Any, *,
                  now: datetime | None = None) -> dict[str, Any]:
     """The answered TokenRequest for `body` (see the module notes)."""
@@ -129,6 +152,13 @@ def create_token(registry: Registry, issuer: TokenIssuer, namespace: str, name: 
     account = registry.get(_resource("serviceaccounts"), namespace, name)
     if account is None:
         raise status.not_found("serviceaccounts", name)
+    node, is_node = node_identity(authn.current_user.get())
+    if is_node:
+        ref = spec.get("boundObjectRef")
+        pod = registry.get(_resource("pods"), namespace, str(ref.get("name") or "")) if isinstance(ref, dict) \
+            and ref.get("kind") == "Pod" else None
+        if (why := node_refusal(node, ref, pod)) is not None:
+            raise forbidden(_resource("serviceaccounts"), name, why)
     audiences = tuple(spec.get("audiences") or issuer.audiences)
     bound = _bound_object(registry, namespace, name, spec["boundObjectRef"]) if spec.get("boundObjectRef") else {}
     moment = now or datetime.now(UTC)

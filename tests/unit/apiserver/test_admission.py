@@ -251,7 +251,8 @@ def test_the_registry_enters_one_ordered_chain_once_per_write(tmp_path):
         assert names == ["NamespaceLifecycle", "ServiceAccount", "PodPriority", "DefaultStorageClass",
                          "MutatingWebhooks"]
         names = [type(p).__name__ for p in registry.admission.validating]
-        assert names == ["StrategyValidation", "OneGlobalDefault", "ValidatingWebhooks", "QuotaAdmission"]
+        assert names == ["StrategyValidation", "NodeRestriction", "OneGlobalDefault", "ValidatingWebhooks",
+                         "QuotaAdmission"]
         seen: list[tuple[str, str, str]] = []
         registry.admission = Chain(
             mutating=[*registry.admission.mutating, Recording("mutating", seen)],

@@ -350,3 +350,23 @@ def test_mirror_pods_are_left_alone_but_may_not_name_an_account():
 
 def test_updates_are_not_touched():
     assert "serviceAccountName" not in admit(Accounts(), pod(), Operation.UPDATE)["spec"]
+
+
+ON_N1 = obj("p", "pod-uid", spec={"nodeName": "n1"})
+POD_REF = {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "pod-uid"}
+
+
+@pytest.mark.parametrize(("ref", "pod", "refusal"), [
+    pytest.param(POD_REF, ON_N1, None, id="its-own-pod"),
+    pytest.param(None, None, "node requested token not bound to a pod", id="unbound"),
+    pytest.param({"kind": "Secret", "apiVersion": "v1", "name": "s"}, None, "node requested token not bound to a pod",
+                 id="bound-to-a-secret"),
+    pytest.param({**POD_REF, "uid": ""}, ON_N1, "node requested token with a pod binding without a uid", id="no-uid"),
+    pytest.param({**POD_REF, "uid": "old"}, ON_N1, "the UID in the bound object reference (old) does not match",
+                 id="recreated"),
+    pytest.param(POD_REF, obj("p", "pod-uid", spec={"nodeName": "n2"}),
+                 "node requested token bound to a pod scheduled on a different node", id="another-nodes-pod"),
+])
+def test_what_a_node_may_ask_a_token_for(ref, pod, refusal):
+    why = tokenrequest.node_refusal("n1", ref, pod)
+    assert why == refusal if refusal is None else why is not None and why.startswith(refusal)

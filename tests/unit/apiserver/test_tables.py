@@ -226,6 +226,22 @@ def test_node_status_and_roles(node, status, roles):
                                                                                   "host": "node-1"}},
                      {"Last Seen": "20s", "Type": "Warning", "Reason": "BackOff", "Object": "pod/web",
                       "Message": "Back-off restarting", "Source": "kubelet, node-1", "Count": 4}, id="event"),
+        pytest.param("rbac.authorization.k8s.io", "roles", {"metadata": {
+            "name": "x", "creationTimestamp": "2024-01-01T00:00:00Z"}}, {"Created At": "2024-01-01T00:00:00Z"},
+                     id="role"),
+        pytest.param("rbac.authorization.k8s.io", "clusterroles", {}, {"Created At": "<unknown>"}, id="clusterrole"),
+        pytest.param("rbac.authorization.k8s.io", "rolebindings", {
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "User", "name": "alice"}, {"kind": "User", "name": "bob"},
+                         {"kind": "Group", "name": "devs"},
+                         {"kind": "ServiceAccount", "name": "ci", "namespace": "build"}]},
+                     {"Role": "ClusterRole/view", "Users": "alice, bob", "Groups": "devs",
+                      "ServiceAccounts": "build/ci"}, id="rolebinding"),
+        pytest.param("rbac.authorization.k8s.io", "clusterrolebindings", {
+            "roleRef": {"kind": "ClusterRole", "name": "cluster-admin"}, "subjects": [
+                {"kind": "Group", "name": "system:masters"}]},
+                     {"Role": "ClusterRole/cluster-admin", "Users": "", "Groups": "system:masters",
+                      "ServiceAccounts": ""}, id="clusterrolebinding"),
     ],
 )
 def test_workload_and_config_columns(group, plural, obj, expected):
