@@ -4,7 +4,10 @@
   forward go to a small pool so a slow upstream never holds up cluster answers. An answer larger than the
   client's UDP size (512, or its EDNS payload size) goes out truncated (TC), and the client retries over TCP.
 - TCP: a thread per connection (socketserver), several length-prefixed queries per connection, closed after
-  10 s idle.
+  10 s idle; at most MAX_TCP_CONNECTIONS at once, a connection past that closed as it is accepted.
+- Forwarded queries in flight (queued or waiting on an upstream) are at most MAX_FORWARDS; one past that is
+  answered REFUSED at once, as CoreDNS's forward plugin does past its `max_concurrent`, instead of queueing
+  without end behind a slow upstream.
 - Forwarding (forward.py) only for clients that are the cluster's — pods (the cluster CIDR), this node's
   addresses, loopback; anyone else reaching the node's port 53 gets REFUSED for other names, so a node
   never becomes an open resolver on its network. Cluster names are answered to everyone, as CoreDNS does.
@@ -42,6 +45,8 @@ from clusterdns.zone import Zone
 log = logging.getLogger(__name__)
 TCP_IDLE_SECONDS = 10.0
 FORWARD_WORKERS = 16
+MAX_TCP_CONNECTIONS = 256
+MAX_FORWARDS = 1000
 
 
 class DNSMetrics:
@@ -76,6 +81,8 @@ class DNSServer:
         self._tcp: socketserver.ThreadingTCPServer | None = None
         self._threads: list[threading.Thread] = []
         self._pool = ThreadPoolExecutor(FORWARD_WORKERS, thread_name_prefix="dns-forward")
+        self._forwards = threading.BoundedSemaphore(MAX_FORWARDS)  # a slot per forwarded query in flight
+        self._connections = threading.BoundedSemaphore(MAX_TCP_CONNECTIONS)
         self._stopped = threading.Event()
         self._children: dict[tuple[int | str, ...], Any] = {}
 
@@ -103,12 +110,19 @@ class DNSServer:
 
         class Handler(socketserver.BaseRequestHandler):
             def handle(self) -> None:
-                outer._serve_tcp(self.request, self.client_address[0])
+                try:
+                    outer._serve_tcp(self.request, self.client_address[0])
+                finally:
+                    outer._connections.release()
 
         class TCPServer(socketserver.ThreadingTCPServer):
             address_family = family
             allow_reuse_address = True
             daemon_threads = True
+
+            def verify_request(self, request: Any, client_address: Any) -> bool:
+                """A connection past MAX_TCP_CONNECTIONS is closed at once (socketserver's refusal)."""
+                return outer._connections.acquire(blocking=False)
 
         for attempt in range(1 if self.port else 20):
             udp = self._udp = socket.socket(family, socket.SOCK_DGRAM)
@@ -177,9 +191,17 @@ class DNSServer:
             response = dns.message.make_response(query)
             response.set_rcode(dns.rcode.REFUSED)
             self._finish(query, response, zone, qtype, started, reply)
+        elif not self._forwards.acquire(blocking=False):
+            response = dns.message.make_response(query)
+            response.set_rcode(dns.rcode.REFUSED)
+            self._finish(query, response, zone, qtype, started, reply)
         else:
             def forward() -> None:
-                self._finish(query, self.forwarder.forward(query, tcp=proto == "tcp"), zone, qtype, started, reply)
+                try:
+                    self._finish(query, self.forwarder.forward(query, tcp=proto == "tcp"), zone, qtype, started,
+                                 reply)
+                finally:
+                    self._forwards.release()
             self._pool.submit(forward)
 
     def _finish(self, query: dns.message.Message, response: dns.message.Message, zone: str, qtype: str,

@@ -25,16 +25,16 @@ certificate from another CA ends the TLS handshake instead of getting a 401. Not
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from nodeagent.reviewcache import ExpiringAnswers
+
 ALLOWED_TTL = 120.0
 DENIED_TTL = 10.0
-MAX_ENTRIES = 4096
 PUBLIC_PATHS = frozenset({"/healthz"})
 
 
@@ -112,24 +112,17 @@ class TokenReviewCache:
         self._review = review
         self._clock = clock
         self._ttl = (allowed_ttl, denied_ttl)
-        self._entries: dict[str, tuple[float, User | None]] = {}  # key → (expires at, user or None)
-        self._lock = threading.Lock()
+        self._answers: ExpiringAnswers[User | None] = ExpiringAnswers()
 
     def authenticate(self, token: str) -> User | None:
         key = hashlib.sha256(token.encode()).hexdigest()
         now = self._clock()
-        with self._lock:
-            cached = self._entries.get(key)
-            if cached is not None and cached[0] > now:
-                return cached[1]
+        found, cached = self._answers.get(key, now)
+        if found:
+            return cached
         try:
             user = user_from_review(self._review(token))
         except Exception:  # noqa: BLE001 - no answer is no authentication; the next request asks again
             return None
-        with self._lock:
-            if len(self._entries) >= MAX_ENTRIES:
-                self._entries = {k: v for k, v in self._entries.items() if v[0] > now}
-                if len(self._entries) >= MAX_ENTRIES:
-                    self._entries.clear()
-            self._entries[key] = (now + self._ttl[0 if user is not None else 1], user)
+        self._answers.put(key, user, now=now, ttl=self._ttl[0 if user is not None else 1])
         return user

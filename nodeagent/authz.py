@@ -20,17 +20,16 @@ resource=…, subresource=…)`, upstream's plain-text bodies.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from nodeagent.authn import User
+from nodeagent.reviewcache import ExpiringAnswers
 
 ALLOWED_TTL = 300.0
 DENIED_TTL = 30.0
-MAX_ENTRIES = 4096
 _METHOD_VERBS = {"POST": "create", "GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 _SUBPATHS = (("/stats", "stats"), ("/metrics", "metrics"), ("/logs", "log"), ("/spec", "spec"))
 _FINE_GRAINED = (("/pods", "pods"), ("/healthz", "healthz"), ("/configz", "configz"))
@@ -92,27 +91,20 @@ class SubjectAccessReviewCache:
         self._node = node
         self._clock = clock
         self._ttl = (allowed_ttl, denied_ttl)
-        self._entries: dict[str, tuple[float, bool]] = {}
-        self._lock = threading.Lock()
+        self._answers: ExpiringAnswers[bool] = ExpiringAnswers()
 
     def allowed(self, user: User, check: Check) -> bool:
-        """Raises ReviewFailed when the API server cannot answer."""
+        """Raises ReviewFailed when the API server cannot answer (nothing is cached then)."""
         spec = review_spec(user, self._node, check)
         key = json.dumps(spec, sort_keys=True)
         now = self._clock()
-        with self._lock:
-            cached = self._entries.get(key)
-            if cached is not None and cached[0] > now:
-                return cached[1]
+        found, cached = self._answers.get(key, now)
+        if found:
+            return bool(cached)
         try:
             answer = self._review(spec)
         except Exception as exc:
             raise ReviewFailed(str(exc)) from exc
         allowed = (answer.get("status") or {}).get("allowed") is True
-        with self._lock:
-            if len(self._entries) >= MAX_ENTRIES:
-                self._entries = {k: v for k, v in self._entries.items() if v[0] > now}
-                if len(self._entries) >= MAX_ENTRIES:
-                    self._entries.clear()
-            self._entries[key] = (now + self._ttl[0 if allowed else 1], allowed)
+        self._answers.put(key, allowed, now=now, ttl=self._ttl[0 if allowed else 1])
         return allowed

@@ -77,6 +77,13 @@ _disable_option = click.option(  # `server` and `up`; the names are checked by _
     help="Comma-separated control-plane parts not to run, by upstream's name (e.g. endpoint, scheduler).")
 
 
+_admission_config_option = click.option(  # `server` and `up`; read by the API server as it starts
+    "--admission-control-config-file", "admission_config_file", default=None, metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="An AdmissionConfiguration (apiserver.config.k8s.io/v1) with the plugins' configuration, e.g. "
+    "PodSecurity's defaults and exemptions (docs/admission.md).")
+
+
 _node_monitor_grace_option = click.option(  # `server` and `up`; checked by _controller_settings
     "--node-monitor-grace-period", default="40s", show_default=True, metavar="DURATION",
     help="How long a node may stop posting status (Lease and Ready heartbeat) before the node lifecycle "
@@ -230,6 +237,7 @@ def _parse_disable(text: str) -> frozenset[str]:
 @click.option("--leader-elect-renew-deadline", default="10s", show_default=True, metavar="DURATION")
 @click.option("--leader-elect-retry-period", default="2s", show_default=True, metavar="DURATION")
 @_scheduler_options
+@_admission_config_option
 @click.option("--service-account-issuer", default="https://kubernetes.default.svc.cluster.local", show_default=True,
               help="The `iss` of service account tokens, also the default audience (docs/service-accounts.md).")
 @click.option("--service-account-signing-key-file", "--service-account-key-file", "service_account_key_file",
@@ -245,8 +253,9 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
            loadbalancer_address_pool: str,
            horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
-           scheduler_bind_address: str, scheduler_port: int, service_account_issuer: str,
-           service_account_key_file: str | None, api_audiences: str, verbose: bool) -> None:
+           scheduler_bind_address: str, scheduler_port: int, admission_config_file: str | None,
+           service_account_issuer: str, service_account_key_file: str | None, api_audiences: str,
+           verbose: bool) -> None:
     """Run the control plane: the API server, the scheduler and the controller manager.
     Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
     import ipaddress
@@ -285,7 +294,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
                           service_account_issuer=service_account_issuer,
                           service_account_key_file=service_account_key_file or "",
                           api_audiences=tuple(a.strip() for a in api_audiences.split(",") if a.strip()),
-                          enable_aggregator_routing=enable_aggregator_routing)
+                          enable_aggregator_routing=enable_aggregator_routing,
+                          admission_config_file=admission_config_file)
 
     def ready(api: object) -> None:
         click.echo(f"slimkube server: API at {api.url}; kubeconfig {api.kubeconfig_path}", err=True)  # type: ignore[attr-defined]
@@ -296,7 +306,7 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
         # (bench/RESULTS.md, API server, 2026-11-27)
         uvloop.run(serve_forever(config, disable=disabled, election=election, settings=settings,
                                  scheduler=scheduler, ready=ready, stopping=sdnotify.stopping))
-    except ValueError as exc:  # a bad --datastore URL
+    except ValueError as exc:  # a bad --datastore URL or admission configuration file
         raise click.UsageError(str(exc)) from None
 
 
@@ -505,6 +515,9 @@ def agent(server: str | None, token: str | None, token_file: str | None, ca_file
 @click.option("--nodes-cidr", default="10.250.0.0/24", show_default=True,
               help="With --nodes: the network joining the node namespaces to this host (this host takes the "
               "first address, node i the i-th).")
+@click.option("--node-subnets", "node_subnets", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="With --nodes: cut the node network into K subnets joined by a router namespace (no L2 "
+              "between them, as hosts in different networks); node i goes on subnet (i-1) mod K.")
 @_node_cidr_mask_size_option
 @_disable_option
 @_node_monitor_grace_option
@@ -513,13 +526,15 @@ def agent(server: str | None, token: str | None, token_file: str | None, ca_file
 @_loadbalancer_pool_option
 @_hpa_sync_option
 @_scheduler_options
+@_admission_config_option
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
-       kubelet_port: int | None, node_count: int, nodes_cidr: str, node_cidr_mask_size: int, disable: str,
-       node_monitor_grace_period: str,
+       kubelet_port: int | None, node_count: int, nodes_cidr: str, node_subnets: int, node_cidr_mask_size: int,
+       disable: str, node_monitor_grace_period: str,
        resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
        horizontal_pod_autoscaler_sync_period: str, scheduler_config: str | None, scheduler_bind_address: str,
-       scheduler_port: int, config_file: str | None, node_name: str | None, pod_cidr: str | None,
+       scheduler_port: int, admission_config_file: str | None, config_file: str | None, node_name: str | None,
+       pod_cidr: str | None,
        node_ip: str | None, pod_network: str | None, network_plugin: str | None, cni_conf_dir: str | None,
        cni_bin_dir: str | None, cluster_dns: str | None, cluster_domain: str | None,
        serve_dns: bool, verbose: bool) -> None:
@@ -549,11 +564,13 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     scheduler = _scheduler_settings(scheduler_config, scheduler_bind_address, scheduler_port)
     flags = UpFlags(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
                     service_cidr=service_cidr, cluster_cidr=cluster_cidr, kubelet_port=kubelet_port,
-                    node_count=node_count, nodes_cidr=nodes_cidr, disable=disable, config_file=config_file,
+                    node_count=node_count, nodes_cidr=nodes_cidr, node_subnets=node_subnets, disable=disable,
+                    config_file=config_file,
                     node_name=node_name, pod_cidr=pod_cidr, node_ip=node_ip, pod_network=pod_network,
                     network_plugin=network_plugin, cni_conf_dir=cni_conf_dir, cni_bin_dir=cni_bin_dir,
                     cluster_dns=cluster_dns,
-                    cluster_domain=cluster_domain, serve_dns=serve_dns)
+                    cluster_domain=cluster_domain, serve_dns=serve_dns,
+                    admission_config_file=admission_config_file)
     try:
         plan = plan_up(flags, gather_facts(flags))
     except UpPlanError as exc:
@@ -597,7 +614,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
                    settings=settings, scheduler=scheduler)
     except (LockHeld, NodeError) as exc:
         raise click.ClickException(str(exc)) from None
-    except ValueError as exc:  # a bad --datastore URL
+    except ValueError as exc:  # a bad --datastore URL or admission configuration file
         raise click.UsageError(str(exc)) from None
 
 

@@ -103,11 +103,14 @@ def start_network(data_dir: str, plan: nodes.NodesPlan, *, say: Say) -> None:
 
     save_plan(data_dir, plan)  # first: `down` must find what a failed start left
     say(f"[up] node network {plan.nodes_cidr} on bridge {plan.bridge} (this host {plan.host_ip})")
+    if plan.router is not None:
+        say(f"[up] router namespace {plan.router.netns} ({plan.router.address}) joins subnets "
+            f"{', '.join(s.cidr for s in plan.router.subnets)} to bridge {plan.bridge}: no L2 between them")
     nodenet.wire(plan, ensure_bridge=ensure_bridge)
     noderules.apply(detect(), noderules.NodeRulesConfig(bridge=plan.bridge, nodes_cidr=plan.nodes_cidr,
                                                         uplink=nodenet.default_route_device()))
     for node in plan.nodes:
-        say(f"[node {node.name}] namespace {node.netns}: {node.node_ip}")
+        say(f"[node {node.name}] namespace {node.netns}: {node.node_ip}/{node.prefixlen} via {node.gateway}")
 
 
 def node_group(data_dir: str, plan: nodes.NodesPlan, join: Join, *, say: Say) -> NodeGroup:
@@ -138,8 +141,9 @@ def down_nodes(data_dir: str, *, say: Say, python: str = sys.executable) -> list
         noderules.remove(detect())
     except Exception as exc:  # noqa: BLE001 - report it with the rest
         errors.append(f"node network rules: {exc}")
-    say(f"[down] removed the namespaces of {', '.join(n.name for n in plan.nodes) or 'no nodes'}, their veths "
-        f"and bridge {plan.bridge}")
+    router = f", router namespace {plan.router.netns}" if plan.router else ""
+    say(f"[down] removed the namespaces of {', '.join(n.name for n in plan.nodes) or 'no nodes'}{router}, their "
+        f"veths and bridge {plan.bridge}")
     if not errors:
         os.unlink(plan_path(data_dir))
     return errors

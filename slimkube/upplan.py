@@ -8,9 +8,11 @@ components are switched off. Deriving it:
 2. the kubelet's settings: its config file (`--config`, else DATA_DIR/kubelet.yaml when present), then the
    flags given; no clusterDNS from either means the service CIDR's tenth address, where kube-dns goes;
    no podCIDR: the node IPAM controller gives each Node one (the kubelets wait for it);
-3. with `--nodes N`: the node network plan, which node 1's InternalIP joins unless one is configured, and
-   which needs the API server reachable from the node namespaces (`--bind-address` 0.0.0.0 or the host's
-   node bridge address, which the server then advertises);
+3. with `--nodes N`: the node network plan (over `--node-subnets` routed subnets), which node 1's
+   InternalIP joins unless one is configured, and which needs the API server reachable from the node
+   namespaces (`--bind-address` 0.0.0.0 or the host's node bridge address, which the server then
+   advertises); host-gw over several subnets is allowed (its agents refuse the nodes they cannot reach
+   directly, which is what such a cluster is for testing) with a note saying so;
 4. the kubelet listens where the API server will dial it, its InternalIP, unless configured on a wildcard;
 5. the kube-proxy: DATA_DIR/kube-proxy.yaml when present, with the kubelet's node name and cluster CIDR.
 A value the plan cannot be built from raises `UpPlanError`, a usage error, before anything is started.
@@ -66,6 +68,7 @@ class UpFlags:
     kubelet_port: int | None = None
     node_count: int = 1
     nodes_cidr: str = nodes.DEFAULT_NODES_CIDR
+    node_subnets: int = 1
     disable: str = ""
     config_file: str | None = None
     node_name: str | None = None
@@ -78,6 +81,7 @@ class UpFlags:
     cluster_dns: str | None = None
     cluster_domain: str | None = None
     serve_dns: bool = True
+    admission_config_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,10 @@ def plan_up(flags: UpFlags, facts: HostFacts) -> UpPlan:
         kubelet = dataclasses.replace(kubelet, node_ip=node_plan.host_ip)
     internal_ip = kubelet.node_ip or facts.default_ip  # what the kubelet will report (nodeagent/parts.py)
     notes: list[str] = []
+    if node_plan is not None and node_plan.router is not None and kubelet.pod_network == "host-gw":
+        notes.append(f"[up] --pod-network host-gw with --node-subnets {flags.node_subnets}: host-gw needs the nodes "
+                     f"on one L2 subnet, so nodes on different subnets get no routes to each other's pods (their "
+                     f"agents log the refusal); use --pod-network vxlan")
     if (listen := nodes.kubelet_listen_address(kubelet.address, internal_ip)) != kubelet.address:
         notes.append(f"[up] kubelet address {kubelet.address} is not the node's InternalIP {internal_ip}, which "
                      f"the API server dials: listening on {listen}")
@@ -168,7 +176,8 @@ def plan_up(flags: UpFlags, facts: HostFacts) -> UpPlan:
                           datastore=flags.datastore, service_cidr=flags.service_cidr,
                           cluster_cidr=kubelet.cluster_cidr,
                           advertise_address=node_plan.host_ip if node_plan is not None else None,
-                          enable_aggregator_routing=False)  # this host runs kube-proxy: ClusterIPs answer
+                          enable_aggregator_routing=False,  # this host runs kube-proxy: ClusterIPs answer
+                          admission_config_file=flags.admission_config_file)
     try:
         proxy = proxy_config.validate(with_overrides(
             proxy_config.from_document(facts.proxy_document, ProxyConfig())
@@ -201,10 +210,13 @@ def _kubelet(flags: UpFlags, facts: HostFacts) -> KubeletConfig:
 def _nodes(flags: UpFlags, kubelet: KubeletConfig) -> nodes.NodesPlan | None:
     """Step 3: the address plan of nodes 2..N (slimkube/nodes.py), None for one node."""
     if flags.node_count == 1:
+        if flags.node_subnets != 1:
+            raise UpPlanError("--node-subnets needs --nodes N (N >= the number of subnets)", flag="--node-subnets")
         return None
     try:
         result = nodes.plan(flags.node_count, first_name=kubelet.node_name,
-                            cluster_cidr=kubelet.cluster_cidr, data_dir=flags.data_dir, nodes_cidr=flags.nodes_cidr)
+                            cluster_cidr=kubelet.cluster_cidr, data_dir=flags.data_dir, nodes_cidr=flags.nodes_cidr,
+                            subnets=flags.node_subnets)
     except nodes.PlanError as exc:
         raise UpPlanError(str(exc)) from None
     if flags.bind_address not in ("0.0.0.0", result.host_ip):

@@ -327,6 +327,23 @@ def _persistent_volume_claim(obj: dict[str, Any]) -> None:
         _default(status, "phase", "Pending")
 
 
+def _limit_range(obj: dict[str, Any]) -> None:
+    """Upstream SetDefaults_LimitRangeItem, for Container items: the default limit is the max where unset,
+    the default request the default limit, else the min."""
+    for item in _dicts(_dict(obj, "spec"), "limits"):
+        if item.get("type") != "Container":
+            continue
+        default, request = dict(item.get("default") or {}), dict(item.get("defaultRequest") or {})
+        for source, target in (("max", default), ("default", request), ("min", request)):
+            values = default if source == "default" else item.get(source) or {}
+            if isinstance(values, dict):
+                for key, value in values.items():
+                    target.setdefault(key, value)
+        for key, value in (("default", default), ("defaultRequest", request)):
+            if value:
+                item[key] = value
+
+
 def _storage_class(obj: dict[str, Any]) -> None:
     """Upstream storage/v1 SetDefaults_StorageClass."""
     _default(obj, "reclaimPolicy", "Delete")
@@ -390,6 +407,29 @@ def _webhook_configuration(obj: dict[str, Any], *, mutating: bool) -> None:
             _default(service, "port", 443)
 
 
+def _match_resources(match: dict[str, Any] | None) -> None:
+    """Upstream admissionregistration/v1 SetDefaults_MatchResources and SetDefaults_NamedRuleWithOperations."""
+    if match is None:
+        return
+    _default(match, "matchPolicy", "Equivalent")
+    _default(match, "namespaceSelector", {})
+    _default(match, "objectSelector", {})
+    for key in ("resourceRules", "excludeResourceRules"):
+        for rule in _dicts(match, key):
+            _default(rule, "scope", "*")
+
+
+def _validating_admission_policy(obj: dict[str, Any]) -> None:
+    """Upstream SetDefaults_ValidatingAdmissionPolicySpec: failurePolicy Fail, the match defaults."""
+    if (spec := _dict(obj, "spec")) is not None:
+        _default(spec, "failurePolicy", "Fail")
+        _match_resources(_dict(spec, "matchConstraints"))
+
+
+def _validating_admission_policy_binding(obj: dict[str, Any]) -> None:
+    _match_resources(_dict(_dict(obj, "spec"), "matchResources"))
+
+
 def _api_service(obj: dict[str, Any]) -> None:
     """Upstream apiregistration/v1 SetDefaults_ServiceReference: port 443."""
     if (service := _dict(_dict(obj, "spec"), "service")) is not None:
@@ -414,6 +454,7 @@ _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "horizontalpodautoscalers": default_hpa,
     "persistentvolumes": _persistent_volume,
     "persistentvolumeclaims": _persistent_volume_claim,
+    "limitranges": _limit_range,
     "storageclasses": _storage_class,
     "ingressclasses": _ingress_class,
     "networkpolicies": _network_policy,
@@ -421,6 +462,8 @@ _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "certificatesigningrequests": _certificate_signing_request,
     "validatingwebhookconfigurations": lambda obj: _webhook_configuration(obj, mutating=False),
     "mutatingwebhookconfigurations": lambda obj: _webhook_configuration(obj, mutating=True),
+    "validatingadmissionpolicies": _validating_admission_policy,
+    "validatingadmissionpolicybindings": _validating_admission_policy_binding,
     "apiservices": _api_service,
 }
 

@@ -57,7 +57,11 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from control.apiserver import resources as resources_table
-from control.apiserver import status
+from control.apiserver import status, warning
+from control.apiserver.admission import config as admission_config
+from control.apiserver.aggregator.backends import group_list_entries
+from control.apiserver.aggregator.certs import FrontProxyCerts, authentication_config, ensure_front_proxy_certs
+from control.apiserver.aggregator.proxy import Aggregator
 from control.apiserver.authentication import certs, kubeletcerts, x509
 from control.apiserver.authentication import serviceaccounts as sa_authn
 from control.apiserver.authentication import tokens as authn
@@ -84,6 +88,7 @@ from control.apiserver.registry.allocators import kubernetes_service_ip
 from control.apiserver.registry.metricsapi import MetricsAPI
 from control.apiserver.registry.store import Registry
 from control.apiserver.registry.tokenrequest import TokenIssuer, create_token
+from control.apiserver.resources import by_path
 from control.apiserver.status import APIError
 from control.apiserver.storage.watchcache import Subscription, WatchCache
 from control.apiserver.streaming.kubeletclient import KubeletClient
@@ -121,6 +126,7 @@ class ServerConfig:
     disable_admission_plugins: tuple[str, ...] = ()  # upstream --disable-admission-plugins, by plugin name
     # webhooks and aggregated APIs to a Service's endpoints, not its ClusterIP (no kube-proxy on this host)
     enable_aggregator_routing: bool = True
+    admission_config_file: str | None = None  # an AdmissionConfiguration (admission/config.py)
 
 
 def _read_or_create_secret(path: str) -> str:
@@ -226,6 +232,17 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _status_response(status.internal_error(type(exc).__name__))
 
 
+async def _cancel(task: asyncio.Task[None] | None) -> None:
+    """Cancel a background task of the server and wait until it has ended."""
+    if task is None:
+        return
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+
+
 class APIServer:
     """One API server; `await start()`, then `url`; `await stop()` to end it."""
 
@@ -262,6 +279,8 @@ class APIServer:
         self._endpoints_task: asyncio.Task[None] | None = None
         self._crds: CRDController | None = None
         self._crd_task: asyncio.Task[None] | None = None
+        self.aggregator: Aggregator | None = None  # proxying to aggregated APIs (aggregator/), with TLS only
+        self._aggregator_task: asyncio.Task[None] | None = None
         self.authorizer: Chain | None = None  # system:masters, the node authorizers, RBAC (authorization/)
         self._authorizer_views_task: asyncio.Task[None] | None = None
         # `kubectl get cs`: the store's check is this server's own; the composition root adds the others
@@ -308,6 +327,7 @@ class APIServer:
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
                                  node_port_range=self.config.node_port_range,
                                  endpoint_routing=self.config.enable_aggregator_routing,
+                                 admission_config=admission_config.load(self.config.admission_config_file),
                                  disabled_admission=self.config.disable_admission_plugins)
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
         await asyncio.to_thread(reconcile_policy, self.registry)
@@ -335,6 +355,11 @@ class APIServer:
             await asyncio.to_thread(certs.ensure_kubelet_client_cert, self.certs)
             ssl_context = x509.client_context(self.certs.ssl_context(), self.certs.ca_path)
             await asyncio.to_thread(self._write_join_token, self.certs.ca_pem())
+            front_proxy = await asyncio.to_thread(ensure_front_proxy_certs, self.config.data_dir)
+            await asyncio.to_thread(self._publish_authentication_config, front_proxy)
+            self.aggregator = Aggregator(self.registry, front_proxy,
+                                         endpoint_routing=self.config.enable_aggregator_routing)
+            self._aggregator_task = asyncio.create_task(self.aggregator.run())
         app = self._app()
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -353,6 +378,20 @@ class APIServer:
         await asyncio.to_thread(self._reconcile_endpoints)
         self._endpoints_task = asyncio.create_task(self._keep_endpoints())
         log.info("API server listening on %s (kubeconfig %s)", self.url, self.kubeconfig_path)
+
+    def _publish_authentication_config(self, front_proxy: FrontProxyCerts) -> None:
+        """kube-system/extension-apiserver-authentication: what aggregated API servers trust (the front
+        proxy's CA and header names, the cluster CA), created or brought up to date."""
+        assert self.registry is not None and self.certs is not None
+        configmaps = by_path("", "v1", "configmaps")
+        assert configmaps is not None
+        wanted = authentication_config(front_proxy, self.certs.ca_pem().decode())
+        current = self.registry.get(configmaps, "kube-system", wanted["metadata"]["name"])
+        if current is None:
+            self.registry.create(configmaps, "kube-system", wanted)
+        elif current.get("data") != wanted["data"]:
+            self.registry.update(configmaps, "kube-system", wanted["metadata"]["name"],
+                                 {**current, "data": wanted["data"]})
 
     def _reconcile_endpoints(self) -> None:
         assert self.registry is not None and self.advertise_address is not None
@@ -392,30 +431,20 @@ class APIServer:
 
     async def stop(self) -> None:
         self._stopping = True  # readyz's shutdown check fails from here on
-        if self._authorizer_views_task is not None:
-            self._authorizer_views_task.cancel()
-            try:
-                await self._authorizer_views_task
-            except asyncio.CancelledError:
-                pass
-            self._authorizer_views_task = None
-        if self._crd_task is not None:
-            self._crd_task.cancel()
-            try:
-                await self._crd_task
-            except asyncio.CancelledError:
-                pass
-            self._crd_task = None
+        await _cancel(self._aggregator_task)
+        self._aggregator_task = None
+        if self.aggregator is not None:
+            await self.aggregator.close()
+            self.aggregator = None
+        await _cancel(self._authorizer_views_task)
+        self._authorizer_views_task = None
+        await _cancel(self._crd_task)
+        self._crd_task = None
         if self._crds is not None:
             self._crds.stop()
             self._crds = None
-        if self._endpoints_task is not None:
-            self._endpoints_task.cancel()
-            try:
-                await self._endpoints_task
-            except asyncio.CancelledError:
-                pass
-            self._endpoints_task = None
+        await _cancel(self._endpoints_task)
+        self._endpoints_task = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -489,8 +518,10 @@ class APIServer:
     def _app(self) -> web.Application:
         assert self.registry is not None and self._cache is not None and self.authorizer is not None
         authorization = authz_filter.AuthorizationFilter(self.authorizer)
+        aggregation = [self.aggregator.middleware] if self.aggregator is not None else []
         app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, authorization.middleware,
-                                           self._limit_inflight, fieldvalidation.middleware(self.openapi)],
+                                           self._limit_inflight, warning.middleware, *aggregation,
+                                           fieldvalidation.middleware(self.openapi)],
                               client_max_size=4 * 1024 * 1024)
         OpenStreams(is_long_running).install(app)  # the runner's cleanup ends them without its shutdown wait
         kubelet = KubeletClient(ca_file=self.certs.ca_path if self.certs else None,
@@ -513,10 +544,16 @@ class APIServer:
             return json_response(discovery.api_versions(request.host))
 
         async def get_apis(request: web.Request) -> web.Response:
+            local = {r.group for r in served.served()}
             if (aggregated := aggregated_discovery.negotiate(request.headers.get("Accept"))) is not None:
-                return _aggregated(aggregated_discovery.discovery_list(served, core=False,
-                                                                       version=aggregated), aggregated)
-            return json_response(discovery.api_group_list(served))
+                document = aggregated_discovery.discovery_list(served, core=False, version=aggregated)
+                if self.aggregator is not None:
+                    document["items"] += self.aggregator.aggregated_groups(local)
+                return _aggregated(document, aggregated)
+            groups = discovery.api_group_list(served)
+            if self.aggregator is not None:
+                groups["groups"] += group_list_entries(self.aggregator.available_backends(), local)
+            return json_response(groups)
 
         async def get_core(request: web.Request) -> web.Response:
             return await self._resource_list("", "v1")

@@ -121,7 +121,12 @@ def gone(message: str) -> APIError:
 
 
 def too_large(limit: int) -> APIError:
-    return APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
+    return entity_too_large(f"limit is {limit}")
+
+
+def entity_too_large(why: str) -> APIError:
+    """upstream NewRequestEntityTooLargeError: 413 `Request entity too large: <why>`."""
+    return APIError(413, "RequestEntityTooLarge", f"Request entity too large: {why}")
 
 
 def unsupported_media_type(content_type: str) -> APIError:

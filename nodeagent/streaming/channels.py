@@ -21,6 +21,9 @@ Status, and the API server passes every protocol through.
 Docker multiplexes a non-TTY exec or attach stream as frames of an 8-byte header — stream type (1
 stdout, 2 stderr), three zero bytes, payload length big-endian u32 — followed by the payload; `Demuxer`
 cuts a byte stream at arbitrary points into (channel, data) pairs.
+
+A client's WebSocket message is at most MAX_MESSAGE_BYTES (upstream's x/net/websocket
+DefaultMaxPayloadBytes); a larger one closes the connection with 1009 Message Too Big.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ V1 = "channel.k8s.io"
 
 STDIN, STDOUT, STDERR, ERROR, RESIZE = 0, 1, 2, 3, 4
 CLOSE = 255  # v5: [255, channel] says the client closed that channel (stdin EOF)
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024  # upstream's x/net/websocket DefaultMaxPayloadBytes
 
 
 def encode(channel: int, data: bytes) -> bytes:

@@ -82,7 +82,7 @@ async def serve(request: web.Request, *, open_port: Opener) -> web.StreamRespons
         ports = parse_ports([*request.query.getall("ports", []), *request.query.getall("port", [])])
     except ValueError as exc:
         raise web.HTTPBadRequest(text=str(exc)) from None
-    ws = web.WebSocketResponse(protocols=PROTOCOLS, max_msg_size=0, timeout=CLOSE_TIMEOUT)
+    ws = web.WebSocketResponse(protocols=PROTOCOLS, max_msg_size=ch.MAX_MESSAGE_BYTES, timeout=CLOSE_TIMEOUT)
     if not ws.can_prepare(request).ok:
         raise web.HTTPBadRequest(text="Upgrade request required (WebSocket with v4.channel.k8s.io)")
     await ws.prepare(request)

@@ -85,7 +85,7 @@ async def serve(request: web.Request, *, runtime: StreamingRuntime,
     if protocol is None:
         raise web.HTTPBadRequest(text=f"requested protocol(s) are not supported: {offered}; supports "
                                       f"{list(ch.NAMES)}")
-    ws = web.WebSocketResponse(protocols=(protocol.name,) if protocol.name else (), max_msg_size=0,
+    ws = web.WebSocketResponse(protocols=(protocol.name,) if protocol.name else (), max_msg_size=ch.MAX_MESSAGE_BYTES,
                                timeout=CLOSE_TIMEOUT)
     await ws.prepare(request)
     session = Session(ws, options, protocol)

@@ -23,11 +23,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from control.client.rest import RESTClient
-from tests.e2e.test_multinode import NODES, cli, prepare_cluster
+from tests.e2e.test_multinode import NODES, cli, prepare_cluster, start_up
 from tests.e2e.test_up_down import UpProcess
-from tests.support.apiserver import free_port
 from tests.support.polling import wait_for
-from tests.support.safety_net import service_cidr_net
 
 GRACE_SECONDS = 10
 HPA_SYNC_SECONDS = 3
@@ -52,17 +50,9 @@ def workload_cluster(root, docker_api, images, iptables, tmp_path_factory: pytes
     with ExitStack() as stack:
         stack.callback(lambda: [action() for action in reversed(actions)])
         prepared = prepare_cluster(tmp_path_factory.mktemp("shared") / "up", run_id, docker_api, actions.append)
-        up = UpProcess(prepared["data_dir"], free_port(), "--nodes", str(NODES), "--nodes-cidr",
-                       prepared["nodes_cidr"], "--service-cidr", prepared["service_cidr"],
-                       "--node-monitor-grace-period", f"{GRACE_SECONDS}s",
-                       "--horizontal-pod-autoscaler-sync-period", f"{HPA_SYNC_SECONDS}s", bind_address="0.0.0.0")
-        actions.append(up.kill)
-        kubeconfig = up.wait_for("[up] kubeconfig: ").split(": ", 1)[1]
-        up.wait_for("[up] ready: ")
-        bridge = f"sktestsvc{run_id[:6]}"
-        stack.enter_context(service_cidr_net(prepared["service_cidr"], bridge))
-        for node in prepared["names"][1:]:
-            stack.enter_context(service_cidr_net(prepared["service_cidr"], bridge, netns=node))
+        up, kubeconfig = start_up(prepared, stack, actions.append,
+                                  "--node-monitor-grace-period", f"{GRACE_SECONDS}s",
+                                  "--horizontal-pod-autoscaler-sync-period", f"{HPA_SYNC_SECONDS}s")
         client = stack.enter_context(RESTClient.from_kubeconfig(kubeconfig))
         wait_for(lambda: len(client.get("/api/v1/nodes")["items"]) == NODES, 60, f"{NODES} nodes registered")
         yield RunningCluster(kubeconfig=kubeconfig, names=prepared["names"], service_cidr=prepared["service_cidr"],

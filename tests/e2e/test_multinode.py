@@ -13,7 +13,8 @@ on every node; `node stop` of node 2 → its Lease expires and, `up` running wit
 `--node-monitor-grace-period`, the node lifecycle controller sets it Ready=Unknown with the unreachable
 NoExecute taint, while its pod keeps running and is not evicted (the API server's default toleration is
 300 s); `node start` → Ready again without the taints, its pod adopted (same container, restartCount
-unchanged); Ctrl-C, then `down` leaves no namespace, link, chain or container.
+unchanged); each pod's hostPort answers on its node's address; Ctrl-C, then `down` leaves no namespace,
+link, chain (portmap's CNI-* included), container or CNI attachment.
 Safety: every address traffic goes to was made by `up` or this test (pod IPs, node IPs on the node
 network, the outside namespace, the service CIDR); before any packet to a service IP the test's service
 CIDR is routed to an empty bridge in the host's namespace and in each node's (tests/support/safety_net.py).
@@ -24,6 +25,7 @@ host's routes; node 1's VXLAN device has the test's own name and sits on the tes
 from __future__ import annotations
 
 import ipaddress
+import random
 import shutil
 import subprocess
 import sys
@@ -101,12 +103,12 @@ def remote_addr(text: str) -> str:
     return text.strip().strip("[]").removeprefix("::ffff:")
 
 
-def web_pod(name: str, node: str) -> dict:
+def web_pod(name: str, node: str, host_port: int | None = None) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "sktest-web", "pod": name}},
             "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [{
                 "name": "app", "image": "slimkube/busybox:1", "imagePullPolicy": "Never",
                 "command": ["sh", "-c", WEB_SCRIPT],
-                "ports": [{"containerPort": 8080}]}]}}
+                "ports": [{"containerPort": 8080, **({"hostPort": host_port} if host_port else {})}]}]}}
 
 
 @dataclass(frozen=True)
@@ -193,10 +195,10 @@ def prepare_cluster(data_dir: Path, run_id: str, docker_api,
         for node in names:
             for cid in node_containers(docker_api, node):
                 docker_api.remove_container(cid, force=True, v=True)
-        for node in names[1:]:
-            subprocess.run(["ip", "netns", "del", node], capture_output=True)
-        for link in [f"{HOST_VETH_PREFIX}{i}" for i in range(2, NODES + 1)] + [BRIDGE, settings["podBridge"],
-                                                                                settings["vxlanDevice"]]:
+        for netns in names[1:] + [f"{name}-router"]:  # the router of `--node-subnets`, if made
+            subprocess.run(["ip", "netns", "del", netns], capture_output=True)
+        for link in [f"{HOST_VETH_PREFIX}{i}" for i in [*range(2, NODES + 1), "r"]] + [
+                BRIDGE, settings["podBridge"], settings["vxlanDevice"]]:
             delete_link(link)
         rules.remove(detect(), pod_rules)
         remove_shared_chains(detect())  # the portmap plugin's, in CNI mode
@@ -207,6 +209,23 @@ def prepare_cluster(data_dir: Path, run_id: str, docker_api,
     return {"data_dir": str(data_dir), "names": names, "nodes_cidr": f"10.250.{nodes_net}.0/24",
             "service_cidr": free_service_cidr(), "run_id": run_id, "cluster_cidr": settings["clusterCIDR"],
             "vxlan_device": settings["vxlanDevice"]}
+
+
+def start_up(prepared: dict, stack: ExitStack, register: Callable[[Callable[[], object]], object],
+             *flags: str) -> tuple[UpProcess, str]:
+    """`up --nodes 3` on a prepare_cluster data dir with its node network, service CIDR and `flags`, until
+    `[up] ready`; then the safety net in this host's namespace and every node's, left when `stack` closes.
+    `up`'s kill goes to `register`. Returns the process and its kubeconfig."""
+    up = UpProcess(prepared["data_dir"], free_port(), "--nodes", str(NODES), "--nodes-cidr", prepared["nodes_cidr"],
+                   "--service-cidr", prepared["service_cidr"], *flags, bind_address="0.0.0.0")
+    register(up.kill)
+    kubeconfig = up.wait_for("[up] kubeconfig: ").split(": ", 1)[1]
+    up.wait_for("[up] ready: ")
+    bridge = f"sktestsvc{prepared['run_id'][:6]}"
+    stack.enter_context(service_cidr_net(prepared["service_cidr"], bridge))
+    for node in prepared["names"][1:]:
+        stack.enter_context(service_cidr_net(prepared["service_cidr"], bridge, netns=node))
+    return up, kubeconfig
 
 
 @pytest.fixture
@@ -252,8 +271,9 @@ def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: d
             nets.enter_context(service_cidr_net(cluster["service_cidr"], f"sktestsvc{run_id[:6]}", netns=node))
 
         pods = {f"web-{i + 1}": node for i, node in enumerate(names)}
+        host_port = random.randrange(20000, 29000)  # below the NodePort range
         for pod, node in pods.items():
-            client.create("/api/v1/namespaces/default/pods", web_pod(pod, node))
+            client.create("/api/v1/namespaces/default/pods", web_pod(pod, node, host_port))
         running = {pod: wait_running(client, f"/api/v1/namespaces/default/pods/{pod}") for pod in pods}
         ips = {pod: p["status"]["podIP"] for pod, p in running.items()}
         for pod, node in pods.items():  # each pod has an address from its own node's pod CIDR
@@ -294,6 +314,10 @@ def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: d
         for node, address in addresses.items():  # NodePort on every node's address
             wait_for(lambda a=address: host_fetch(f"http://{a}:{node_port}/") == "web-3", 20,
                      f"NodePort {node_port} on {node} ({address})")
+
+        for pod, node in pods.items():  # each pod's hostPort on its node's address (CNI mode: portmap)
+            wait_for(lambda a=addresses[node], p=pod: host_fetch(f"http://{a}:{host_port}/") == p, 20,
+                     f"hostPort {host_port} on {node} ({addresses[node]})")
 
         api_ip = str(next(ipaddress.ip_network(cluster["service_cidr"]).hosts()))
         for source in pods:  # the `kubernetes` Service from a pod on every node (TLS handshake: nc connects)
@@ -345,3 +369,6 @@ def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: d
     assert not iptables.has_chain("filter", f"KUBE-SKTEST-{run_id}-FWD")
     assert not iptables.has_chain("nat", "KUBE-SERVICES")
     assert not iptables.has_chain("filter", "KUBE-NODES-FORWARD") and not iptables.has_chain("nat", "KUBE-NODES-EGRESS")
+    assert not [line for line in iptables.save("nat").splitlines() if line.startswith((":CNI-", ":KUBE-HP"))]
+    for node_dir in [Path(data_dir)] + [Path(data_dir, "nodes", node) for node in names[1:]]:
+        assert not (node_dir / "kubelet" / "cni").exists()  # CNI mode: every attachment DELeted, store gone

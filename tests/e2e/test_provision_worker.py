@@ -14,7 +14,8 @@ after) — each inside a network namespace on the node bridge, made with slimkub
 its own nodes'. The node must get a pod CIDR of its own from the node IPAM controller (the Vagrantfile passes none),
 become Ready with the address the Vagrantfile gave it, its proxy sync the `kubernetes` Service into its
 namespace, a DaemonSet made before it joined get a pod running on it, and a pod bound to it serve from its
-pod CIDR to node 1 through the agents' VXLAN backend (node 1's device on the node bridge, named by the test).
+pod CIDR to node 1 and to node 1's pod (seeing that pod's own address) through the agents' VXLAN
+backend (node 1's device on the node bridge, named by the test).
 
 What a VM has of its own and a namespace on this host has not: a host name (each daemon gets a UTS
 namespace named after the worker) and /var/lib (each gets a tmpfs there, in the mount namespace `ip netns
@@ -47,7 +48,7 @@ from nodeagent.network import rules
 from proxy.app import run_cleanup
 from slimkube import multinode, nodenet, nodes
 from tests.e2e.test_daemonset import daemonset, running_pods
-from tests.e2e.test_multinode import cli, host_fetch, web_pod
+from tests.e2e.test_multinode import cli, fetch, host_fetch, remote_addr, web_pod
 from tests.e2e.test_up_down import ROOT, UpProcess, node_containers, wait_running, write_up_config
 from tests.support.apiserver import free_port
 from tests.support.hostnet import free_block
@@ -225,6 +226,13 @@ def test_worker_provisioned_as_the_vagrantfile_does_joins_up_nodes_2(root, docke
         # node 1 (this host) reaches the worker's pod through the agents' VXLAN backend, as a pod of node 1 does
         wait_for(lambda: host_fetch(f"http://{pod['status']['podIP']}:8080/") == "web-worker", 20,
                  "the worker's pod from node 1")
+        # and node 1's pod reaches it too, the worker's pod seeing that pod's own address (no NAT between pods)
+        (near,) = [p for p in running_pods(client, "default", "everywhere") if p["spec"]["nodeName"] == names[0]]
+        near_name = near["metadata"]["name"]
+        wait_for(lambda: fetch(docker_api, near_name, f"http://{pod['status']['podIP']}:8080/") == "web-worker", 20,
+                 "the worker's pod from node 1's pod")
+        seen = remote_addr(fetch(docker_api, near_name, f"http://{pod['status']['podIP']}:8080/cgi-bin/ip"))
+        assert seen == near["status"]["podIP"], seen
 
     proxy.stop()
     agent.stop()

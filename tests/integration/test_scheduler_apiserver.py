@@ -22,11 +22,11 @@ from tests.support.polling import wait_until
 
 def _node(client: RESTClient, name: str, *, cpu: str = "2") -> None:
     client.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
-    node = client.get(f"/api/v1/nodes/{name}")
     allocatable = {"cpu": cpu, "memory": "4Gi", "pods": "110"}
-    node["status"] = {"allocatable": allocatable, "capacity": allocatable,
-                      "conditions": [{"type": "Ready", "status": "True"}]}
-    client.update(f"/api/v1/nodes/{name}/status", node)
+    client.patch(f"/api/v1/nodes/{name}/status", {"status": {
+        "allocatable": allocatable, "capacity": allocatable, "conditions": [{"type": "Ready", "status": "True"}]}})
+    # a new Node is tainted not-ready (TaintNodesByCondition) until the node lifecycle controller sees it Ready
+    wait_until(lambda: not client.get(f"/api/v1/nodes/{name}")["spec"].get("taints"), 20)
 
 
 def _pod(client: RESTClient, ns: str, name: str, *, cpu: str = "100m", **spec: Any) -> dict[str, Any]:

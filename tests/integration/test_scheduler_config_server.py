@@ -59,6 +59,13 @@ def scheduled_event(client: RESTClient, ns: str, name: str) -> dict | None:
     return next((event for event in events if event.get("reason") == "Scheduled"), None)
 
 
+def create_schedulable_node(client: RESTClient, name: str) -> None:
+    """A Node without the not-ready taint every new Node gets (TaintNodesByCondition): removing it is the
+    node lifecycle controller's job, and it does not run here."""
+    client.create("/api/v1/nodes", node_object(name))
+    client.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": None}})
+
+
 def metric_lines(port: int) -> list[str]:
     return requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text.splitlines()
 
@@ -92,7 +99,7 @@ def test_a_pod_of_the_second_profile_is_scheduled_by_it_and_the_scheduler_report
     client, port = server
     ns = new_namespace(client)
     for name in ("n1", "n2"):
-        client.create("/api/v1/nodes", node_object(f"{name}-{ns}"))
+        create_schedulable_node(client, f"{name}-{ns}")
     for i in range(3):
         client.create(f"/api/v1/namespaces/{ns}/pods",
                       make_pod(f"packed{i}", namespace=ns, requests=[{"cpu": "500m"}], scheduler_name=PACKING))
@@ -165,7 +172,7 @@ def test_only_the_lease_holder_schedules_while_both_answer_health(tmp_path: Path
         leader = next(i for i, s in enumerate(servers)
                       if holder.endswith("_" + (Path(s.data_dir) / "server-id").read_text().strip()))
         ns = new_namespace(clients[1])
-        clients[1].create("/api/v1/nodes", node_object(f"n-{ns}"))
+        create_schedulable_node(clients[1], f"n-{ns}")
         clients[1].create(f"/api/v1/namespaces/{ns}/pods", make_pod("p", namespace=ns, requests=[{"cpu": "100m"}]))
         assert wait_until(lambda: node_of(clients[1], ns, "p"), 20) == f"n-{ns}"
         scheduled = 'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 1.0'

@@ -107,7 +107,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps(answer(self.path, review)).encode())
 
     def do_GET(self) -> None:
-        type(self).seen_headers.append({k: v for k, v in self.headers.items()})
+        seen = {k: v for k, v in self.headers.items()}
+        seen["X-Remote-Group"] = ",".join(self.headers.get_all("X-Remote-Group") or [])
+        peer = self.connection.getpeercert() if hasattr(self.connection, "getpeercert") else None
+        seen["peer-cn"] = next((value for rdn in (peer or {}).get("subject", ()) for key, value in rdn
+                                if key == "commonName"), "")
+        type(self).seen_headers.append(seen)
         code, body = _api(self.path)
         self._send(code, json.dumps(body).encode())
 

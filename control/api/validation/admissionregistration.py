@@ -1,9 +1,11 @@
 """Validation of admissionregistration.k8s.io/v1 Validating- and MutatingWebhookConfigurations (the admission
-chain calls them: control/apiserver/admission/webhook/).
+chain calls them: control/apiserver/admission/webhook/), ValidatingAdmissionPolicies and their bindings (the
+structure; their CEL is compiled where it runs, control/apiserver/admission/policy.py).
 
 Upstream: pkg/apis/admissionregistration/validation/validation.go (validateValidatingWebhookConfiguration,
 validateMutatingWebhookConfiguration, validateWebhook, ValidateWebhookClientConfig, validateRuleWithOperations,
-the v1 rules: `sideEffects` None or NoneOnDryRun, `admissionReviewVersions` required).
+the v1 rules: `sideEffects` None or NoneOnDryRun, `admissionReviewVersions` required;
+validateValidatingAdmissionPolicySpec, validateValidatingAdmissionPolicyBindingSpec, validateParamRef).
 """
 
 from __future__ import annotations
@@ -124,7 +126,74 @@ def _configuration(mutating: bool) -> Validator:
     return validate
 
 
+VALIDATION_ACTIONS = ("Audit", "Deny", "Warn")
+PARAMETER_NOT_FOUND_ACTIONS = ("Allow", "Deny")
+
+
+def _match_resources(c: Check, match: Mapping[str, Any], path: str, *, required: bool) -> None:
+    rules = c.items(match, "resourceRules", join(path, "resourceRules"))
+    if required and not rules:
+        c.add([FieldError.required(join(path, "resourceRules"))])
+    for key in ("resourceRules", "excludeResourceRules"):
+        for rule_path, rule in c.items(match, key, join(path, key)):
+            _rule(c, rule, rule_path)
+    c.supported(match, "matchPolicy", join(path, "matchPolicy"), MATCH_POLICIES)
+    for key in ("namespaceSelector", "objectSelector"):
+        if match.get(key) is not None:
+            label_selector(c, {"selector": match.get(key)}, join(path, key), kind="", required=False)
+
+
+def _policy(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+    if (spec := c.obj(obj, "spec", "spec")) is None:
+        return
+    validations = c.items(spec, "validations", "spec.validations")
+    if not validations and not spec.get("auditAnnotations"):
+        c.add([FieldError.required("spec.validations", "validations or auditAnnotations must contain at least "
+                                                       "one item")])
+    for path, validation in validations:
+        if not c.text(validation, "expression", join(path, "expression")):
+            c.add([FieldError.required(join(path, "expression"), "expression is not specified")])
+    c.supported(spec, "failurePolicy", "spec.failurePolicy", FAILURE_POLICIES)
+    if spec.get("paramKind") is not None and (kind := c.obj(spec, "paramKind", "spec.paramKind")) is not None:
+        for key in ("apiVersion", "kind"):
+            if not c.text(kind, key, f"spec.paramKind.{key}"):
+                c.add([FieldError.required(f"spec.paramKind.{key}")])
+    match = c.obj(spec, "matchConstraints", "spec.matchConstraints")
+    if not spec.get("matchConstraints"):
+        c.add([FieldError.required("spec.matchConstraints")])
+    elif match is not None:
+        _match_resources(c, match, "spec.matchConstraints", required=True)
+
+
+def _binding(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+    if (spec := c.obj(obj, "spec", "spec")) is None:
+        return
+    if not c.text(spec, "policyName", "spec.policyName"):
+        c.add([FieldError.required("spec.policyName")])
+    actions = c.texts(spec, "validationActions", "spec.validationActions")
+    if not actions:
+        c.add([FieldError.required("spec.validationActions", "at least one validation action is required")])
+    for index, action in enumerate(actions):
+        if action not in VALIDATION_ACTIONS:
+            c.add([FieldError.not_supported(f"spec.validationActions[{index}]", action, VALIDATION_ACTIONS)])
+        elif action in actions[:index]:
+            c.add([FieldError.duplicate(f"spec.validationActions[{index}]", action)])
+    if "Deny" in actions and "Warn" in actions:
+        c.add([FieldError.invalid("spec.validationActions", actions, "must not contain both Deny and Warn "
+                                  "(repeating the same validation failure information in the API response and "
+                                  "headers serves no purpose)")])
+    if spec.get("paramRef") is not None and (ref := c.obj(spec, "paramRef", "spec.paramRef")) is not None:
+        if bool(ref.get("name")) == (ref.get("selector") is not None):
+            c.add([FieldError.required("spec.paramRef.name", "one of name or selector must be specified")])
+        c.supported(ref, "parameterNotFoundAction", "spec.paramRef.parameterNotFoundAction",
+                    PARAMETER_NOT_FOUND_ACTIONS, required=True)
+    if spec.get("matchResources") and (match := c.obj(spec, "matchResources", "spec.matchResources")) is not None:
+        _match_resources(c, match, "spec.matchResources", required=False)
+
+
 VALIDATORS: dict[str, Validator] = {
     "validatingwebhookconfigurations": _configuration(mutating=False),
     "mutatingwebhookconfigurations": _configuration(mutating=True),
+    "validatingadmissionpolicies": _policy,
+    "validatingadmissionpolicybindings": _binding,
 }

@@ -1,8 +1,8 @@
 """Validation of the core/v1 kinds: pods (on update), services, configmaps, secrets, endpoints, events,
-resource quotas, namespaces, nodes, replication controllers, persistent volumes and claims.
+resource quotas, limit ranges, namespaces, nodes, replication controllers, persistent volumes and claims.
 
 Upstream: pkg/apis/core/validation/validation.go (ValidatePod/ValidatePodUpdate, ValidateService,
-ValidateConfigMap, ValidateSecret, ValidateEndpoints, ValidateResourceQuota, ValidateEvent,
+ValidateConfigMap, ValidateSecret, ValidateEndpoints, ValidateResourceQuota, ValidateLimitRange, ValidateEvent,
 ValidateReplicationControllerSpec; ValidatePersistentVolumeSpec: at least one access mode, a `storage`
 capacity and nothing else, exactly one volume source, a local volume needs node affinity;
 ValidatePersistentVolumeUpdate: the volume source and volumeMode never change;
@@ -339,6 +339,61 @@ def _resource_quota(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | N
             c.add([FieldError.invalid(path, value, NEGATIVE_MESSAGE)])
 
 
+_LIMIT_FIELDS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
+# (lower field, higher field, the field the error is on, message), in upstream's order
+_LIMIT_ORDER = (
+    ("min", "max", "min", "min value {lo} is greater than max value {hi}"),
+    ("min", "defaultRequest", "defaultRequest", "min value {lo} is greater than default request value {hi}"),
+    ("defaultRequest", "max", "defaultRequest", "default request value {lo} is greater than max value {hi}"),
+    ("defaultRequest", "default", "defaultRequest",
+     "default request value {lo} is greater than default limit value {hi}"),
+    ("min", "default", "default", "min value {lo} is greater than default value {hi}"),
+    ("default", "max", "default", "default value {lo} is greater than max value {hi}"),
+)
+
+
+def _limit_range(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+    """Upstream ValidateLimitRange: quantities that parse, Pod items without defaults, a claim item with a
+    storage bound, and min <= defaultRequest <= default <= max with a ratio of at least 1 and at most max/min."""
+    if (spec := c.obj(obj, "spec", "spec")) is None:
+        return
+    for path, item in c.items(spec, "limits", "spec.limits"):
+        kind = c.text(item, "type", join(path, "type"))
+        if not kind:
+            c.add([FieldError.required(join(path, "type"))])
+        values: dict[str, dict[str, Quantity]] = {}
+        for field in _LIMIT_FIELDS:
+            values[field] = {}
+            for name, value in (c.obj(item, field, join(path, field)) or {}).items():
+                key = f"{join(path, field)}[{name}]"
+                c.invalid(key, name, is_qualified_name(name))
+                if (quantity := c.quantity(value, key)) is not None:
+                    values[field][name] = quantity
+        if kind == "Pod":
+            c.add([FieldError.forbidden(join(path, field), "may not be specified when `type` is 'Pod'")
+                   for field in ("default", "defaultRequest") if values[field]])
+        if kind == "PersistentVolumeClaim" and "storage" not in values["min"] and "storage" not in values["max"]:
+            c.add([FieldError.required(join(path, "limits"), "either minimum or maximum storage value is required, "
+                                                             "but neither was provided")])
+        names = {name for field in _LIMIT_FIELDS for name in values[field]}
+        for name in sorted(names):
+            for low, high, on, message in _LIMIT_ORDER:
+                lo, hi = values[low].get(name), values[high].get(name)
+                if lo is not None and hi is not None and lo > hi:
+                    shown = values[on][name]
+                    c.add([FieldError.invalid(f"{join(path, on)}[{name}]", str(shown), message.format(lo=lo, hi=hi))])
+            ratio = values["maxLimitRequestRatio"].get(name)
+            if ratio is not None and ratio < Quantity(1):
+                c.add([FieldError.invalid(f"{join(path, 'maxLimitRequestRatio')}[{name}]", str(ratio),
+                                          f"ratio {ratio} is less than 1")])
+            low_q, high_q = values["min"].get(name), values["max"].get(name)
+            if ratio is not None and low_q is not None and high_q is not None and low_q > Quantity(0) and \
+                    ratio.as_fraction() > high_q.as_fraction() / low_q.as_fraction():
+                c.add([FieldError.invalid(f"{join(path, 'maxLimitRequestRatio')}[{name}]", str(ratio),
+                                          f"ratio {ratio} is greater than max/min = "
+                                          f"{float(high_q.as_fraction() / low_q.as_fraction()):f}")])
+
+
 def _namespace(c: Check, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
     """spec and status are typed upstream (spec.finalizers a list of strings); the finalizers decide
     when a terminating namespace goes, so they must never be stored as anything else."""
@@ -512,6 +567,7 @@ VALIDATORS: dict[str, Validator] = {
     "endpoints": _endpoints,
     "events": _event,
     "resourcequotas": _resource_quota,
+    "limitranges": _limit_range,
     "namespaces": _namespace,
     "nodes": _node,
     "replicationcontrollers": _replication_controller,

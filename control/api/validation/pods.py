@@ -118,6 +118,18 @@ def _container(c: Check, container: Mapping[str, Any], path: str, *, names: set[
         elif target is not None and target in mount_paths:
             c.add([FieldError.invalid(join(mount_path, "mountPath"), target, "must be unique")])
         mount_paths.add(target or "")
+        _mount_propagation(c, container, mount, join(mount_path, "mountPropagation"))
+
+
+def _mount_propagation(c: Check, container: Mapping[str, Any], mount: Mapping[str, Any], path: str) -> None:
+    """Upstream validateMountPropagation: one of the three modes, and Bidirectional (mounts made in the
+    container appear on the host) only for a privileged container."""
+    mode = c.supported(mount, "mountPropagation", path, ("Bidirectional", "HostToContainer", "None"))
+    context = container.get("securityContext")
+    privileged = isinstance(context, Mapping) and context.get("privileged") is True
+    if mode == "Bidirectional" and not privileged:
+        c.add([FieldError.forbidden(path, "Bidirectional mount propagation is available only to privileged "
+                                          "containers")])
 
 
 def validate_pod_spec(c: Check, spec: Mapping[str, Any], path: str, *,

@@ -6,7 +6,7 @@ For a node:
 - secrets and configmaps: get, or list/watch of one object by name (`fieldSelector=metadata.name=…`),
   only of objects a pod bound to the node references (nodegraph.py);
 - persistentvolumeclaims, persistentvolumes, resourceclaims, volumeattachments: get, likewise; a claim's
-  `status` update/patch/get likewise;
+  `status` update/patch likewise;
 - serviceaccounts: only `create` of the `token` subresource for an account a pod of the node runs as;
 - leases: get/create/update/patch/delete in `kube-node-lease`, by name only its own (create is checked by
   NodeRestriction admission, which sees the name);
@@ -119,8 +119,8 @@ class NodeAuthorizer:
         return self._related(node, attributes)
 
     def _status_update(self, node: str, attributes: Attributes) -> Verdict:
-        if attributes.verb not in ("update", "patch", "get"):
-            return _refuse("can only get, update or patch persistent volume claim status")
+        if attributes.verb not in ("update", "patch"):
+            return _refuse("can only get/update/patch this type")
         return self._related(node, attributes)
 
     def _create_token(self, node: str, attributes: Attributes) -> Verdict:

@@ -46,7 +46,7 @@ from aiohttp.typedefs import Middleware
 
 from control.apimachinery.meta import group_version
 from control.apimachinery.validation import FieldError
-from control.apiserver import status
+from control.apiserver import status, warning
 
 DIRECTIVES = ("Ignore", "Strict", "Warn")
 _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
@@ -254,11 +254,6 @@ def duplicate_keys(data: str) -> list[str]:
     return found
 
 
-def warning_header(text: str) -> str:
-    """RFC 7234 warn-code 299 with agent "-" and the text quoted, as upstream's warning recorder writes it."""
-    return "299 - " + json.dumps(text, ensure_ascii=False)
-
-
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -279,7 +274,7 @@ def middleware(schemas: Schemas) -> Middleware:
             _current.reset(token)
         if validation.warnings and not response.prepared:
             for text in validation.warnings:
-                response.headers.add("Warning", warning_header(text))
+                response.headers.add("Warning", warning.header(text))
         return response
 
     return field_validation

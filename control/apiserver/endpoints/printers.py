@@ -707,6 +707,24 @@ def webhook_configuration_cells(configuration: Obj, now: datetime) -> list[Any]:
     return [_name(configuration), len(configuration.get("webhooks") or []), _age(configuration, now)]
 
 
+def admission_policy_cells(policy: Obj, now: datetime) -> list[Any]:
+    """VALIDATIONS the number of rules, PARAMKIND `apiVersion/kind` or `<unset>`, as upstream's printer."""
+    spec = _spec(policy)
+    kind = spec.get("paramKind")
+    param = f"{kind.get('apiVersion', '')}/{kind.get('kind', '')}" if isinstance(kind, Mapping) else "<unset>"
+    return [_name(policy), len(spec.get("validations") or []), param, _age(policy, now)]
+
+
+def admission_policy_binding_cells(binding: Obj, now: datetime) -> list[Any]:
+    """POLICYNAME, PARAMREF `namespace/name` (`*/name` without a namespace) or `<unset>`."""
+    spec = _spec(binding)
+    ref = spec.get("paramRef")
+    param = "<unset>"
+    if isinstance(ref, Mapping):
+        param = f"{ref.get('namespace') or '*'}/{ref.get('name') or '*'}"
+    return [_name(binding), spec.get("policyName", ""), param, _age(binding, now)]
+
+
 def api_service_cells(service: Obj, now: datetime) -> list[Any]:
     """kube-aggregator's APIService table: SERVICE `Local` or `ns/name`; AVAILABLE the Available condition's
     status, with its reason in parentheses unless True."""

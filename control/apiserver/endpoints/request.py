@@ -9,6 +9,7 @@ handler runs, so handlers only see well-formed requests and the fuzz test can ne
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,9 @@ from control.apiserver.resources import Resource, ServedResources
 from control.apiserver.status import APIError
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # upstream's maxRequestBodyBytes
+# The most values a YAML body may expand to through its aliases: more than a 3 MiB body can spell out
+# (each value takes at least two bytes), so only aliasing reaches it (go-yaml bounds its alias ratio too).
+MAX_EXPANDED_NODES = MAX_BODY_BYTES // 2
 JSON_TYPES = ("application/json", "application/yaml", "application/x-yaml", "text/yaml", "")
 PATCH_TYPES = {
     "application/json-patch+json": "json",
@@ -138,8 +142,35 @@ def decode_body(data: bytes, content_type: str) -> Any:
         body = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if is_yaml else _parse_json(text)
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         raise status.bad_request(f"couldn't get version/kind; json parse error: {str(exc).splitlines()[0]}") from None
+    if is_yaml and expanded_size(body) > MAX_EXPANDED_NODES:
+        raise status.bad_request("yaml: document contains excessive aliasing")
     fieldvalidation.note_duplicates(text, yaml_text=is_yaml)
     return body
+
+
+def expanded_size(root: Any) -> int:
+    """How many values `root` holds once every YAML alias is written out. The parser shares an aliased value
+    instead of copying it, so a small body of aliases of aliases (a "billion laughs") parses fast but is
+    astronomically large to anything that walks it; the count is memoised per shared value, so computing
+    it costs one visit per distinct value."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:  # post-order: a container's size once the sizes of what it holds are known
+        node, children_done = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        if not children_done and id(node) in sizes:
+            if sizes[id(node)] == 0:  # still open: it holds itself (`&a [*a]`), infinite written out
+                return sys.maxsize
+            continue
+        children = list(node.values()) if isinstance(node, dict) else node
+        if children_done:
+            sizes[id(node)] = 1 + sum(sizes.get(id(child), 1) for child in children)
+        else:
+            sizes[id(node)] = 0  # open until what it holds is counted
+            stack.append((node, True))
+            stack.extend((child, False) for child in children)
+    return sizes.get(id(root), 1)
 
 
 def _decode_protobuf(data: bytes) -> dict[str, Any]:

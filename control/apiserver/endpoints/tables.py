@@ -419,6 +419,20 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         Column("Webhooks", "integer", "Webhooks indicates the number of webhooks registered in this configuration"),
         AGE,
     ), printers.webhook_configuration_cells),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): Printer((
+        NAME,
+        Column("Validations", "integer", "Validations indicates the number of validation rules defined in this "
+                                         "configuration"),
+        Column("ParamKind", "string", "ParamKind specifies the kind of resources used to parameterize this policy"),
+        AGE,
+    ), printers.admission_policy_cells),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): Printer((
+        NAME,
+        Column("PolicyName", "string", "PolicyName indicates the policy definition which the policy binding "
+                                       "binded to"),
+        Column("ParamRef", "string", "ParamRef indicates the param resource which sets the configration param"),
+        AGE,
+    ), printers.admission_policy_binding_cells),
     ("apiregistration.k8s.io", "apiservices"): Printer((
         NAME,
         Column("Service", "string", "The reference to the service that hosts this API endpoint."),

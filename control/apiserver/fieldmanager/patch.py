@@ -41,7 +41,8 @@ PATCH_CONTENT_TYPES = {
 
 class PatchError(ValueError):
     """The patch cannot be applied. `code` is the HTTP status the server answers with: 400 when the patch
-    document itself is malformed, 422 when it is well formed but does not apply to this object."""
+    document itself is malformed, 413 when it is over a bound, 422 when it is well formed but does not apply
+    to this object."""
 
     def __init__(self, message: str, *, code: int = 422) -> None:
         super().__init__(message)
@@ -78,17 +79,36 @@ _ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
 _MISSING = object()
 
 
+MAX_JSON_PATCH_OPERATIONS = 10_000  # upstream maxJSONPatchOperations
+MAX_COPY_BYTES = 3 * 1024 * 1024  # upstream JSONPatchMaxCopyBytes (json-patch's AccumulatedCopySizeLimit)
+
+
 def json_patch(target: Any, operations: Any) -> Any:
-    """RFC 6902: apply `operations` in order to a copy of `target`; any failure leaves nothing applied."""
+    """RFC 6902: apply `operations` in order to a copy of `target`; any failure leaves nothing applied.
+    More than 10,000 operations, or `copy` operations that together copy more than 3 MiB (a few copies of
+    a copy double the document each time), are a 413 as upstream's."""
     if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
         raise PatchError("a JSON patch must be a list of operation objects", code=400)
+    if len(operations) > MAX_JSON_PATCH_OPERATIONS:
+        raise PatchError(f"The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got "
+                         f"{len(operations)}", code=413)
     doc = copy.deepcopy(target)
+    copied = [0]
     for op in operations:
-        doc = _apply_operation(doc, op)
+        doc = _apply_operation(doc, op, copied)
     return doc
 
 
-def _apply_operation(doc: Any, op: dict[str, Any]) -> Any:
+def _copy(doc: Any, op: dict[str, Any], copied: list[int]) -> Any:
+    value = _get(doc, _pointer(op, "from"))
+    copied[0] += len(json.dumps(value, separators=(",", ":")))
+    if copied[0] > MAX_COPY_BYTES:
+        raise PatchError(f"Unable to complete the copy, the accumulated size increase of copy is {copied[0]}, "
+                         f"exceeding the limit {MAX_COPY_BYTES}", code=413)
+    return _add(doc, _pointer(op, "path"), copy.deepcopy(value))
+
+
+def _apply_operation(doc: Any, op: dict[str, Any], copied: list[int]) -> Any:
     name = op.get("op")
     path = _pointer(op, "path")
     if name == "add":
@@ -104,7 +124,7 @@ def _apply_operation(doc: Any, op: dict[str, Any]) -> Any:
         doc, value = _remove(doc, source)
         return _add(doc, path, value)
     if name == "copy":
-        return _add(doc, path, copy.deepcopy(_get(doc, _pointer(op, "from"))))
+        return _copy(doc, op, copied)
     if name == "test":
         if not _json_equal(_get(doc, path), _value(op)):
             raise PatchError(f"testing value {op['path']} failed")

@@ -50,6 +50,7 @@ from control.apimachinery.validation import FieldError
 from control.apiserver import status
 from control.apiserver.admission import plugins as admission
 from control.apiserver.admission.chain import Attributes, Operation
+from control.apiserver.admission.config import AdmissionConfig
 from control.apiserver.codec import fieldvalidation
 from control.apiserver.codec import jsoncodec as codec
 from control.apiserver.fieldmanager import fieldschema, managedfields, patch
@@ -66,6 +67,7 @@ _PATCH_ATTEMPTS = 5
 _MAX_PAGE = 10_000  # records read from storage at once; a larger `limit` (up to 2^63-1) reads several
 _CONTINUE_VERSION = "meta.k8s.io/v1"
 _HEAD = ("apiVersion", "kind", "metadata")  # the fields `encode` writes first
+MAX_STORED_BYTES = 1536 * 1024  # etcd's default --max-request-bytes, the most one object may take in storage
 
 
 def encode(obj: Mapping[str, Any]) -> bytes:
@@ -75,6 +77,17 @@ def encode(obj: Mapping[str, Any]) -> bytes:
     metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
     head = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
     return codec.dumps({**head, "metadata": metadata, **{k: v for k, v in obj.items() if k not in _HEAD}})
+
+
+def encode_bounded(obj: Mapping[str, Any]) -> bytes:
+    """`encode` for a write: an object over MAX_STORED_BYTES is a 413 before anything is stored. Upstream
+    leaves this bound to etcd (its request limit, 1.5 MiB by default), which answers a 500; a patch or an
+    apply can grow an object past it though each request body is under 3 MiB."""
+    value = encode(obj)
+    if len(value) > MAX_STORED_BYTES:
+        raise status.entity_too_large(f"the object would be {len(value)} bytes when stored, over the limit of "
+                                      f"{MAX_STORED_BYTES} bytes")
+    return value
 
 
 def decode(value: bytes, revision: int) -> dict[str, Any]:
@@ -197,20 +210,21 @@ class Registry:
     `service_cidr` and `node_port_range` configure the services strategy's allocators; `clock` gives the
     creation and deletion timestamps (injected for tests), also to the REST storages beside this one
     (binding.py); `endpoint_routing` sends admission webhooks to a Service's endpoints rather than its
-    ClusterIP (`--enable-aggregator-routing`); `disabled_admission` names admission plugins left out of the
-    chain.
+    ClusterIP (`--enable-aggregator-routing`); `admission_config` is the server's admission configuration
+    file's content; `disabled_admission` names admission plugins left out of the chain.
     """
 
     def __init__(self, storage: Storage, *, service_cidr: str = "10.96.0.0/12",
                  node_port_range: tuple[int, int] = (30000, 32767),
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC), endpoint_routing: bool = True,
+                 admission_config: AdmissionConfig | None = None,
                  disabled_admission: Collection[str] = ()) -> None:
         self.storage = storage
         self._strategies = strategies.build(storage, service_cidr=service_cidr, node_port_range=node_port_range)
         self.clock = clock
         self.admission = admission.chain(self, validation=StrategyValidation(self.strategy),
                                          endpoint_routing=endpoint_routing, served=lambda: self.resources.served(),
-                                         disabled=disabled_admission)
+                                         config=admission_config, disabled=disabled_admission)
         # What this server serves: the static table and the custom resources `serve_custom` installs.
         self.resources = ServedResources()
         self._custom: dict[tuple[str, str, str], Strategy] = {}
@@ -388,7 +402,7 @@ class Registry:
                 rollback = strategy.begin_write(obj, None)
                 for attempt in range(_GENERATE_ATTEMPTS if generate else 1):
                     try:
-                        record = self.storage.create(storage_key(resource, namespace, name), encode(obj))
+                        record = self.storage.create(storage_key(resource, namespace, name), encode_bounded(obj))
                         created = decode(record.value, record.mod_revision)
                         strategy.decorate(created)
                         return created
@@ -453,6 +467,8 @@ class Registry:
             except patch.PatchError as exc:
                 if exc.code == 400:
                     raise status.bad_request(str(exc)) from None
+                if exc.code == 413:
+                    raise status.entity_too_large(str(exc)) from None
                 raise status.invalid(view.get("kind", resource.kind), name,
                                      [FieldError.invalid("patch", "", str(exc))], group=resource.group) from None
             if not isinstance(patched, dict):
@@ -584,7 +600,7 @@ class Registry:
                 removed = self.storage.delete(key, expected_revision=record.mod_revision)
                 result = decode(removed.value, removed.mod_revision)
             else:
-                updated = self.storage.update(key, encode(new), expected_revision=record.mod_revision)
+                updated = self.storage.update(key, encode_bounded(new), expected_revision=record.mod_revision)
                 result = decode(updated.value, updated.mod_revision)
         except (Conflict, KeyNotFound):
             rollback()
@@ -648,7 +664,7 @@ class Registry:
         if not strategy.ready_to_remove(new):
             if options.dry_run or unchanged:
                 return obj, False
-            updated = self.storage.update(key, encode(new), expected_revision=record.mod_revision)
+            updated = self.storage.update(key, encode_bounded(new), expected_revision=record.mod_revision)
             marked = decode(updated.value, updated.mod_revision)
             strategy.decorate(marked)
             return marked, False

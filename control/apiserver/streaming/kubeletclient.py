@@ -23,6 +23,9 @@ import aiohttp
 from control.api.typed.core import NodeStatus
 
 DEFAULT_PORT = 10250
+# The largest WebSocket message a relay takes from either side, the client's or the kubelet's (upstream's
+# x/net/websocket DefaultMaxPayloadBytes): a larger one closes the connection with 1009 Message Too Big.
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 PREFERRED_ADDRESS_TYPES = ("InternalIP", "Hostname", "ExternalIP")
 
 

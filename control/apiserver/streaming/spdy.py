@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 VERSION = 3
 INITIAL_WINDOW = 64 * 1024
 MAX_DATA = 0xFFFFFF  # a frame's 24-bit length
+# The most one header block may inflate to (Go's http.DefaultMaxHeaderBytes, the bound upstream's HTTP
+# servers put on a request's headers): kubectl's blocks are a few hundred bytes.
+MAX_HEADER_BLOCK = 1 << 20
 
 FLAG_FIN = 0x01
 FLAG_UNIDIRECTIONAL = 0x02
@@ -150,10 +153,14 @@ class HeaderDecompressor:
         self._z = zlib.decompressobj(zdict=DICTIONARY)
 
     def decompress(self, data: bytes) -> Headers:
+        """The headers of one block; a block that inflates past MAX_HEADER_BLOCK (a zlib bomb: a few KiB of
+        frame can inflate to gigabytes) is a ProtocolError, found without inflating more than that."""
         try:
-            block = self._z.decompress(data)
+            block = self._z.decompress(data, MAX_HEADER_BLOCK + 1)
         except zlib.error as exc:
             raise ProtocolError(f"bad header block: {exc}") from None
+        if len(block) > MAX_HEADER_BLOCK or self._z.unconsumed_tail:
+            raise ProtocolError(f"header block larger than {MAX_HEADER_BLOCK} bytes")
         try:
             (count,), offset = struct.unpack_from(">I", block), 4
             headers: Headers = {}

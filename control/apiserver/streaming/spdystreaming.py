@@ -42,7 +42,7 @@ from aiohttp import WSMsgType, web
 from control.apiserver import status
 from control.apiserver.status import APIError
 from control.apiserver.streaming import spdy
-from control.apiserver.streaming.kubeletclient import KubeletClient, NodeConnection
+from control.apiserver.streaming.kubeletclient import MAX_MESSAGE_BYTES, KubeletClient, NodeConnection
 
 log = logging.getLogger(__name__)
 UPGRADE = "SPDY/3.1"
@@ -247,7 +247,7 @@ async def serve_tunnel(request: web.Request, kubelet: KubeletClient, connection:
     """kubectl ≥ 1.31's port-forward: SPDY inside a WebSocket with subprotocol `SPDY/3.1+portforward.k8s.io`
     (upstream apiserver/pkg/util/proxy/streamtunnel.go); no HTTP upgrade inside, the SPDY frames start at
     once."""
-    ws = web.WebSocketResponse(protocols=(TUNNEL_PROTOCOL,), max_msg_size=0, timeout=CLOSE_TIMEOUT)
+    ws = web.WebSocketResponse(protocols=(TUNNEL_PROTOCOL,), max_msg_size=MAX_MESSAGE_BYTES, timeout=CLOSE_TIMEOUT)
     await ws.prepare(request)
     url = connection.url(path)
     async with kubelet.session() as session:

@@ -21,6 +21,9 @@ SPDY/3.1 upgrades (kubectl ≤ 1.29's exec, attach and cp, and every kubectl's p
 1.31's SPDY-in-WebSocket port-forward tunnel (`SPDY/3.1+portforward.k8s.io`) are ended here and translated
 to the same kubelet WebSockets by control/apiserver/streaming/spdystreaming.py.
 
+Every WebSocket message, either way, is at most kubeletclient.MAX_MESSAGE_BYTES; a larger one closes the
+connection with 1009 Message Too Big instead of being buffered whole.
+
 When the server stops, open relays are cancelled (control/util/openstreams.py) and the client's WebSocket
 closed with 1001 Going Away; a kubelet that stops closes with 1001 too, which is passed on. No close waits
 more than CLOSE_TIMEOUT for the other side's answer.
@@ -39,7 +42,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from control.apiserver import status
 from control.apiserver.status import APIError
 from control.apiserver.streaming import spdystreaming
-from control.apiserver.streaming.kubeletclient import KubeletClient, NodeConnection
+from control.apiserver.streaming.kubeletclient import MAX_MESSAGE_BYTES, KubeletClient, NodeConnection
 
 log = logging.getLogger(__name__)
 # What the kubelets speak (nodeagent/streaming/channels.py, portforward.py); a client offering none of these
@@ -86,7 +89,7 @@ async def relay(request: web.Request, kubelet: KubeletClient, connection: NodeCo
         upstream = await connect(session, url, request.query, wanted, connection, node_name)
         async with upstream:
             client = web.WebSocketResponse(protocols=(upstream.protocol,) if upstream.protocol else (),
-                                           max_msg_size=0, timeout=CLOSE_TIMEOUT)
+                                           max_msg_size=MAX_MESSAGE_BYTES, timeout=CLOSE_TIMEOUT)
             await client.prepare(request)
             await _splice(client, upstream)
     return client
@@ -96,8 +99,8 @@ async def connect(session: aiohttp.ClientSession, url: str, params: Mapping[str,
                   connection: NodeConnection, node_name: str) -> aiohttp.ClientWebSocketResponse:
     """A WebSocket to the kubelet; its refusals become the same HTTP errors for the client."""
     try:
-        return await session.ws_connect(url, params=params, max_msg_size=0, autoping=True, protocols=protocols,
-                                        timeout=aiohttp.ClientWSTimeout(ws_close=CLOSE_TIMEOUT))
+        return await session.ws_connect(url, params=params, max_msg_size=MAX_MESSAGE_BYTES, autoping=True,
+                                        protocols=protocols, timeout=aiohttp.ClientWSTimeout(ws_close=CLOSE_TIMEOUT))
     except aiohttp.WSServerHandshakeError as exc:
         raise APIError(exc.status if 400 <= exc.status < 500 else 502,
                        {400: "BadRequest", 401: "Unauthorized", 404: "NotFound"}.get(exc.status, "BadGateway"),

@@ -290,6 +290,16 @@ def test_rule_violations(plural: str, change: Callable[[Obj], object], field: st
     pytest.param("pods", lambda o: _container(o)["resources"]["requests"].update(cpu="1"),
                  'spec.containers[0].resources.requests[cpu]: Invalid value: "1": '
                  "must be less than or equal to cpu limit of 500m", id="request-limit"),
+    pytest.param("pods", lambda o: _container(o)["volumeMounts"][0].update(mountPropagation="Bidirectional"),
+                 "spec.containers[0].volumeMounts[0].mountPropagation: Forbidden: Bidirectional mount propagation "
+                 "is available only to privileged containers", id="bidirectional"),
+    pytest.param("deployments", lambda o: _tpl(o)["containers"][0]["volumeMounts"][0].update(
+        mountPropagation="Bidirectional"), "spec.template.spec.containers[0].volumeMounts[0].mountPropagation: "
+                 "Forbidden: Bidirectional mount propagation is available only to privileged containers",
+                 id="bidirectional-template"),
+    pytest.param("pods", lambda o: _container(o)["volumeMounts"][0].update(mountPropagation="Shared"),
+                 'spec.containers[0].volumeMounts[0].mountPropagation: Unsupported value: "Shared": supported '
+                 'values: "Bidirectional", "HostToContainer", "None"', id="propagation-mode"),
     pytest.param("deployments", lambda o: _tpl(o).update(restartPolicy="Never"),
                  'spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"',
                  id="template-restart"),

@@ -248,11 +248,11 @@ def test_the_registry_enters_one_ordered_chain_once_per_write(tmp_path):
     try:
         registry = Registry(storage)
         names = [type(p).__name__ for p in registry.admission.mutating]
-        assert names == ["NamespaceLifecycle", "ServiceAccount", "PodPriority", "DefaultStorageClass",
-                         "MutatingWebhooks"]
+        assert names == ["NamespaceLifecycle", "LimitRangerDefaults", "ServiceAccount", "TaintNodesByCondition",
+                         "PodPriority", "DefaultStorageClass", "MutatingWebhooks"]
         names = [type(p).__name__ for p in registry.admission.validating]
-        assert names == ["StrategyValidation", "NodeRestriction", "OneGlobalDefault", "ValidatingWebhooks",
-                         "QuotaAdmission"]
+        assert names == ["StrategyValidation", "LimitRangerBounds", "NodeRestriction", "PodSecurity",
+                         "OneGlobalDefault", "ValidatingAdmissionPolicies", "ValidatingWebhooks", "QuotaAdmission"]
         seen: list[tuple[str, str, str]] = []
         registry.admission = Chain(
             mutating=[*registry.admission.mutating, Recording("mutating", seen)],

@@ -142,6 +142,8 @@ def ask(verb: str, path: str, user: UserInfo | None = None, **query: str) -> Att
                  "can only create tokens for individual service accounts", id="get-serviceaccount"),
     pytest.param("PUT", "/api/v1/namespaces/ns0/persistentvolumeclaims/pvc0-pod0-node0/status", {}, True, "",
                  id="pvc-status"),
+    pytest.param("GET", "/api/v1/namespaces/ns0/persistentvolumeclaims/pvc0-pod0-node0/status", {}, False,
+                 "can only get/update/patch this type", id="pvc-status-get"),
     pytest.param("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node0", {}, True, "",
                  id="own-lease"),
     pytest.param("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", {}, True, "",

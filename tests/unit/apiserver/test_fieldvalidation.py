@@ -7,6 +7,7 @@ import contextvars
 
 import pytest
 
+from control.apiserver import warning
 from control.apiserver.codec import fieldvalidation
 from control.apiserver.codec.fieldvalidation import Directive, Validation
 from control.apiserver.endpoints import request
@@ -95,7 +96,7 @@ def test_report_under_each_directive():
     ignore = Validation(Directive.IGNORE, DOCUMENTS)
     ignore.report("Pod", "v1", ["spec.foo"])
     assert not ignore.warnings
-    assert fieldvalidation.warning_header('unknown field "spec.foo"') == '299 - "unknown field \\"spec.foo\\""'
+    assert warning.header('unknown field "spec.foo"') == '299 - "unknown field \\"spec.foo\\""'
 
 
 def in_request(validation: Validation, call, *args, **kwargs):

@@ -94,3 +94,13 @@ def test_window_is_enforced_once_the_peer_does_flow_control() -> None:
     assert window.allowance(100) == 0
     window.grow(50)
     assert window.allowance(100) == 50
+
+
+def test_a_header_block_bomb_is_refused_without_inflating_it() -> None:
+    """A block a few KiB long that inflates to 64 MiB stops at the 1 MiB cap."""
+    compressor = zlib.compressobj(zdict=spdy.DICTIONARY)
+    bomb = compressor.compress(struct.pack(">I", 1) + struct.pack(">I", 4) + b"name" + struct.pack(">I", 64 << 20)
+                               + b"v" * (64 << 20)) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    assert len(bomb) < 100_000
+    with pytest.raises(spdy.ProtocolError, match="header block larger than 1048576 bytes"):
+        spdy.HeaderDecompressor().decompress(bomb)

@@ -4,18 +4,24 @@ that are not the cluster's, metrics; and the node's EndpointSlice (registration.
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
+
 import dns.flags
 import dns.message
 import dns.query
 import dns.rcode
 import pytest
 
+from clusterdns import server as server_module
 from clusterdns.feeder import ZoneFeeder
 from clusterdns.forward import Forwarder
 from clusterdns.registration import Registration, node_slice
 from clusterdns.server import DNSServer
 from clusterdns.zone import Zone
 from control.client.errors import NotFound
+from tests.support.polling import wait_until
 from tests.unit.clusterdns.test_records import ep, eps, svc
 
 
@@ -84,6 +90,65 @@ def test_no_upstream_is_servfail_and_strangers_are_refused():
     server.handle(b"\x00garbage", "127.0.0.1", proto="udp", reply=lambda q, r: replies.append(r))
     assert len(replies) == 2  # not a query: no reply
     assert Forwarder(servers=()).forward(query).rcode() == dns.rcode.SERVFAIL
+
+
+class StuckForwarder(Forwarder):
+    """An upstream that answers only when released."""
+
+    def __init__(self) -> None:
+        super().__init__(servers=())
+        self.release = threading.Event()
+
+    def forward(self, query: dns.message.Message, *, tcp: bool = False) -> dns.message.Message:
+        self.release.wait(10)
+        return super().forward(query, tcp=tcp)
+
+
+def test_forwarded_queries_in_flight_are_bounded(monkeypatch):
+    """Past MAX_FORWARDS in flight behind a stuck upstream, a query is REFUSED at once instead of queued."""
+    monkeypatch.setattr(server_module, "MAX_FORWARDS", 3)
+    forwarder = StuckForwarder()
+    server = _server("cluster.local", forwarder=forwarder)
+    replies: list[dns.message.Message] = []
+    try:
+        for _ in range(4):
+            server.handle(dns.message.make_query("example.com.", "A").to_wire(), "127.0.0.1", proto="udp",
+                          reply=lambda q, r: replies.append(r))
+        assert [r.rcode() for r in replies] == [dns.rcode.REFUSED]  # the fourth, answered at once
+        forwarder.release.set()
+        assert wait_until(lambda: len(replies) == 4, 5)
+        server.handle(dns.message.make_query("example.com.", "A").to_wire(), "127.0.0.1", proto="udp",
+                      reply=lambda q, r: replies.append(r))
+        assert wait_until(lambda: len(replies) == 5, 5) and replies[-1].rcode() == dns.rcode.SERVFAIL  # freed
+    finally:
+        forwarder.release.set()
+        server.stop()
+
+
+def test_tcp_connections_are_bounded(monkeypatch):
+    monkeypatch.setattr(server_module, "MAX_TCP_CONNECTIONS", 2)
+    server = _server("cluster.local")
+    server.start()
+    held = [socket.create_connection(("127.0.0.1", server.port), timeout=2) for _ in range(2)]
+    try:
+        time.sleep(0.3)  # both accepted and being served
+        with pytest.raises((EOFError, OSError)):  # closed as it is accepted
+            dns.query.tcp(dns.message.make_query("web.ns.svc.cluster.local.", "A"), "127.0.0.1", port=server.port,
+                          timeout=2)
+        held.pop().close()
+        assert wait_until(lambda: _answers_over_tcp(server), 5)
+    finally:
+        for connection in held:
+            connection.close()
+        server.stop()
+
+
+def _answers_over_tcp(server: DNSServer) -> bool:
+    try:
+        return dns.query.tcp(dns.message.make_query("web.ns.svc.cluster.local.", "A"), "127.0.0.1",
+                             port=server.port, timeout=2).rcode() == dns.rcode.NOERROR
+    except (EOFError, OSError):
+        return False
 
 
 def test_forwarder_reads_resolv_conf_skipping_loopback(tmp_path):

@@ -89,4 +89,4 @@ def test_cache_is_keyed_by_a_hash_not_the_token() -> None:
     _, review = _reviewer({"secret-token": True})
     cache = TokenReviewCache(review, clock=FakeClock(0.0).monotonic)
     cache.authenticate("secret-token")
-    assert all("secret-token" not in key for key in cache._entries)
+    assert all("secret-token" not in key for key in cache._answers._entries)

@@ -342,3 +342,22 @@ def test_port_forward_echo_and_refused_port() -> None:
 
     run(app, body)
     assert opened == [("ns", "pod", 8080), ("ns", "pod", 81)]
+
+
+def test_a_message_over_the_cap_closes_the_session_with_1009() -> None:
+    process = FakeProcess(tty=False)
+    runtime = FakeRuntime(process)
+
+    async def body(client: TestClient) -> None:
+        ws = await client.ws_connect("/exec/ns/pod/c?command=cat&stdin=1&stdout=1", protocols=(ch.V5,),
+                                     max_msg_size=0)
+        try:  # the server may close (1009) and reset before the client has written it all
+            await ws.send_bytes(ch.encode(ch.STDIN, b"x" * (ch.MAX_MESSAGE_BYTES + 1)))
+        except ConnectionError:
+            return
+        async for _ in ws:
+            pass
+        assert ws.close_code == WSCloseCode.MESSAGE_TOO_BIG
+
+    run(exec_app(runtime), body)
+    assert process.closed.is_set()

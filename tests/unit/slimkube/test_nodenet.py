@@ -34,8 +34,8 @@ class FakeIp:
             self.links = {link for link in self.links if not link.startswith(f"{rest[2]}/")}
         elif rest[:2] == ("link", "show"):
             code = 0 if f"{where}/{rest[2]}".lstrip("/") in self.links else 1
-        elif rest[:2] == ("link", "add"):
-            self.links |= {rest[2], f"{rest[-1]}/{rest[7]}"}
+        elif rest[:2] == ("link", "add"):  # a bridge, or a veth pair whose peer goes into a namespace
+            self.links |= {f"{where}/{rest[2]}".lstrip("/")} | ({f"{rest[-1]}/{rest[7]}"} if "peer" in rest else set())
         elif rest[:2] == ("link", "del"):
             self.links.discard(rest[2])
         return subprocess.CompletedProcess(args, code, out, "boom" if code else "")
@@ -103,3 +103,49 @@ def test_default_route_device(output, device):
         return subprocess.CompletedProcess(args, 0, output, "")
 
     assert nodenet.default_route_device(run=run) == device
+
+
+SUBNETS = nodes.plan(3, first_name="h", cluster_cidr="10.244.0.0/16", data_dir="/d", subnets=2)
+
+
+def test_subnets_make_a_router_namespace_then_nodes_behind_it_with_no_l2_to_the_host():
+    ip, bridges = FakeIp(), []
+    nodenet.wire(SUBNETS, ensure_bridge=lambda name, cidr: bridges.append((name, cidr)), run=ip)
+    assert bridges == [("slimnodes0", "10.250.0.1/25")]
+    changes = [c for c in ip.calls if c[-2:] != ("netns", "list") and "show" not in c]
+    assert changes[:13] == [
+        ("netns", "add", "h-router"),
+        ("-n", "h-router", "link", "set", "lo", "up"),
+        ("netns", "exec", "h-router", "sysctl", "-qw", "net.ipv4.ip_forward=1"),
+        ("link", "add", "slimnoder", "type", "veth", "peer", "name", "eth0", "netns", "h-router"),
+        ("link", "set", "slimnoder", "master", "slimnodes0", "up"),
+        ("-n", "h-router", "addr", "replace", "10.250.0.126/25", "dev", "eth0"),
+        ("-n", "h-router", "link", "set", "eth0", "up"),
+        ("-n", "h-router", "route", "replace", "default", "via", "10.250.0.1", "dev", "eth0"),
+        ("-n", "h-router", "link", "add", "subnet1", "type", "bridge"),
+        ("-n", "h-router", "addr", "replace", "10.250.0.129/25", "dev", "subnet1"),
+        ("-n", "h-router", "link", "set", "subnet1", "up"),
+        ("route", "replace", "10.250.0.0/24", "via", "10.250.0.126", "dev", "slimnodes0"),
+        ("netns", "add", "h-2"),
+    ]
+    # node 2 on subnet 1: its veth on the router's bridge, its gateway the router
+    assert ("-n", "h-router", "link", "add", "slimnode2", "type", "veth", "peer", "name", "eth0", "netns",
+            "h-2") in changes
+    assert ("-n", "h-router", "link", "set", "slimnode2", "master", "subnet1", "up") in changes
+    assert ("-n", "h-2", "addr", "replace", "10.250.0.130/25", "dev", "eth0") in changes
+    assert ("-n", "h-2", "route", "replace", "default", "via", "10.250.0.129", "dev", "eth0") in changes
+    # node 3 on subnet 0 with this host: default via the host, the other subnets via the router
+    assert ("link", "set", "slimnode3", "master", "slimnodes0", "up") in changes
+    assert ("-n", "h-3", "route", "replace", "default", "via", "10.250.0.1", "dev", "eth0") in changes
+    assert ("-n", "h-3", "route", "replace", "10.250.0.0/24", "via", "10.250.0.126", "dev", "eth0") in changes
+    ip.calls.clear()
+    nodenet.wire(SUBNETS, ensure_bridge=lambda *a: None, run=ip)  # again: nothing made twice
+    assert not [c for c in ip.calls if "add" in c[:4] and "addr" not in c and "route" not in c]
+
+
+def test_unwire_removes_the_router_namespace_and_only_the_veths_of_this_host():
+    ip = FakeIp(netns={"h-2", "h-3", "h-router"}, links={"slimnode3", "slimnoder", "slimnodes0"})
+    assert nodenet.unwire(SUBNETS, run=ip) == []
+    removals = [c for c in ip.calls if c[1] == "del"]
+    assert removals == [("netns", "del", "h-2"), ("netns", "del", "h-3"), ("netns", "del", "h-router"),
+                        ("link", "del", "slimnode3"), ("link", "del", "slimnoder"), ("link", "del", "slimnodes0")]

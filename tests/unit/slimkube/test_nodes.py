@@ -88,3 +88,55 @@ def test_agents_and_proxies_join_with_server_and_token_file_inside_their_namespa
 ])
 def test_kubelet_listens_where_it_advertises(address: str, internal_ip: str, expected: str) -> None:
     assert nodes.kubelet_listen_address(address, internal_ip) == expected
+
+
+def test_node_subnets_spread_nodes_round_robin_behind_a_router():
+    plan = nodes.plan(5, first_name="h", cluster_cidr="10.244.0.0/16", data_dir="/d", subnets=2)
+    assert (plan.host_ip, plan.prefixlen, plan.nodes_cidr) == ("10.250.0.1", 25, "10.250.0.0/24")
+    assert plan.router == nodes.RouterSpec(netns="h-router", host_veth="slimnoder", address="10.250.0.126",
+                                           subnets=(nodes.Subnet(index=1, cidr="10.250.0.128/25", bridge="subnet1",
+                                                                 gateway="10.250.0.129"),))
+    assert [(n.name, n.subnet, n.node_ip, n.prefixlen, n.gateway, n.bridge_netns, n.bridge, n.via_router)
+            for n in plan.nodes] == [
+        ("h-2", 1, "10.250.0.130", 25, "10.250.0.129", "h-router", "subnet1", ""),
+        ("h-3", 0, "10.250.0.2", 25, "10.250.0.1", "", "slimnodes0", "10.250.0.126"),
+        ("h-4", 1, "10.250.0.131", 25, "10.250.0.129", "h-router", "subnet1", ""),
+        ("h-5", 0, "10.250.0.3", 25, "10.250.0.1", "", "slimnodes0", "10.250.0.126"),
+    ]
+    assert nodes.NodesPlan.from_json(plan.to_json()) == plan
+
+
+def test_three_subnets_take_the_first_three_quarters():
+    plan = nodes.plan(3, first_name="h", cluster_cidr="10.244.0.0/16", data_dir="/d", subnets=3)
+    assert plan.router is not None
+    assert [(s.cidr, s.gateway) for s in plan.router.subnets] == [("10.250.0.64/26", "10.250.0.65"),
+                                                                  ("10.250.0.128/26", "10.250.0.129")]
+    assert [(n.node_ip, n.gateway) for n in plan.nodes] == [("10.250.0.66", "10.250.0.65"),
+                                                            ("10.250.0.130", "10.250.0.129")]
+
+
+def test_one_subnet_is_the_plain_node_bridge():
+    plan = three()
+    assert plan.router is None and {(n.gateway, n.bridge_netns, n.via_router) for n in plan.nodes} == {
+        ("10.250.0.1", "", "")}
+
+
+def test_a_plan_file_from_before_subnets_still_reads():
+    document = three().to_json()
+    del document["router"], document["prefixLength"]
+    for node in document["nodes"]:
+        for key in ("prefixLength", "gateway", "subnet", "bridgeNetns", "bridge", "viaRouter"):
+            del node[key]
+    assert nodes.NodesPlan.from_json(document) == three()
+
+
+@pytest.mark.parametrize("count,subnets,cidr,message", [
+    pytest.param(3, 4, "10.250.0.0/24", "between 1 and --nodes", id="more-subnets-than-nodes"),
+    pytest.param(3, 0, "10.250.0.0/24", "between 1 and --nodes", id="zero"),
+    pytest.param(4, 4, "10.250.0.0/29", "too small for 4 subnets", id="too-small"),
+    pytest.param(12, 2, "10.250.0.0/28", "room for 4 nodes on subnet 10.250.0.0/29, not 5", id="full-subnet"),
+])
+def test_subnet_plans_that_cannot_work_are_refused(count, subnets, cidr, message):
+    with pytest.raises(nodes.PlanError, match=message):
+        nodes.plan(count, first_name="h", cluster_cidr="10.244.0.0/16", data_dir="/d", nodes_cidr=cidr,
+                   subnets=subnets)

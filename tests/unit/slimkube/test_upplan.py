@@ -105,6 +105,17 @@ def test_three_nodes_share_one_node_network():
         network_plugin="builtin", cni_bin_dir="/usr/lib/cni")
 
 
+@pytest.mark.parametrize(("pod_network", "noted"), [
+    pytest.param("vxlan", False, id="vxlan"), pytest.param("host-gw", True, id="host-gw-refuses-across-subnets")])
+def test_node_subnets_put_a_router_between_the_nodes(pod_network: str, noted: bool) -> None:
+    plan = _plan(node_count=3, node_subnets=2, pod_network=pod_network)
+    assert plan.nodes is not None and plan.nodes.router is not None
+    assert [(n.name, n.node_ip, n.gateway) for n in plan.nodes.nodes] == [
+        ("debian-2", "10.250.0.130", "10.250.0.129"), ("debian-3", "10.250.0.2", "10.250.0.1")]
+    assert plan.kubelet.node_ip == plan.server.advertise_address == "10.250.0.1"
+    assert any("host-gw needs the nodes on one L2 subnet" in note for note in plan.notes) is noted
+
+
 def test_a_configured_node_ip_is_kept_with_several_nodes():
     plan = _plan(node_count=2, node_ip="192.0.2.50", bind_address="10.250.0.1", serve_dns=False)
     assert plan.kubelet.node_ip == "192.0.2.50" and plan.server.advertise_address == "10.250.0.1"
@@ -124,6 +135,10 @@ def test_a_configured_node_ip_is_kept_with_several_nodes():
                  None, id="nodes-need-a-reachable-server"),
     pytest.param({"node_count": 3, "nodes_cidr": "10.244.0.0/24"}, None, None, "overlaps the cluster CIDR", None,
                  id="nodes-cidr"),
+    pytest.param({"node_subnets": 2}, None, None, "--node-subnets needs --nodes", "--node-subnets",
+                 id="subnets-without-nodes"),
+    pytest.param({"node_count": 3, "node_subnets": 4}, None, None, r"between 1 and --nodes \(3\), not 4", None,
+                 id="more-subnets-than-nodes"),
 ])
 def test_refusals_name_the_problem(flags, kubelet, proxy, message, flag):
     with pytest.raises(UpPlanError, match=message) as caught:

@@ -49,6 +49,11 @@ def activation(values: Mapping[str, Any]) -> dict[str, Any]:
     return {name: json_to_cel(value) for name, value in values.items()}
 
 
+def cel_map(values: Mapping[str, Any]) -> Any:
+    """A CEL map of values that are CEL values already (a policy's `variables`)."""
+    return celpy.celtypes.MapType({celpy.celtypes.StringType(k): v for k, v in values.items()})
+
+
 def evaluate(expression: str, names: Mapping[str, Any]) -> Any:
     """The expression's value over an `activation`; ExpressionError when it fails."""
     program = _program(expression)
@@ -61,8 +66,12 @@ def evaluate(expression: str, names: Mapping[str, Any]) -> Any:
     return result
 
 
+def is_bool(value: Any) -> bool:
+    return isinstance(value, (bool, celpy.celtypes.BoolType))
+
+
 def is_true(value: Any) -> bool:
-    return value is True or (isinstance(value, celpy.celtypes.BoolType) and bool(value))
+    return is_bool(value) and bool(value)
 
 
 def match_conditions(conditions: Sequence[Mapping[str, Any]], names: Mapping[str, Any]) -> bool:
@@ -76,7 +85,7 @@ def match_conditions(conditions: Sequence[Mapping[str, Any]], names: Mapping[str
         except ExpressionError as exc:
             errors.append(f"matchCondition '{name}': {exc}")
             continue
-        if not isinstance(value, celpy.celtypes.BoolType) and not isinstance(value, bool):
+        if not is_bool(value):
             errors.append(f"matchCondition '{name}': must evaluate to bool")
         elif not is_true(value):
             return False

@@ -65,11 +65,12 @@ def _ca_bundle(config: Mapping[str, Any]) -> bytes:
         raise ResolveError("caBundle is not valid base64") from None
 
 
-def resolve(config: Mapping[str, Any], reader: Reader, *, endpoint_routing: bool, timeout: float) -> Target:
+def resolve(config: Mapping[str, Any], reader: Reader, *, endpoint_routing: bool,
+            timeout: float | None = None) -> Target:
     """The Target of a clientConfig: its `url`, or its `service` through the ClusterIP or (endpoint routing)
-    one ready endpoint."""
+    one ready endpoint; a `timeout` is added to the path as upstream's client does (`?timeout=10s`)."""
     ca = _ca_bundle(config)
-    query = f"?timeout={int(timeout)}s"
+    query = f"?timeout={int(timeout)}s" if timeout is not None else ""
     if config.get("url"):
         parts = urlsplit(str(config["url"]))
         host = parts.hostname or ""

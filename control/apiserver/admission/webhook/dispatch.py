@@ -12,8 +12,8 @@ sideEffects is not None/NoneOnDryRun with 400 `admission webhook "x" does not su
 `timeoutSeconds` (10 by default); a failed call (unreachable, timeout, a malformed answer) is skipped under
 `failurePolicy: Ignore` and a 500 `Internal error occurred: failed calling webhook "x": ...` under `Fail`
 (the default); a refusal is the webhook's Status, at least 400, `admission webhook "x" denied the request:
-<message>`. Warnings go to the client as `Warning` headers (on create, update and patch; the request's
-field-validation record carries them, codec/fieldvalidation.py); audit annotations are kept on the
+<message>`. Warnings go to the client as `Warning` headers (on create, update, patch and delete; the
+request's recorder carries them, control/apiserver/warning.py); audit annotations are kept on the
 attributes as `<webhook name>/<key>`, as upstream's AddAnnotation, with `patch.webhook.admission.k8s.io/
 round_<r>_index_<i>` for every patch applied and `failed-open.{mutating,validating}.webhook.admission.k8s.io/
 round_0_index_<i>` for every failure ignored.
@@ -35,12 +35,11 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from control.apiserver import status
+from control.apiserver import status, warning
 from control.apiserver.admission.chain import Attributes, Operation, Reader
 from control.apiserver.admission.webhook import celexpr, client, matching, review
 from control.apiserver.admission.webhook.matching import GroupVersionResource
 from control.apiserver.authentication import tokens as authn
-from control.apiserver.codec import fieldvalidation
 from control.apiserver.codec import jsoncodec as codec
 from control.apiserver.fieldmanager.patch import PatchError
 from control.apiserver.resources import Resource, by_path
@@ -90,7 +89,7 @@ def hooks(configurations: Iterable[Mapping[str, Any]]) -> list[Hook]:
     return found
 
 
-def _kind(resource: Resource, subresource: str, gvr: GroupVersionResource) -> review.Kind:
+def kind_of(resource: Resource, subresource: str, gvr: GroupVersionResource) -> review.Kind:
     sub = resource.subresources.get(subresource) if subresource else None
     if sub is not None and (sub.group or sub.version or sub.kind != resource.kind):
         return review.Kind(sub.group or resource.group, sub.version or gvr.version, sub.kind)
@@ -140,8 +139,8 @@ class Webhooks:
     def _subject(self, attributes: Attributes, request: matching.Request, gvr: GroupVersionResource) -> review.Subject:
         user = authn.current_user.get()
         return review.Subject(
-            kind=_kind(attributes.resource, attributes.subresource, gvr), resource=gvr,
-            request_kind=_kind(attributes.resource, attributes.subresource, request.gvr),
+            kind=kind_of(attributes.resource, attributes.subresource, gvr), resource=gvr,
+            request_kind=kind_of(attributes.resource, attributes.subresource, request.gvr),
             request_resource=request.gvr, subresource=attributes.subresource, name=attributes.name,
             namespace=attributes.namespace, operation=attributes.operation.value,
             user=user.to_json() if user is not None else {}, obj=request.obj, old=request.old,
@@ -182,9 +181,8 @@ class Webhooks:
 
 
 def _warn(text: str) -> None:
-    validation = fieldvalidation.current()
-    if validation is not None and text.strip():
-        validation.warnings[text] = None
+    if text.strip():
+        warning.add_warning(text)
 
 
 def _failed(hook: Hook, error: review.CallError, attributes: Attributes, kind: str) -> APIError | None:

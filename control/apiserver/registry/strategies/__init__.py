@@ -15,7 +15,10 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from control.apiserver.registry.allocators import ClusterIPAllocator, NodePortAllocator
-from control.apiserver.registry.strategies.admissionregistration import WebhookConfigurationStrategy
+from control.apiserver.registry.strategies.admissionregistration import (
+    ValidatingAdmissionPolicyStrategy,
+    WebhookConfigurationStrategy,
+)
 from control.apiserver.registry.strategies.base import (
     CreateOnUpdateStrategy,
     DaemonSetStrategy,
@@ -80,6 +83,8 @@ KINDS: Mapping[str, Callable[[Resource], Strategy]] = MappingProxyType({
     "volumeattachments": VolumeAttachmentStrategy,
     "mutatingwebhookconfigurations": WebhookConfigurationStrategy,
     "validatingwebhookconfigurations": WebhookConfigurationStrategy,
+    "validatingadmissionpolicies": ValidatingAdmissionPolicyStrategy,
+    "validatingadmissionpolicybindings": WebhookConfigurationStrategy,
     # upstream apiServiceStrategy: the status (Available) is the aggregator's, dropped on create
     "apiservices": ResetStatusStrategy,
     "customresourcedefinitions": CustomResourceDefinitionStrategy,
