@@ -31,6 +31,9 @@ Kubelets: at start, beside the CA, the API server's kubelet client certificate
 (kubeletclient.py), and `POST /v1-slimkube/serving-kubelet-certificate` signs kubelets' serving certificates
 (kubeletcerts.py).
 
+Audit: with a policy file and a log (audit/, docs/apiserver.md) each request's events are queued to a
+writer thread from the middleware right after authentication; every answer carries an `Audit-Id` header.
+
 Overload: at most `max_inflight` non-watch requests run at once; the next gets 429 with Retry-After,
 as upstream's --max-requests-inflight filter does, so a burst degrades into client retries (the
 official client and kubectl both retry 429) rather than unbounded queues.
@@ -62,6 +65,9 @@ from control.apiserver.admission import config as admission_config
 from control.apiserver.aggregator.backends import group_list_entries
 from control.apiserver.aggregator.certs import FrontProxyCerts, authentication_config, ensure_front_proxy_certs
 from control.apiserver.aggregator.proxy import Aggregator
+from control.apiserver.audit import filter as audit_filter
+from control.apiserver.audit import policy as audit_policy
+from control.apiserver.audit.backend import LogBackend, LogOptions
 from control.apiserver.authentication import certs, kubeletcerts, x509
 from control.apiserver.authentication import serviceaccounts as sa_authn
 from control.apiserver.authentication import tokens as authn
@@ -95,7 +101,7 @@ from control.apiserver.streaming.kubeletclient import KubeletClient
 from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
-from control.util import jointoken, openssl, satoken
+from control.util import jointoken, openssl, privatefiles, satoken
 from control.util.openstreams import OpenStreams
 
 log = logging.getLogger(__name__)
@@ -127,6 +133,11 @@ class ServerConfig:
     # webhooks and aggregated APIs to a Service's endpoints, not its ClusterIP (no kube-proxy on this host)
     enable_aggregator_routing: bool = True
     admission_config_file: str | None = None  # an AdmissionConfiguration (admission/config.py)
+    # auditing (audit/, docs/apiserver.md): on when both a policy file and a log are given, as upstream
+    audit_policy_file: str | None = None
+    audit_log: LogOptions | None = None
+    # encryption at rest (storage/encryption.py): an EncryptionConfiguration file
+    encryption_provider_config: str | None = None
 
 
 def _read_or_create_secret(path: str) -> str:
@@ -138,9 +149,7 @@ def _read_or_create_secret(path: str) -> str:
     except FileNotFoundError:
         pass
     value = secrets.token_hex(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(value + "\n")
+    privatefiles.write_private(path, value + "\n")
     return value
 
 
@@ -166,14 +175,6 @@ def _stored_getter(registry: Registry) -> sa_authn.Getter:
         assert resource is not None
         return registry.get(resource, namespace, name)
     return get
-
-
-def _write_private(path: str, text: str) -> None:
-    tmp = f"{path}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 def _aggregated(body: dict[str, Any], version: str) -> web.Response:
@@ -248,7 +249,7 @@ class APIServer:
 
     def __init__(self, config: ServerConfig, *, storage: Storage | None = None) -> None:
         self.config = config
-        os.makedirs(config.data_dir, mode=0o700, exist_ok=True)
+        privatefiles.ensure_private_dir(config.data_dir)  # every start: a loosened mode is narrowed back
         self.admin_token = _read_or_create_secret(os.path.join(config.data_dir, "admin-token"))
         # what DIR/node-token holds: the bare password until the CA exists, then the K10 form (start())
         self.node_token = _read_or_create_secret(self._node_token_path)
@@ -283,6 +284,8 @@ class APIServer:
         self._aggregator_task: asyncio.Task[None] | None = None
         self.authorizer: Chain | None = None  # system:masters, the node authorizers, RBAC (authorization/)
         self._authorizer_views_task: asyncio.Task[None] | None = None
+        self._audit: audit_filter.AuditFilter | None = None
+        self._audit_backend: LogBackend | None = None
         # `kubectl get cs`: the store's check is this server's own; the composition root adds the others
         self.components = componentstatus.ComponentStatuses()
         self.components.register("etcd-0", self._storage_health)
@@ -313,17 +316,34 @@ class APIServer:
         """DIR/node-token in the secure form (rewritten only when it changes, e.g. a new CA)."""
         token = str(jointoken.JoinToken(password=self._node_password, ca_hash=jointoken.ca_hash(ca_pem)))
         if token != self.node_token:
-            _write_private(self._node_token_path, token + "\n")
+            privatefiles.write_private(self._node_token_path, token + "\n")
             self.node_token = token
         self.authenticator.replace({self.admin_token: authn.ADMIN, self._node_password: authn.NODE,
                                     token: authn.NODE})
 
     async def start(self) -> None:
         self._stopping = False
+        if self.config.audit_policy_file and self.config.audit_log and self._audit is None:
+            rules = await asyncio.to_thread(audit_policy.load, self.config.audit_policy_file)
+            self._audit_backend = LogBackend(self.config.audit_log)
+            self._audit_backend.start()
+            self._audit = audit_filter.AuditFilter(rules, self._audit_backend, is_long_running=is_long_running)
+        encryption = None
+        if self.config.encryption_provider_config:  # read first: a bad file stops the start before the store opens
+            # imported here: the ciphers' libraries load only on a server that encrypts
+            from control.apiserver.storage import encryption as encryption_config
+            from control.apiserver.storage.encrypted import EncryptedStorage
+
+            groups = {resource.plural: resource.group for resource in resources_table.RESOURCES}
+            encryption = await asyncio.to_thread(encryption_config.load, self.config.encryption_provider_config,
+                                                 groups)
         if self._given_storage is None:
             self._given_storage = await asyncio.to_thread(open_storage, self.config.datastore,
                                                           data_dir=self.config.data_dir)
-        self._storage = MeteredStorage(self._given_storage, self.metrics.storage_latency)
+        stored: Storage = self._given_storage
+        if encryption is not None:
+            stored = EncryptedStorage(stored, encryption)
+        self._storage = MeteredStorage(stored, self.metrics.storage_latency)
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
                                  node_port_range=self.config.node_port_range,
                                  endpoint_routing=self.config.enable_aggregator_routing,
@@ -370,7 +390,7 @@ class APIServer:
         sockets = site._server.sockets if isinstance(site._server, asyncio.Server) else []
         if sockets:
             self.port = sockets[0].getsockname()[1]
-        _write_private(self.kubeconfig_path, yaml.safe_dump(kubeconfig(
+        privatefiles.write_private(self.kubeconfig_path, yaml.safe_dump(kubeconfig(
             self.url, self.admin_token, ca_pem=self.certs.ca_pem() if self.certs else None), sort_keys=False))
         self.advertise_address = await asyncio.to_thread(
             master_endpoints.advertise_address, advertise=self.config.advertise_address,
@@ -451,6 +471,9 @@ class APIServer:
         if self._cache is not None:
             await self._cache.stop()
             self._cache = None
+        if self._audit_backend is not None:
+            await asyncio.to_thread(self._audit_backend.close)  # what was queued is written
+            self._audit_backend, self._audit = None, None
         if self._given_storage is not None and self._owns_storage:
             await asyncio.to_thread(self._given_storage.close)
             self._given_storage = None
@@ -519,10 +542,17 @@ class APIServer:
         assert self.registry is not None and self._cache is not None and self.authorizer is not None
         authorization = authz_filter.AuthorizationFilter(self.authorizer)
         aggregation = [self.aggregator.middleware] if self.aggregator is not None else []
-        app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, authorization.middleware,
-                                           self._limit_inflight, warning.middleware, *aggregation,
+        # as upstream's chain: authentication, audit, (impersonation and) authorization, then the in-flight limit
+        audit = [self._audit.middleware] if self._audit is not None else []
+        app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, *audit,
+                                           authorization.middleware, self._limit_inflight, warning.middleware,
+                                           *aggregation,
                                            fieldvalidation.middleware(self.openapi)],
                               client_max_size=4 * 1024 * 1024)
+        if self._audit is not None:
+            self._audit.install(app)
+        else:
+            audit_filter.install_audit_id(app)
         OpenStreams(is_long_running).install(app)  # the runner's cleanup ends them without its shutdown wait
         kubelet = KubeletClient(ca_file=self.certs.ca_path if self.certs else None,
                                 cert_file=self.certs.kubelet_client_cert_path if self.certs else None,

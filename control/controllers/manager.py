@@ -20,6 +20,12 @@ in this table.
 Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
 --node-monitor-grace-period, --resource-quota-sync-period) travel in `ControllerManagerConfiguration`, in the context.
 
+Credentials (upstream `--use-service-account-credentials` and its ControllerClientBuilder): the shared
+informers and the manager's own requests use the manager's credential (upstream's
+`system:kube-controller-manager`, which may list and watch everything); with `controller_credentials`,
+each controller writes through a client of its own, as the user `CONTROLLER_ACCOUNTS` names (the service
+account its `system:controller:*` binding names), so each has only its role's rights.
+
 Lifecycle: `start()` inits every enabled controller, starts the informers, then one thread per controller;
 `stop()` sets the one stop Event (informers end their watches, `run_workers` shuts each queue down and
 waits for the item in hand) and joins the threads, then closes the client.
@@ -27,6 +33,7 @@ waits for the item in hand) and joins the threads, then closes the client.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Collection, Mapping
@@ -272,6 +279,38 @@ def _start_ttl_after_finished(ctx: ControllerContext) -> Run:
     return TTLAfterFinishedController(ctx.client, ctx.informers).run
 
 
+# Upstream's service account of each controller (cmd/kube-controller-manager: the name each init passes to
+# ClientBuilder.ClientOrDie): kube-system/<account>, bound to system:controller:<account> by the bootstrap policy.
+CONTROLLER_ACCOUNTS: Mapping[str, str] = {
+    "endpoint": "endpoint-controller",
+    "endpointslice": "endpointslice-controller",
+    "endpointslicemirroring": "endpointslicemirroring-controller",
+    "nodelifecycle": "node-controller",
+    "nodeipam": "node-controller",
+    "taint-eviction-controller": "taint-eviction-controller",
+    "garbagecollector": "generic-garbage-collector",
+    "podgc": "pod-garbage-collector",
+    "namespace": "namespace-controller",
+    "serviceaccount": "service-account-controller",
+    "root-ca-cert-publisher": "root-ca-cert-publisher",
+    "clusterrole-aggregation": "clusterrole-aggregation-controller",
+    "resourcequota": "resourcequota-controller",
+    "disruption": "disruption-controller",
+    "replicaset": "replicaset-controller",
+    "replicationcontroller": "replication-controller",
+    "deployment": "deployment-controller",
+    "daemonset": "daemon-set-controller",
+    "horizontalpodautoscaling": "horizontal-pod-autoscaler",
+    "job": "job-controller",
+    "cronjob": "cronjob-controller",
+    "ttl-after-finished": "ttl-after-finished-controller",
+    "service-lb-controller": "service-controller",
+    "statefulset": "statefulset-controller",
+    "persistentvolume-binder": "persistent-volume-binder",
+    "csrsigning": "certificate-controller",
+    "csrapproving": "certificate-controller",
+}
+
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
     "endpointslice": _start_endpointslice,
@@ -309,7 +348,10 @@ class ControllerManager:
 
     def __init__(self, config: ClientConfig, *, disabled: Collection[str] = (),
                  controllers: Mapping[str, Callable[[ControllerContext], Run]] = CONTROLLERS,
-                 settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> None:
+                 settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION,
+                 controller_credentials: Callable[[str], ClientConfig] | None = None) -> None:
+        """`controller_credentials(account)`: the credential of a controller's service account (see the
+        module notes); None: every controller uses `config`."""
         unknown = set(disabled) - set(controllers)
         if unknown:
             raise ValueError(f"unknown controllers {sorted(unknown)}; known: {sorted(controllers)}")
@@ -318,13 +360,24 @@ class ControllerManager:
         self._controllers = controllers
         self._settings = settings
         self._client = RESTClient(config, user_agent="slimkube-controller-manager")
+        self._credentials = controller_credentials
+        self._controller_clients: list[RESTClient] = []
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+
+    def _context_for(self, name: str, shared: ControllerContext) -> ControllerContext:
+        """The shared context, with the controller's own client when it runs as its service account."""
+        account = CONTROLLER_ACCOUNTS.get(name)
+        if self._credentials is None or account is None:
+            return shared
+        client = RESTClient(self._credentials(account), user_agent=f"slimkube-controller-manager/{account}")
+        self._controller_clients.append(client)
+        return dataclasses.replace(shared, client=client)
 
     def start(self) -> None:
         ctx = ControllerContext(client=self._client, informers=InformerFactory(self._client), config=self._settings,
                                 client_config=self._config)
-        runs = {name: self._controllers[name](ctx) for name in self.enabled}
+        runs = {name: self._controllers[name](self._context_for(name, ctx)) for name in self.enabled}
         ctx.informers.start(self._stop)
         for name, run in runs.items():
             thread = threading.Thread(target=self._run, args=(name, run), name=f"controller-{name}", daemon=True)
@@ -350,4 +403,7 @@ class ControllerManager:
         for thread in self._threads:
             thread.join(timeout)
         self._threads.clear()
+        for client in self._controller_clients:
+            client.close()
+        self._controller_clients.clear()
         self._client.close()

@@ -57,14 +57,22 @@ NODE = UserInfo("system:node-token", groups=("system:nodes",))  # any node's joi
 
 
 class TokenAuthenticator:
-    """Tokens → users, compared in constant time; `replace` swaps the whole table (the node token changes
-    form once the CA exists)."""
+    """Tokens → users, compared in constant time; `replace` swaps the table of the server's own tokens (the
+    node token changes form once the CA exists), `add` registers a token of a component in this process
+    (the controllers' service accounts, slimkube/controlplane.py), which `replace` keeps."""
 
     def __init__(self, tokens: Mapping[str, UserInfo]) -> None:
+        self._added: list[tuple[bytes, UserInfo]] = []
         self._tokens = [(token.encode(), user) for token, user in tokens.items() if token]
 
     def replace(self, tokens: Mapping[str, UserInfo]) -> None:
-        self._tokens = [(token.encode(), user) for token, user in tokens.items() if token]
+        self._tokens = [(token.encode(), user) for token, user in tokens.items() if token] + self._added
+
+    def add(self, token: str, user: UserInfo) -> None:
+        if not token:
+            raise ValueError("an empty token authenticates nobody")
+        self._added = [*self._added, (token.encode(), user)]
+        self._tokens = [*self._tokens, (token.encode(), user)]
 
     def authenticate(self, token: str) -> UserInfo | None:
         candidate = token.strip().encode()

@@ -220,6 +220,7 @@ class Registry:
                  admission_config: AdmissionConfig | None = None,
                  disabled_admission: Collection[str] = ()) -> None:
         self.storage = storage
+        self.endpoint_routing = endpoint_routing
         self._strategies = strategies.build(storage, service_cidr=service_cidr, node_port_range=node_port_range)
         self.clock = clock
         self.admission = admission.chain(self, validation=StrategyValidation(self.strategy),
@@ -583,7 +584,7 @@ class Registry:
                         dry_run: bool) -> dict[str, Any]:
         """The storage write of an admitted update."""
         name = old["metadata"]["name"]
-        if encode(new) == encode(old):
+        if encode(new) == encode(old) and not record.stale:  # a stale value is re-encrypted even so
             strategy.decorate(old)
             return old
         rollback: Rollback = nothing_to_undo
