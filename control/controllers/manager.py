@@ -310,6 +310,10 @@ CONTROLLER_ACCOUNTS: Mapping[str, str] = {
     "csrsigning": "certificate-controller",
     "csrapproving": "certificate-controller",
 }
+# Controllers that write with the manager's own credential, as upstream starts them with its root client
+# builder: the tokens controller (upstream's "tokens-controller") fills the very token Secrets service
+# accounts would authenticate with, so it cannot depend on one.
+ROOT_CREDENTIAL_CONTROLLERS = frozenset({"serviceaccount-token"})
 
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
