@@ -77,6 +77,43 @@ _disable_option = click.option(  # `server` and `up`; the names are checked by _
     help="Comma-separated control-plane parts not to run, by upstream's name (e.g. endpoint, scheduler).")
 
 
+def _security_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`server` and `up`: the audit and encryption-at-rest flags, handed to the command as one `security`
+    mapping of ServerConfig fields (docs/apiserver.md)."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapped(*args: Any, audit_policy_file: str | None, audit_log_path: str | None, audit_log_maxage: int,
+                audit_log_maxbackup: int, audit_log_maxsize: int, encryption_provider_config: str | None,
+                **kwargs: Any) -> Any:
+        from control.apiserver.audit.backend import LogOptions
+
+        log = LogOptions(audit_log_path, max_age_days=audit_log_maxage, max_backups=audit_log_maxbackup,
+                         max_size_mb=audit_log_maxsize) if audit_log_path else None
+        security = {"audit_policy_file": audit_policy_file, "audit_log": log,
+                    "encryption_provider_config": encryption_provider_config}
+        return command(*args, security=security, **kwargs)
+
+    options = [
+        click.option("--audit-policy-file", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="An audit.k8s.io/v1 Policy: which requests are logged at which level."),
+        click.option("--audit-log-path", default=None, metavar="PATH",
+                     help="Write audit events as JSON lines to PATH ('-' for standard output)."),
+        click.option("--audit-log-maxage", default=0, show_default=True, type=click.IntRange(0),
+                     help="Days to keep rotated audit logs (by the time in their names; 0: no limit)."),
+        click.option("--audit-log-maxbackup", default=0, show_default=True, type=click.IntRange(0),
+                     help="Rotated audit logs to keep (0: all)."),
+        click.option("--audit-log-maxsize", default=100, show_default=True, type=click.IntRange(0),
+                     help="Megabytes an audit log reaches before it is rotated."),
+        click.option("--encryption-provider-config", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="An apiserver.config.k8s.io/v1 EncryptionConfiguration: how resources are encrypted "
+                     "in the store."),
+    ]
+    for option in reversed(options):
+        wrapped = option(wrapped)
+    return wrapped
+
+
 _admission_config_option = click.option(  # `server` and `up`; read by the API server as it starts
     "--admission-control-config-file", "admission_config_file", default=None, metavar="FILE",
     type=click.Path(exists=True, dir_okay=False),
@@ -238,6 +275,7 @@ def _parse_disable(text: str) -> frozenset[str]:
 @click.option("--leader-elect-retry-period", default="2s", show_default=True, metavar="DURATION")
 @_scheduler_options
 @_admission_config_option
+@_security_options
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
            node_cidr_mask_size: int, advertise_address: str | None, enable_aggregator_routing: bool, disable: str,
@@ -246,7 +284,7 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
            horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
            scheduler_bind_address: str, scheduler_port: int, admission_config_file: str | None,
-           verbose: bool) -> None:
+           verbose: bool, security: dict[str, Any]) -> None:
     """Run the control plane: the API server, the scheduler and the controller manager.
     Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
     import ipaddress
@@ -283,7 +321,7 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
     config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
                           service_cidr=service_cidr, cluster_cidr=cluster_cidr, advertise_address=advertise_address,
                           enable_aggregator_routing=enable_aggregator_routing,
-                          admission_config_file=admission_config_file)
+                          admission_config_file=admission_config_file, **security)
 
     def ready(api: object) -> None:
         click.echo(f"slimkube server: API at {api.url}; kubeconfig {api.kubeconfig_path}", err=True)  # type: ignore[attr-defined]
@@ -515,6 +553,7 @@ def agent(server: str | None, token: str | None, token_file: str | None, ca_file
 @_hpa_sync_option
 @_scheduler_options
 @_admission_config_option
+@_security_options
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
        kubelet_port: int | None, node_count: int, nodes_cidr: str, node_subnets: int, node_cidr_mask_size: int,
@@ -525,7 +564,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
        pod_cidr: str | None,
        node_ip: str | None, pod_network: str | None, network_plugin: str | None, cni_conf_dir: str | None,
        cni_bin_dir: str | None, cluster_dns: str | None, cluster_domain: str | None,
-       serve_dns: bool, verbose: bool) -> None:
+       serve_dns: bool, verbose: bool, security: dict[str, Any]) -> None:
     """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
     Prints progress, then the admin kubeconfig path once the node is Ready. Ctrl-C stops them; the pods keep
@@ -537,6 +576,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     one's state and logs; DATA_DIR/nodes/kubelet.yaml and kube-proxy.yaml, if present, configure them);
     `up` prints "[up] ready" once every node is Ready.
     """
+    import dataclasses
+
     from control.util.componentconfig import ConfigError
     from nodeagent.bootstrap import BootstrapError, join
     from proxy.app import ProxyServer
@@ -569,6 +610,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
         raise click.UsageError(str(exc)) from None
     except ConfigError as exc:  # a config file that cannot be read or parsed
         raise click.UsageError(str(exc)) from None
+    plan = dataclasses.replace(plan, server=dataclasses.replace(plan.server, **security))
     for note in plan.notes:
         _say(note)
     settings = _with_node_ipam(settings, cluster_cidr=plan.kubelet.cluster_cidr, service_cidr=service_cidr,

@@ -28,6 +28,9 @@ Kubelets: at start, beside the CA, the API server's kubelet client certificate
 (kubeletclient.py), and `POST /v1-slimkube/serving-kubelet-certificate` signs kubelets' serving certificates
 (kubeletcerts.py).
 
+Audit: with a policy file and a log (audit/, docs/apiserver.md) each request's events are queued to a
+writer thread from the middleware right after authentication; every answer carries an `Audit-Id` header.
+
 Overload: at most `max_inflight` non-watch requests run at once; the next gets 429 with Retry-After,
 as upstream's --max-requests-inflight filter does, so a burst degrades into client retries (the
 official client and kubectl both retry 429) rather than unbounded queues.
@@ -59,6 +62,9 @@ from control.apiserver.admission import config as admission_config
 from control.apiserver.aggregator.backends import group_list_entries
 from control.apiserver.aggregator.certs import FrontProxyCerts, authentication_config, ensure_front_proxy_certs
 from control.apiserver.aggregator.proxy import Aggregator
+from control.apiserver.audit import filter as audit_filter
+from control.apiserver.audit import policy as audit_policy
+from control.apiserver.audit.backend import LogBackend, LogOptions
 from control.apiserver.authentication import certs, kubeletcerts, x509
 from control.apiserver.authentication import tokens as authn
 from control.apiserver.authorization import filter as authz_filter
@@ -115,6 +121,11 @@ class ServerConfig:
     # webhooks and aggregated APIs to a Service's endpoints, not its ClusterIP (no kube-proxy on this host)
     enable_aggregator_routing: bool = True
     admission_config_file: str | None = None  # an AdmissionConfiguration (admission/config.py)
+    # auditing (audit/, docs/apiserver.md): on when both a policy file and a log are given, as upstream
+    audit_policy_file: str | None = None
+    audit_log: LogOptions | None = None
+    # encryption at rest (storage/encryption.py): an EncryptionConfiguration file
+    encryption_provider_config: str | None = None
 
 
 def _read_or_create_secret(path: str) -> str:
@@ -256,6 +267,8 @@ class APIServer:
         self._aggregator_task: asyncio.Task[None] | None = None
         self.authorizer: Chain | None = None  # system:masters, the node authorizers, RBAC (authorization/)
         self._authorizer_views_task: asyncio.Task[None] | None = None
+        self._audit: audit_filter.AuditFilter | None = None
+        self._audit_backend: LogBackend | None = None
         # `kubectl get cs`: the store's check is this server's own; the composition root adds the others
         self.components = componentstatus.ComponentStatuses()
         self.components.register("etcd-0", self._storage_health)
@@ -293,10 +306,27 @@ class APIServer:
 
     async def start(self) -> None:
         self._stopping = False
+        if self.config.audit_policy_file and self.config.audit_log and self._audit is None:
+            rules = await asyncio.to_thread(audit_policy.load, self.config.audit_policy_file)
+            self._audit_backend = LogBackend(self.config.audit_log)
+            self._audit_backend.start()
+            self._audit = audit_filter.AuditFilter(rules, self._audit_backend, is_long_running=is_long_running)
+        encryption = None
+        if self.config.encryption_provider_config:  # read first: a bad file stops the start before the store opens
+            # imported here: the ciphers' libraries load only on a server that encrypts
+            from control.apiserver.storage import encryption as encryption_config
+            from control.apiserver.storage.encrypted import EncryptedStorage
+
+            groups = {resource.plural: resource.group for resource in resources_table.RESOURCES}
+            encryption = await asyncio.to_thread(encryption_config.load, self.config.encryption_provider_config,
+                                                 groups)
         if self._given_storage is None:
             self._given_storage = await asyncio.to_thread(open_storage, self.config.datastore,
                                                           data_dir=self.config.data_dir)
-        self._storage = MeteredStorage(self._given_storage, self.metrics.storage_latency)
+        stored: Storage = self._given_storage
+        if encryption is not None:
+            stored = EncryptedStorage(stored, encryption)
+        self._storage = MeteredStorage(stored, self.metrics.storage_latency)
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
                                  node_port_range=self.config.node_port_range,
                                  endpoint_routing=self.config.enable_aggregator_routing,
@@ -420,6 +450,9 @@ class APIServer:
         if self._cache is not None:
             await self._cache.stop()
             self._cache = None
+        if self._audit_backend is not None:
+            await asyncio.to_thread(self._audit_backend.close)  # what was queued is written
+            self._audit_backend, self._audit = None, None
         if self._given_storage is not None and self._owns_storage:
             await asyncio.to_thread(self._given_storage.close)
             self._given_storage = None
@@ -484,10 +517,17 @@ class APIServer:
         assert self.registry is not None and self._cache is not None and self.authorizer is not None
         authorization = authz_filter.AuthorizationFilter(self.authorizer)
         aggregation = [self.aggregator.middleware] if self.aggregator is not None else []
-        app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, authorization.middleware,
-                                           self._limit_inflight, warning.middleware, *aggregation,
+        # as upstream's chain: authentication, audit, (impersonation and) authorization, then the in-flight limit
+        audit = [self._audit.middleware] if self._audit is not None else []
+        app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, *audit,
+                                           authorization.middleware, self._limit_inflight, warning.middleware,
+                                           *aggregation,
                                            fieldvalidation.middleware(self.openapi)],
                               client_max_size=4 * 1024 * 1024)
+        if self._audit is not None:
+            self._audit.install(app)
+        else:
+            audit_filter.install_audit_id(app)
         OpenStreams(is_long_running).install(app)  # the runner's cleanup ends them without its shutdown wait
         kubelet = KubeletClient(ca_file=self.certs.ca_path if self.certs else None,
                                 cert_file=self.certs.kubelet_client_cert_path if self.certs else None,

@@ -582,7 +582,7 @@ class Registry:
                         dry_run: bool) -> dict[str, Any]:
         """The storage write of an admitted update."""
         name = old["metadata"]["name"]
-        if encode(new) == encode(old):
+        if encode(new) == encode(old) and not record.stale:  # a stale value is re-encrypted even so
             strategy.decorate(old)
             return old
         rollback: Rollback = nothing_to_undo
