@@ -126,7 +126,7 @@ class NodeLifecycleController(Controller):
                      (now - last_observed).total_seconds())
             if was_ready:  # upstream recordNodeStatusChange
                 self.recorder.eventf(node, "Normal", "NodeNotReady", "Node %s status is now: NodeNotReady", key)
-        if (ready := get_condition(node, "Ready")) is not None and ready.get("status") == "Unknown":
+        if (get_condition(node, "Ready") or {}).get("status") == "Unknown":
             self.mark_pods_not_ready(key, now)
         taints = desired_taints(node, now)
         if taints is not None:

@@ -1,6 +1,7 @@
 """control/controllers/nodelifecycle/health.py and tainteviction/controller.py's pure parts: the heartbeat
 tracker (observed by the controller's clock), the grace-period decision with upstream's reasons, the condition
-taints, the pods marked not ready (MarkPodsNotReady), and when a pod goes from a NoExecute-tainted node; plus control/api/taints.py's toleration match."""
+taints, the pods marked not ready (MarkPodsNotReady), and when a pod goes from a NoExecute-tainted node;
+plus control/api/taints.py's toleration match."""
 
 from __future__ import annotations
 
