@@ -96,7 +96,7 @@ from control.apiserver.streaming.kubeletclient import KubeletClient
 from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
-from control.util import jointoken, openssl
+from control.util import jointoken, openssl, privatefiles
 from control.util.openstreams import OpenStreams
 
 log = logging.getLogger(__name__)
@@ -137,9 +137,7 @@ def _read_or_create_secret(path: str) -> str:
     except FileNotFoundError:
         pass
     value = secrets.token_hex(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(value + "\n")
+    privatefiles.write_private(path, value + "\n")
     return value
 
 
@@ -156,14 +154,6 @@ def kubeconfig(server_url: str, token: str, *, name: str = "slimkube", ca_pem: b
         "contexts": [{"name": name, "context": {"cluster": name, "user": "admin", "namespace": "default"}}],
         "current-context": name,
     }
-
-
-def _write_private(path: str, text: str) -> None:
-    tmp = f"{path}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 def _aggregated(body: dict[str, Any], version: str) -> web.Response:
@@ -238,7 +228,7 @@ class APIServer:
 
     def __init__(self, config: ServerConfig, *, storage: Storage | None = None) -> None:
         self.config = config
-        os.makedirs(config.data_dir, mode=0o700, exist_ok=True)
+        privatefiles.ensure_private_dir(config.data_dir)  # every start: a loosened mode is narrowed back
         self.admin_token = _read_or_create_secret(os.path.join(config.data_dir, "admin-token"))
         # what DIR/node-token holds: the bare password until the CA exists, then the K10 form (start())
         self.node_token = _read_or_create_secret(self._node_token_path)
@@ -299,7 +289,7 @@ class APIServer:
         """DIR/node-token in the secure form (rewritten only when it changes, e.g. a new CA)."""
         token = str(jointoken.JoinToken(password=self._node_password, ca_hash=jointoken.ca_hash(ca_pem)))
         if token != self.node_token:
-            _write_private(self._node_token_path, token + "\n")
+            privatefiles.write_private(self._node_token_path, token + "\n")
             self.node_token = token
         self.authenticator.replace({self.admin_token: authn.ADMIN, self._node_password: authn.NODE,
                                     token: authn.NODE})
@@ -369,7 +359,7 @@ class APIServer:
         sockets = site._server.sockets if isinstance(site._server, asyncio.Server) else []
         if sockets:
             self.port = sockets[0].getsockname()[1]
-        _write_private(self.kubeconfig_path, yaml.safe_dump(kubeconfig(
+        privatefiles.write_private(self.kubeconfig_path, yaml.safe_dump(kubeconfig(
             self.url, self.admin_token, ca_pem=self.certs.ca_pem() if self.certs else None), sort_keys=False))
         self.advertise_address = await asyncio.to_thread(
             master_endpoints.advertise_address, advertise=self.config.advertise_address,

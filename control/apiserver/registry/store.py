@@ -219,6 +219,7 @@ class Registry:
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC), endpoint_routing: bool = True,
                  admission_config: AdmissionConfig | None = None) -> None:
         self.storage = storage
+        self.endpoint_routing = endpoint_routing
         self._strategies = strategies.build(storage, service_cidr=service_cidr, node_port_range=node_port_range)
         self.clock = clock
         self.admission = admission.chain(self, validation=StrategyValidation(self.strategy),
