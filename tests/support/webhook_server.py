@@ -98,9 +98,11 @@ def _api(path: str) -> tuple[int, dict[str, Any]]:
                      "versions": [{"groupVersion": GROUP_VERSION, "version": "v1"}],
                      "preferredVersion": {"groupVersion": GROUP_VERSION, "version": "v1"}}
     if path.startswith(f"/apis/{GROUP_VERSION}/") and path.split("?")[0].endswith("/things"):
+        parts = path.split("?")[0].split("/")
+        namespace = parts[parts.index("namespaces") + 1] if "namespaces" in parts else "default"
         return 200, {"kind": "ThingList", "apiVersion": GROUP_VERSION, "metadata": {"resourceVersion": "1"},
                      "items": [{"kind": "Thing", "apiVersion": GROUP_VERSION,
-                                "metadata": {"name": "served-by-the-aggregated-api", "namespace": "default",
+                                "metadata": {"name": "served-by-the-aggregated-api", "namespace": namespace,
                                              "creationTimestamp": "2026-01-01T00:00:00Z"}}]}
     return 404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404, "reason": "NotFound",
                  "message": "not found"}
