@@ -12,8 +12,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
+
+from tests.support.polling import wait_for
 
 PARENT = """
 import sys, threading, time
@@ -39,15 +40,6 @@ def alive(pid: int) -> bool:
         return False
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def test_child_of_an_ended_thread_lives_with_its_parent_and_dies_with_it(tmp_path: Path) -> None:
     parent = subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     child = 0
@@ -60,7 +52,7 @@ def test_child_of_an_ended_thread_lives_with_its_parent_and_dies_with_it(tmp_pat
         assert parent.poll() is None
         parent.kill()  # by PID: the stand-in for `up` this test started
         parent.wait(timeout=5)
-        assert wait_for(lambda: not alive(child), 5.0), "the child outlived its parent's kill -9"
+        wait_for(lambda: not alive(child), 5.0, "the child to stop after its parent's kill -9", interval=0.05)
     finally:
         if parent.poll() is None:
             parent.kill()  # by PID: this test's own subprocess
