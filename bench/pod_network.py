@@ -2,7 +2,7 @@
 the host-gw and the vxlan backend, against the same traffic between the two node namespaces directly, in
 one run.
 
-Run (root): `.venv/bin/python bench/pod_network.py [--round-trips 4000] [--seconds 3] [--repeats 3]`,
+Run (root): `.venv/bin/python bench/pod_network.py [--round-trips 3000] [--seconds 2] [--repeats 5]`,
 about a minute; no dockerd needed.
 
 The machine is made of network namespaces this run creates and removes (names `skbench-<id>-*`, nothing in
@@ -264,9 +264,9 @@ def report(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> No
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--round-trips", type=int, default=4000)
-    parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--round-trips", type=int, default=3000)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--client", metavar="ADDRESS", help=argparse.SUPPRESS)
     args = parser.parse_args()

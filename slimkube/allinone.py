@@ -9,8 +9,9 @@ token the server just wrote).
    the controller manager (all but `--disable`);
 3. a kubelet joining it exactly as `slimkube agent` would (nodeagent/bootstrap.py with the node token
    and the server's CA file), node name = hostname, podCIDR = the cluster CIDR's first /24;
-4. once the node is registered, the kube-proxy (proxy/app.py) with the same credential, this node's
-   name and the cluster CIDR, so the Node's InternalIP is known to it;
+4. once the node is registered, the kube-proxy (proxy/app.py) as `system:kube-proxy` (its own client
+   certificate and DIR/kube-proxy.kubeconfig, slimkube/componentcreds.py), this node's name and the cluster
+   CIDR, so the Node's InternalIP is known to it;
 5. wait for the node to report Ready, then print the kubeconfig path;
 6. on SIGINT/SIGTERM: kubelet.stop() (pods keep running; the next `up` adopts them), then the proxy (its
    rules stay, so Services keep answering; the next `up` re-syncs them), then the server.
@@ -109,7 +110,7 @@ def run_kubelet(kubelet: KubeletLike, stop: threading.Event, *, say: Say,
 
 def run_up(server_config: ServerConfig, make_kubelet: Callable[[ClientConfig], KubeletLike], *,
            join: Callable[[APIServer], ClientConfig], signals: StopOnSignal, say: Say,
-           make_proxy: Callable[[ClientConfig], ProxyLike] | None = None,
+           make_proxy: Callable[[APIServer], ProxyLike] | None = None,
            make_nodes: Callable[[APIServer], NodeGroupLike] | None = None,
            disable: Collection[str] = (),
            settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION,
@@ -139,7 +140,7 @@ def run_up(server_config: ServerConfig, make_kubelet: Callable[[ClientConfig], K
             if make_proxy is None:
                 return
             say("[up] starting kube-proxy")
-            proxy = make_proxy(client_config)
+            proxy = make_proxy(api)
             try:
                 proxy.start()
             except Exception as exc:

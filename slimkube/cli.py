@@ -61,13 +61,13 @@ def version() -> None:
 @main.command()
 @click.option("--rebuild", is_flag=True, help="Import the images again even if they exist.")
 def images(rebuild: bool) -> None:
-    """Build the pause and busybox images into the local dockerd (no registry needed)."""
+    """Build the pause, busybox and python images into the local dockerd (no registry needed)."""
     import docker
 
-    from nodeagent.images import BUSYBOX, PAUSE, ensure_image
+    from nodeagent.images import BUSYBOX, PAUSE, PYTHON, ensure_image
 
     api = docker.APIClient(version="auto")
-    for spec in (PAUSE, BUSYBOX):
+    for spec in (PAUSE, BUSYBOX, PYTHON):
         built = ensure_image(api, spec, rebuild=rebuild)
         click.echo(f"{spec.ref}: {'built' if built else 'present'}")
 
@@ -75,6 +75,43 @@ def images(rebuild: bool) -> None:
 _disable_option = click.option(  # `server` and `up`; the names are checked by _parse_disable
     "--disable", default="", metavar="NAME,...",
     help="Comma-separated control-plane parts not to run, by upstream's name (e.g. endpoint, scheduler).")
+
+
+def _security_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`server` and `up`: the audit and encryption-at-rest flags, handed to the command as one `security`
+    mapping of ServerConfig fields (docs/apiserver.md)."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapped(*args: Any, audit_policy_file: str | None, audit_log_path: str | None, audit_log_maxage: int,
+                audit_log_maxbackup: int, audit_log_maxsize: int, encryption_provider_config: str | None,
+                **kwargs: Any) -> Any:
+        from control.apiserver.audit.backend import LogOptions
+
+        log = LogOptions(audit_log_path, max_age_days=audit_log_maxage, max_backups=audit_log_maxbackup,
+                         max_size_mb=audit_log_maxsize) if audit_log_path else None
+        security = {"audit_policy_file": audit_policy_file, "audit_log": log,
+                    "encryption_provider_config": encryption_provider_config}
+        return command(*args, security=security, **kwargs)
+
+    options = [
+        click.option("--audit-policy-file", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="An audit.k8s.io/v1 Policy: which requests are logged at which level."),
+        click.option("--audit-log-path", default=None, metavar="PATH",
+                     help="Write audit events as JSON lines to PATH ('-' for standard output)."),
+        click.option("--audit-log-maxage", default=0, show_default=True, type=click.IntRange(0),
+                     help="Days to keep rotated audit logs (by the time in their names; 0: no limit)."),
+        click.option("--audit-log-maxbackup", default=0, show_default=True, type=click.IntRange(0),
+                     help="Rotated audit logs to keep (0: all)."),
+        click.option("--audit-log-maxsize", default=100, show_default=True, type=click.IntRange(0),
+                     help="Megabytes an audit log reaches before it is rotated."),
+        click.option("--encryption-provider-config", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="An apiserver.config.k8s.io/v1 EncryptionConfiguration: how resources are encrypted "
+                     "in the store."),
+    ]
+    for option in reversed(options):
+        wrapped = option(wrapped)
+    return wrapped
 
 
 _admission_config_option = click.option(  # `server` and `up`; read by the API server as it starts
@@ -238,6 +275,15 @@ def _parse_disable(text: str) -> frozenset[str]:
 @click.option("--leader-elect-retry-period", default="2s", show_default=True, metavar="DURATION")
 @_scheduler_options
 @_admission_config_option
+@_security_options
+@click.option("--service-account-issuer", default="https://kubernetes.default.svc.cluster.local", show_default=True,
+              help="The `iss` of service account tokens, also the default audience (docs/service-accounts.md).")
+@click.option("--service-account-signing-key-file", "--service-account-key-file", "service_account_key_file",
+              type=click.Path(dir_okay=False), metavar="FILE",
+              help="The RSA key service account tokens are signed and checked with; made when missing "
+              "[default: DATA_DIR/tls/service.key].")
+@click.option("--api-audiences", default="", metavar="AUD,...",
+              help="The audiences a token must name to be accepted [default: the issuer].")
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
            node_cidr_mask_size: int, advertise_address: str | None, enable_aggregator_routing: bool, disable: str,
@@ -246,7 +292,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
            horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
            scheduler_bind_address: str, scheduler_port: int, admission_config_file: str | None,
-           verbose: bool) -> None:
+           service_account_issuer: str, service_account_key_file: str | None, api_audiences: str,
+           verbose: bool, security: dict[str, Any]) -> None:
     """Run the control plane: the API server, the scheduler and the controller manager.
     Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
     import ipaddress
@@ -282,8 +329,11 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
                           service_cidr=service_cidr, cluster_cidr=cluster_cidr, advertise_address=advertise_address,
+                          service_account_issuer=service_account_issuer,
+                          service_account_key_file=service_account_key_file or "",
+                          api_audiences=tuple(a.strip() for a in api_audiences.split(",") if a.strip()),
                           enable_aggregator_routing=enable_aggregator_routing,
-                          admission_config_file=admission_config_file)
+                          admission_config_file=admission_config_file, **security)
 
     def ready(api: object) -> None:
         click.echo(f"slimkube server: API at {api.url}; kubeconfig {api.kubeconfig_path}", err=True)  # type: ignore[attr-defined]
@@ -525,6 +575,7 @@ def agent(server: str | None, token: str | None, token_file: str | None, ca_file
 @_hpa_sync_option
 @_scheduler_options
 @_admission_config_option
+@_security_options
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
        kubelet_port: int | None, node_count: int, nodes_cidr: str, node_subnets: int, node_cidr_mask_size: int,
@@ -535,7 +586,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
        pod_cidr: str | None,
        node_ip: str | None, pod_network: str | None, network_plugin: str | None, cni_conf_dir: str | None,
        cni_bin_dir: str | None, cluster_dns: str | None, cluster_domain: str | None,
-       serve_dns: bool, verbose: bool) -> None:
+       serve_dns: bool, verbose: bool, security: dict[str, Any]) -> None:
     """Run a one-node cluster on this host: the API server, a kubelet and the kube-proxy, until Ctrl-C.
 
     Prints progress, then the admin kubeconfig path once the node is Ready. Ctrl-C stops them; the pods keep
@@ -547,10 +598,14 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     one's state and logs; DATA_DIR/nodes/kubelet.yaml and kube-proxy.yaml, if present, configure them);
     `up` prints "[up] ready" once every node is Ready.
     """
+    import dataclasses
+
     from control.util.componentconfig import ConfigError
     from nodeagent.bootstrap import BootstrapError, join
     from proxy.app import ProxyServer
     from slimkube.allinone import NodeError, run_up
+    from slimkube.componentcreds import KUBE_PROXY
+    from slimkube.controlplane import component_config
     from slimkube.nodelock import LockHeld, NodeLock
     from slimkube.stopsignal import StopOnSignal
     from slimkube.upplan import UpFlags, UpPlanError, gather_facts, plan_up
@@ -577,6 +632,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
         raise click.UsageError(str(exc)) from None
     except ConfigError as exc:  # a config file that cannot be read or parsed
         raise click.UsageError(str(exc)) from None
+    plan = dataclasses.replace(plan, server=dataclasses.replace(plan.server, **security))
     for note in plan.notes:
         _say(note)
     settings = _with_node_ipam(settings, cluster_cidr=plan.kubelet.cluster_cidr, service_cidr=service_cidr,
@@ -607,7 +663,7 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
             run_up(plan.server, lambda client_config: _make_kubelet(plan.kubelet, client_config,
                                                                     serve_dns=plan.serve_dns, tag="up"),
                    join=join_local, signals=signals, say=_say,
-                   make_proxy=lambda client: ProxyServer(plan.proxy, client),
+                   make_proxy=lambda api: ProxyServer(plan.proxy, component_config(api, KUBE_PROXY)),
                    make_nodes=make_nodes if plan.nodes is not None else None, disable=plan.disabled,
                    settings=settings, scheduler=scheduler)
     except (LockHeld, NodeError) as exc:

@@ -1,7 +1,14 @@
 """The control plane in k3s's order (k3s pkg/daemons/control/server.go): storage and the API server
 first (APIServer.start opens the store, bootstraps, then listens), then — once it answers — the
-scheduler and the controller manager, each with the server's admin credentials. Stopping goes the other
-way: the controllers, then the scheduler, while their last requests still reach the server.
+scheduler and the controller manager. Stopping goes the other way: the controllers, then the scheduler,
+while their last requests still reach the server.
+
+Each reaches the server over HTTPS as its upstream user (slimkube/componentcreds.py): the scheduler as
+`system:kube-scheduler` and the controller manager as `system:kube-controller-manager` (its shared
+informers and its Lease), each with a client certificate and kubeconfig of its own in the data dir, and each
+controller as its service account (upstream's `--use-service-account-credentials`) with a token this
+server holds in memory, so each has only its bootstrap role's rights. A server without TLS (tests'
+plain-HTTP servers) has no CA to issue them: there all use the admin credential.
 
 Each part after the API server can be switched off by upstream's name (`--disable endpoint`,
 `--disable scheduler`, …), as k3s's `--disable-*` flags and kube-controller-manager's
@@ -26,14 +33,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import secrets
 import signal
+import threading
 import urllib.request
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from control.apiserver.authentication.tokens import UserInfo
 from control.apiserver.registry import componentstatus
 from control.apiserver.server import APIServer, ServerConfig
+from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
 from control.controllers.manager import (
     CONTROLLERS,
@@ -45,6 +56,8 @@ from control.scheduler.httpserver import SchedulerHTTPServer
 from control.scheduler.metrics import SchedulerMetrics
 from control.scheduler.server import SchedulerServer
 from control.util.loopthread import LoopThread
+from slimkube import componentcreds
+from slimkube.componentcreds import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, Component
 from slimkube.leadership import DEFAULT_ELECTION, ElectedPart, LeaderElection, Part, part_health, server_identity
 
 log = logging.getLogger(__name__)
@@ -68,17 +81,53 @@ def parse_disable(text: str) -> frozenset[str]:
     return names
 
 
+def component_config(server: APIServer, component: Component) -> ClientConfig:
+    """The component's own credential (issued and written if needed), or the admin's on a server with no CA."""
+    if server.certs is None:
+        return server.client_config()
+    return componentcreds.ensure_kubeconfig(server.certs, server.config.data_dir, server.url, component)
+
+
+def controller_credentials(server: APIServer) -> Callable[[str], ClientConfig] | None:
+    """Each controller's credential as its service account: a random token this server authenticates as that
+    account's user (componentcreds.py says why not a certificate), one per account for the process's life;
+    None (the manager's own) on a server with no CA."""
+    certs = server.certs
+    if certs is None:
+        return None
+    tokens: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def credential(account: str) -> ClientConfig:
+        with lock:
+            if account not in tokens:
+                component = componentcreds.controller_component(account)
+                tokens[account] = secrets.token_urlsafe(32)
+                server.authenticator.add(tokens[account], UserInfo(component.user, groups=component.groups))
+        return ClientConfig(server=server.url, token=tokens[account], ca_file=certs.ca_path)
+
+    return credential
+
+
 def start_controller_manager(server: APIServer, *, disable: Collection[str] = (),
-                             settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> ControllerManager:
-    """The controllers `slimkube server` runs (all but `disable`), against `server`, started. The cluster
-    CA the root CA publisher hands out, and the one csrsigning issues from, is the server's own (its data dir's
-ca.crt and ca.key) unless `settings` name one."""
+                             settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION,
+                             credentials: Callable[[str], ClientConfig] | None = None) -> ControllerManager:
+    """The controllers `slimkube server` runs (all but `disable`), against `server`, started, each as its
+    service account. The cluster CA the root CA publisher hands out, and the one csrsigning issues from, is
+    the server's own (its data dir's ca.crt and ca.key), and legacy token Secrets are signed with the
+    server's service account key, unless `settings` name others. `credentials`:
+    controller_credentials(server), made once per server and handed to each leadership term's manager
+    (None: made here)."""
     if not settings.root_ca_pem and server.certs is not None:
         settings = dataclasses.replace(settings, root_ca_pem=server.certs.ca_pem().decode())
     if not settings.cluster_signing_cert_file and server.certs is not None:
         settings = dataclasses.replace(settings, cluster_signing_cert_file=server.certs.ca_path,
                                        cluster_signing_key_file=server.certs.ca_key_path)
-    manager = ControllerManager(server.client_config(), disabled=set(disable) - {SCHEDULER}, settings=settings)
+    if not settings.service_account_private_key_file:
+        settings = dataclasses.replace(settings, service_account_private_key_file=server.service_account_key_file)
+    manager = ControllerManager(component_config(server, KUBE_CONTROLLER_MANAGER),
+                                disabled=set(disable) - {SCHEDULER}, settings=settings,
+                                controller_credentials=credentials or controller_credentials(server))
     manager.start()
     return manager
 
@@ -97,8 +146,9 @@ DEFAULT_SCHEDULER_OPTIONS = SchedulerOptions()
 
 def start_scheduler(server: APIServer, *, config: Mapping[str, Any] | None = None,
                     metrics: SchedulerMetrics | None = None) -> SchedulerServer:
-    """The scheduler (`config`'s profiles, else the default one), against `server`, started."""
-    scheduler = SchedulerServer(server.client_config(), scheduler_config=config, metrics=metrics)
+    """The scheduler (`config`'s profiles, else the default one), against `server` as `system:kube-scheduler`,
+    started."""
+    scheduler = SchedulerServer(component_config(server, KUBE_SCHEDULER), scheduler_config=config, metrics=metrics)
     scheduler.start()
     return scheduler
 
@@ -125,7 +175,7 @@ class SchedulerPart:
             return self._current
 
         self._elected = _elect(server, term, lease=SCHEDULER_LEASE, user_agent="slimkube-scheduler",
-                               election=election)
+                               election=election, component=KUBE_SCHEDULER)
 
     def _ready(self) -> bool:
         current = self._current
@@ -157,8 +207,8 @@ class Elected:
     Lease (upstream: kube-controller-manager's and kube-scheduler's `--leader-elect`)."""
 
     def __init__(self, server: APIServer, *, lease: str, user_agent: str, election: LeaderElection,
-                 start: Callable[[], Part]) -> None:
-        self._client = RESTClient(server.client_config(), user_agent=f"{user_agent}/leader-election")
+                 start: Callable[[], Part], component: Component) -> None:
+        self._client = RESTClient(component_config(server, component), user_agent=f"{user_agent}/leader-election")
         self._part = ElectedPart(self._client, lease=lease, identity=server_identity(server.config.data_dir),
                                  election=election, start=start)
 
@@ -174,10 +224,11 @@ class Elected:
 
 
 def _elect(server: APIServer, start: Callable[[], Part], *, lease: str, user_agent: str,
-           election: LeaderElection) -> Part:
+           election: LeaderElection, component: Component) -> Part:
     if not election.enabled:
         return start()
-    elected = Elected(server, lease=lease, user_agent=user_agent, election=election, start=start)
+    elected = Elected(server, lease=lease, user_agent=user_agent, election=election, start=start,
+                      component=component)
     elected.start()
     return elected
 
@@ -186,9 +237,11 @@ def start_controllers(server: APIServer, *, disable: Collection[str] = (),
                       election: LeaderElection = DEFAULT_ELECTION,
                       settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> Part:
     """The controller manager, under leader election unless `election.enabled` is off."""
-    return _elect(server, lambda: start_controller_manager(server, disable=disable, settings=settings),
+    credentials = controller_credentials(server)
+    return _elect(server, lambda: start_controller_manager(server, disable=disable, settings=settings,
+                                                           credentials=credentials),
                   lease=CONTROLLER_MANAGER_LEASE,
-                  user_agent="slimkube-controller-manager", election=election)
+                  user_agent="slimkube-controller-manager", election=election, component=KUBE_CONTROLLER_MANAGER)
 
 
 class _Parts:
@@ -266,7 +319,9 @@ async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
     (systemd's READY=1/STOPPING=1)."""
     server = APIServer(config)
     await server.start()
-    manager = start_parts(server, disable=disable, election=election, settings=settings, scheduler=scheduler)
+    # in a thread: the components' certificates may be issued (openssl) while the server answers requests
+    manager = await asyncio.to_thread(start_parts, server, disable=disable, election=election, settings=settings,
+                                      scheduler=scheduler)
     if ready is not None:
         ready(server)
     stop = asyncio.Event()

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from control.util.iptables import detect
 from slimkube import nodenet, noderules, nodes
 from slimkube.nodeprocs import Child, Launch, NodeGroup
+from slimkube.privatefile import write_private
 
 Say = Callable[[str], None]
 
@@ -86,14 +87,9 @@ def launcher(data_dir: str, join: Join, *, say: Say, python: str = sys.executabl
 
 
 def write_token_file(path: str, token: str) -> None:
-    """The join token in a file only its owner reads (0600 from its creation, in a 0700 directory), as
-    install.sh leaves it on a worker host: the node's processes get its path, never the token."""
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    descriptor = os.open(f"{path}.tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        os.fchmod(handle.fileno(), 0o600)
-        handle.write(token + "\n")
-    os.replace(f"{path}.tmp", path)
+    """The join token in a file only its owner reads, as install.sh leaves it on a worker host: the node's
+    processes get its path, never the token."""
+    write_private(path, token + "\n")
 
 
 def start_network(data_dir: str, plan: nodes.NodesPlan, *, say: Say) -> None:

@@ -17,9 +17,12 @@ groups), then bearer tokens. The admin token (in `DIR/admin.kubeconfig`) and the
 `K10<sha256 of the CA>::node:<password>` (control/util/jointoken.py); the password, or that whole string, is
 the bearer token, and `GET /cacerts` (no token, as k3s) serves the CA bundle the hash is taken over, so
 an agent given only the URL and the token verifies the server before sending the token. The admin
-(system:masters) and the shared node credential are allowed everything; any other user (an impersonated
-one today) is held to RBAC (authorization/, docs/authorization.md), whose bootstrap policy is reconciled at
-every start. `/healthz`, `/livez`, `/readyz`, `/version` answer without a token, as upstream's
+(system:masters) and the shared node credential are allowed everything; any other user (a service account
+with its token, an impersonated user) is held to RBAC (authorization/, docs/authorization.md), whose
+bootstrap policy is reconciled at every start. Service account tokens are JWTs signed with
+`DIR/tls/service.key` (authentication/serviceaccounts.py, registry/tokenrequest.py for
+`serviceaccounts/token`, `/.well-known/openid-configuration` and `/openid/v1/jwks` for their verifiers;
+docs/service-accounts.md). `/healthz`, `/livez`, `/readyz`, `/version` answer without a token, as upstream's
 public-info-viewer role allows.
 Who a token is (authentication/tokens.py) is what `POST /apis/authentication.k8s.io/v1/tokenreviews` tells kubelets.
 
@@ -27,6 +30,9 @@ Kubelets: at start, beside the CA, the API server's kubelet client certificate
 (`DIR/tls/apiserver-kubelet-client.{crt,key}`, certs.py) that every call to a kubelet presents
 (kubeletclient.py). Kubelets get their client and serving certificates through CertificateSigningRequests,
 which the controller manager's csrapproving and csrsigning controllers answer (docs/identity.md).
+
+Audit: with a policy file and a log (audit/, docs/apiserver.md) each request's events are queued to a
+writer thread from the middleware right after authentication; every answer carries an `Audit-Id` header.
 
 Overload: at most `max_inflight` non-watch requests run at once; the next gets 429 with Retry-After,
 as upstream's --max-requests-inflight filter does, so a burst degrades into client retries (the
@@ -59,7 +65,11 @@ from control.apiserver.admission import config as admission_config
 from control.apiserver.aggregator.backends import group_list_entries
 from control.apiserver.aggregator.certs import FrontProxyCerts, authentication_config, ensure_front_proxy_certs
 from control.apiserver.aggregator.proxy import Aggregator
+from control.apiserver.audit import filter as audit_filter
+from control.apiserver.audit import policy as audit_policy
+from control.apiserver.audit.backend import LogBackend, LogOptions
 from control.apiserver.authentication import certs, x509
+from control.apiserver.authentication import serviceaccounts as sa_authn
 from control.apiserver.authentication import tokens as authn
 from control.apiserver.authorization import filter as authz_filter
 from control.apiserver.authorization import follower, reviews
@@ -83,6 +93,7 @@ from control.apiserver.registry import componentstatus
 from control.apiserver.registry.allocators import kubernetes_service_ip
 from control.apiserver.registry.metricsapi import MetricsAPI
 from control.apiserver.registry.store import Registry
+from control.apiserver.registry.tokenrequest import TokenIssuer, create_token
 from control.apiserver.resources import by_path
 from control.apiserver.status import APIError
 from control.apiserver.storage.watchcache import Subscription, WatchCache
@@ -90,7 +101,7 @@ from control.apiserver.streaming.kubeletclient import KubeletClient
 from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
-from control.util import jointoken
+from control.util import jointoken, privatefiles, satoken
 from control.util.openstreams import OpenStreams
 
 log = logging.getLogger(__name__)
@@ -112,9 +123,21 @@ class ServerConfig:
     bookmark_seconds: float = 60.0
     tls: bool = True  # client-go sends the kubeconfig's token only over https (see certs.py)
     advertise_address: str | None = None  # the `kubernetes` Endpoints' IP (master_endpoints.advertise_address)
+    # Service account tokens (docs/service-accounts.md): the signing key file (made when missing; default
+    # DIR/tls/service.key), the issuer written into and accepted from tokens, and the audiences accepted
+    # (upstream --service-account-signing-key-file, --service-account-issuer, --api-audiences).
+    service_account_key_file: str = ""
+    service_account_issuer: str = satoken.DEFAULT_ISSUER
+    api_audiences: tuple[str, ...] = ()
+    disable_admission_plugins: tuple[str, ...] = ()  # upstream --disable-admission-plugins, by plugin name
     # webhooks and aggregated APIs to a Service's endpoints, not its ClusterIP (no kube-proxy on this host)
     enable_aggregator_routing: bool = True
     admission_config_file: str | None = None  # an AdmissionConfiguration (admission/config.py)
+    # auditing (audit/, docs/apiserver.md): on when both a policy file and a log are given, as upstream
+    audit_policy_file: str | None = None
+    audit_log: LogOptions | None = None
+    # encryption at rest (storage/encryption.py): an EncryptionConfiguration file
+    encryption_provider_config: str | None = None
 
 
 def _read_or_create_secret(path: str) -> str:
@@ -126,9 +149,7 @@ def _read_or_create_secret(path: str) -> str:
     except FileNotFoundError:
         pass
     value = secrets.token_hex(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(value + "\n")
+    privatefiles.write_private(path, value + "\n")
     return value
 
 
@@ -147,12 +168,13 @@ def kubeconfig(server_url: str, token: str, *, name: str = "slimkube", ca_pem: b
     }
 
 
-def _write_private(path: str, text: str) -> None:
-    tmp = f"{path}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+def _stored_getter(registry: Registry) -> sa_authn.Getter:
+    """What the service account authenticator reads: stored core objects by plural."""
+    def get(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        resource = resources_table.by_path("", "v1", plural)
+        assert resource is not None
+        return registry.get(resource, namespace, name)
+    return get
 
 
 def _aggregated(body: dict[str, Any], version: str) -> web.Response:
@@ -227,13 +249,19 @@ class APIServer:
 
     def __init__(self, config: ServerConfig, *, storage: Storage | None = None) -> None:
         self.config = config
-        os.makedirs(config.data_dir, mode=0o700, exist_ok=True)
+        privatefiles.ensure_private_dir(config.data_dir)  # every start: a loosened mode is narrowed back
         self.admin_token = _read_or_create_secret(os.path.join(config.data_dir, "admin-token"))
         # what DIR/node-token holds: the bare password until the CA exists, then the K10 form (start())
         self.node_token = _read_or_create_secret(self._node_token_path)
         self._node_password = jointoken.parse(self.node_token).password
         self.authenticator = authn.TokenAuthenticator({self.admin_token: authn.ADMIN,
                                                         self._node_password: authn.JOIN})
+        self.service_account_key_file = (config.service_account_key_file
+                                         or os.path.join(config.data_dir, "tls", "service.key"))
+        self.token_issuer = TokenIssuer(satoken.load_or_create_key(self.service_account_key_file),
+                                        issuer=config.service_account_issuer,
+                                        audiences=config.api_audiences or (config.service_account_issuer,))
+        self.service_accounts: sa_authn.ServiceAccountAuthenticator | None = None  # needs the registry: start()
         self._given_storage = storage
         self._storage: Storage | None = None  # the store, timed into etcd_request_duration_seconds
         self._owns_storage = storage is None
@@ -256,6 +284,8 @@ class APIServer:
         self._aggregator_task: asyncio.Task[None] | None = None
         self.authorizer: Chain | None = None  # system:masters, the node authorizers, RBAC (authorization/)
         self._authorizer_views_task: asyncio.Task[None] | None = None
+        self._audit: audit_filter.AuditFilter | None = None
+        self._audit_backend: LogBackend | None = None
         # `kubectl get cs`: the store's check is this server's own; the composition root adds the others
         self.components = componentstatus.ComponentStatuses()
         self.components.register("etcd-0", self._storage_health)
@@ -286,23 +316,44 @@ class APIServer:
         """DIR/node-token in the secure form (rewritten only when it changes, e.g. a new CA)."""
         token = str(jointoken.JoinToken(password=self._node_password, ca_hash=jointoken.ca_hash(ca_pem)))
         if token != self.node_token:
-            _write_private(self._node_token_path, token + "\n")
+            privatefiles.write_private(self._node_token_path, token + "\n")
             self.node_token = token
         self.authenticator.replace({self.admin_token: authn.ADMIN, self._node_password: authn.JOIN,
                                     token: authn.JOIN})
 
     async def start(self) -> None:
         self._stopping = False
+        if self.config.audit_policy_file and self.config.audit_log and self._audit is None:
+            rules = await asyncio.to_thread(audit_policy.load, self.config.audit_policy_file)
+            self._audit_backend = LogBackend(self.config.audit_log)
+            self._audit_backend.start()
+            self._audit = audit_filter.AuditFilter(rules, self._audit_backend, is_long_running=is_long_running)
+        encryption = None
+        if self.config.encryption_provider_config:  # read first: a bad file stops the start before the store opens
+            # imported here: the ciphers' libraries load only on a server that encrypts
+            from control.apiserver.storage import encryption as encryption_config
+            from control.apiserver.storage.encrypted import EncryptedStorage
+
+            groups = {resource.plural: resource.group for resource in resources_table.RESOURCES}
+            encryption = await asyncio.to_thread(encryption_config.load, self.config.encryption_provider_config,
+                                                 groups)
         if self._given_storage is None:
             self._given_storage = await asyncio.to_thread(open_storage, self.config.datastore,
                                                           data_dir=self.config.data_dir)
-        self._storage = MeteredStorage(self._given_storage, self.metrics.storage_latency)
+        stored: Storage = self._given_storage
+        if encryption is not None:
+            stored = EncryptedStorage(stored, encryption)
+        self._storage = MeteredStorage(stored, self.metrics.storage_latency)
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
                                  node_port_range=self.config.node_port_range,
                                  endpoint_routing=self.config.enable_aggregator_routing,
-                                 admission_config=admission_config.load(self.config.admission_config_file))
+                                 admission_config=admission_config.load(self.config.admission_config_file),
+                                 disabled_admission=self.config.disable_admission_plugins)
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
         await asyncio.to_thread(reconcile_policy, self.registry)
+        self.service_accounts = sa_authn.ServiceAccountAuthenticator(
+            [self.token_issuer.key.public_key()], issuers=[self.token_issuer.issuer],
+            audiences=self.token_issuer.audiences, get=_stored_getter(self.registry))
         node_graph, policy = NodeGraph(), PolicyCache(self._storage)
         self.authorizer = default_chain(self._storage, node_graph, policy)
         self._bootstrapped = True
@@ -339,7 +390,7 @@ class APIServer:
         sockets = site._server.sockets if isinstance(site._server, asyncio.Server) else []
         if sockets:
             self.port = sockets[0].getsockname()[1]
-        _write_private(self.kubeconfig_path, yaml.safe_dump(kubeconfig(
+        privatefiles.write_private(self.kubeconfig_path, yaml.safe_dump(kubeconfig(
             self.url, self.admin_token, ca_pem=self.certs.ca_pem() if self.certs else None), sort_keys=False))
         self.advertise_address = await asyncio.to_thread(
             master_endpoints.advertise_address, advertise=self.config.advertise_address,
@@ -420,6 +471,9 @@ class APIServer:
         if self._cache is not None:
             await self._cache.stop()
             self._cache = None
+        if self._audit_backend is not None:
+            await asyncio.to_thread(self._audit_backend.close)  # what was queued is written
+            self._audit_backend, self._audit = None, None
         if self._given_storage is not None and self._owns_storage:
             await asyncio.to_thread(self._given_storage.close)
             self._given_storage = None
@@ -431,12 +485,16 @@ class APIServer:
     async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in PUBLIC_PATHS or request.path.startswith(("/healthz/", "/livez/", "/readyz/")):
             return await handler(request)
-        # upstream's union: the client certificate first, then the bearer token
+        # upstream's union: the client certificate first, then the bearer token (static, then a service
+        # account's JWT, which is checked against the store off the event loop)
         transport = request.transport
         user = x509.authenticate_transport(transport.get_extra_info("ssl_object") if transport else None,
                                            now=time.time())
+        header = request.headers.get("Authorization", "")
         if user is None:
-            user = self.authenticator.authenticate_header(request.headers.get("Authorization", ""))
+            user = self.authenticator.authenticate_header(header)
+        if user is None and self.service_accounts is not None and header[:7].lower() == "bearer ":
+            user = await asyncio.to_thread(self.service_accounts.authenticate, header[7:])
         if user is not None:
             authn.current_user.set(user)
             request[authz_filter.USER_KEY] = user
@@ -484,10 +542,17 @@ class APIServer:
         assert self.registry is not None and self._cache is not None and self.authorizer is not None
         authorization = authz_filter.AuthorizationFilter(self.authorizer)
         aggregation = [self.aggregator.middleware] if self.aggregator is not None else []
-        app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, authorization.middleware,
-                                           self._limit_inflight, warning.middleware, *aggregation,
+        # as upstream's chain: authentication, audit, (impersonation and) authorization, then the in-flight limit
+        audit = [self._audit.middleware] if self._audit is not None else []
+        app = web.Application(middlewares=[self._instrument, _errors, self._authenticate, *audit,
+                                           authorization.middleware, self._limit_inflight, warning.middleware,
+                                           *aggregation,
                                            fieldvalidation.middleware(self.openapi)],
                               client_max_size=4 * 1024 * 1024)
+        if self._audit is not None:
+            self._audit.install(app)
+        else:
+            audit_filter.install_audit_id(app)
         OpenStreams(is_long_running).install(app)  # the runner's cleanup ends them without its shutdown wait
         kubelet = KubeletClient(ca_file=self.certs.ca_path if self.certs else None,
                                 cert_file=self.certs.kubelet_client_cert_path if self.certs else None,
@@ -551,6 +616,10 @@ class APIServer:
             app.router.add_post(f"/apis/{reviews.AUTHORIZATION}/{plural}", self._access_review)
         app.router.add_post(f"/apis/{reviews.AUTHORIZATION}/namespaces/{{namespace}}/localsubjectaccessreviews",
                             self._access_review)
+        app.router.add_post("/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", self._token_request)
+        for path, document in ((sa_authn.DISCOVERY_PATH, self._oidc_configuration), (sa_authn.JWKS_PATH, self._jwks)):
+            app.router.add_get(path, document)
+            app.router.add_get(path + "/", document)
         for path, metrics_handler in MetricsAPI(self.registry, kubelet).routes():
             app.router.add_get(path, metrics_handler)
         app.router.add_get("/api/v1/componentstatuses", self._component_statuses)
@@ -662,7 +731,26 @@ class APIServer:
 
     async def _token_review(self, request: web.Request) -> web.Response:
         body = decode_object(await request.read(), request.headers.get("Content-Type", ""))
-        return json_response(authn.token_review(body, self.authenticator), 201)
+        either = sa_authn.FirstOf(self.authenticator, self.service_accounts)
+        return json_response(await asyncio.to_thread(authn.token_review, body, either), 201)
+
+    async def _token_request(self, request: web.Request) -> web.Response:
+        """serviceaccounts/token (registry/tokenrequest.py)."""
+        assert self.registry is not None
+        body = decode_object(await request.read(), request.headers.get("Content-Type", ""))
+        answer = await asyncio.to_thread(create_token, self.registry, self.token_issuer,
+                                         request.match_info["namespace"], request.match_info["name"], body)
+        return json_response(answer, 201)
+
+    async def _oidc_configuration(self, request: web.Request) -> web.Response:
+        """The issuer's OpenID Connect discovery document (upstream's shape and cache header)."""
+        document = sa_authn.openid_configuration(self.token_issuer.issuer, f"{self.url}{sa_authn.JWKS_PATH}")
+        return web.json_response(document, headers={"Cache-Control": sa_authn.DISCOVERY_CACHE_CONTROL})
+
+    async def _jwks(self, request: web.Request) -> web.Response:
+        body = satoken.jwks([self.token_issuer.key.public_key()])
+        return web.json_response(body, content_type="application/jwk-set+json",
+                                 headers={"Cache-Control": sa_authn.DISCOVERY_CACHE_CONTROL})
 
     async def _access_review(self, request: web.Request) -> web.Response:
         """The four authorization.k8s.io reviews (authorization/reviews.py), answered off the event loop:

@@ -9,7 +9,7 @@ switchable off with `--disable`).
 
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
 "endpoint", "nodeipam", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
-"serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
+"serviceaccount", "serviceaccount-token", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
 "replicationcontroller", "deployment", "daemonset", "horizontalpodautoscaling", "job", "cronjob",
 "ttl-after-finished", "endpointslice", "endpointslicemirroring", "service-lb-controller", "statefulset",
 "persistentvolume-binder", …) to an init function: it builds the controller against the context (registering
@@ -20,6 +20,12 @@ in this table.
 Settings the controllers take from the command line (upstream KubeControllerManagerConfiguration, e.g.
 --node-monitor-grace-period, --resource-quota-sync-period) travel in `ControllerManagerConfiguration`, in the context.
 
+Credentials (upstream `--use-service-account-credentials` and its ControllerClientBuilder): the shared
+informers and the manager's own requests use the manager's credential (upstream's
+`system:kube-controller-manager`, which may list and watch everything); with `controller_credentials`,
+each controller writes through a client of its own, as the user `CONTROLLER_ACCOUNTS` names (the service
+account its `system:controller:*` binding names), so each has only its role's rights.
+
 Lifecycle: `start()` inits every enabled controller, starts the informers, then one thread per controller;
 `stop()` sets the one stop Event (informers end their watches, `run_workers` shuts each queue down and
 waits for the item in hand) and joins the threads, then closes the client.
@@ -27,6 +33,7 @@ waits for the item in hand) and joins the threads, then closes the client.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Collection, Mapping
@@ -70,12 +77,14 @@ from control.controllers.replicaset.controller import REPLICATION_CONTROLLER, Re
 from control.controllers.resourcequota.controller import RESYNC_PERIOD, ResourceQuotaController
 from control.controllers.rootcacertpublisher.controller import RootCACertPublisher
 from control.controllers.serviceaccounts.controller import ServiceAccountsController
+from control.controllers.serviceaccounts.tokens import TokensController
 from control.controllers.servicelb.controller import ServiceLBController
 from control.controllers.shared.discovery import ServerDiscovery
 from control.controllers.shared.endpointslice_reconciler import MAX_ENDPOINTS_PER_SLICE
 from control.controllers.statefulset.controller import StatefulSetController
 from control.controllers.tainteviction.controller import TaintEvictionController
 from control.controllers.ttlafterfinished.controller import TTLAfterFinishedController
+from control.util import satoken
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +102,9 @@ class ControllerManagerConfiguration:
     # The cluster CA (PEM) the root CA publisher puts in every namespace (upstream --root-ca-file); empty:
     # the CA file the controller manager's own client trusts, as upstream falls back to its client's CAData.
     root_ca_pem: str = ""
+    # The key legacy service account token Secrets are signed with (upstream --service-account-private-key-file,
+    # the API server's signing key); empty: the serviceaccount-token controller does not run.
+    service_account_private_key_file: str = ""
     # The CA the csrsigning controller issues from (upstream --cluster-signing-cert-file/--cluster-signing-key-file);
     # empty: no signing (a server without TLS has no CA).
     cluster_signing_cert_file: str = ""
@@ -176,12 +188,25 @@ def _start_service_account(ctx: ControllerContext) -> Run:
     return ServiceAccountsController(ctx.client, ctx.informers).run
 
 
-def _start_root_ca_cert_publisher(ctx: ControllerContext) -> Run:
-    root_ca = ctx.config.root_ca_pem
+def _root_ca(ctx: ControllerContext) -> str:
+    """The cluster CA the configuration names, else the one the manager's own client trusts."""
     ca_file = ctx.client_config.ca_file if ctx.client_config else None
-    if not root_ca and ca_file:
+    if not ctx.config.root_ca_pem and ca_file:
         with open(ca_file, encoding="utf-8") as handle:
-            root_ca = handle.read()
+            return handle.read()
+    return ctx.config.root_ca_pem
+
+
+def _start_service_account_token(ctx: ControllerContext) -> Run:
+    if not ctx.config.service_account_private_key_file:
+        log.warning("serviceaccount-token: no --service-account-private-key-file: legacy token Secrets stay empty")
+        return lambda stop: None
+    key = satoken.load_key(ctx.config.service_account_private_key_file)
+    return TokensController(ctx.client, ctx.informers, key=key, root_ca=_root_ca(ctx)).run
+
+
+def _start_root_ca_cert_publisher(ctx: ControllerContext) -> Run:
+    root_ca = _root_ca(ctx)
     if not root_ca:
         log.warning("root-ca-cert-publisher: no cluster CA (a server without TLS): nothing to publish")
         return lambda stop: None
@@ -254,6 +279,42 @@ def _start_ttl_after_finished(ctx: ControllerContext) -> Run:
     return TTLAfterFinishedController(ctx.client, ctx.informers).run
 
 
+# Upstream's service account of each controller (cmd/kube-controller-manager: the name each init passes to
+# ClientBuilder.ClientOrDie): kube-system/<account>, bound to system:controller:<account> by the bootstrap policy.
+CONTROLLER_ACCOUNTS: Mapping[str, str] = {
+    "endpoint": "endpoint-controller",
+    "endpointslice": "endpointslice-controller",
+    "endpointslicemirroring": "endpointslicemirroring-controller",
+    "nodelifecycle": "node-controller",
+    "nodeipam": "node-controller",
+    "taint-eviction-controller": "taint-eviction-controller",
+    "garbagecollector": "generic-garbage-collector",
+    "podgc": "pod-garbage-collector",
+    "namespace": "namespace-controller",
+    "serviceaccount": "service-account-controller",
+    "root-ca-cert-publisher": "root-ca-cert-publisher",
+    "clusterrole-aggregation": "clusterrole-aggregation-controller",
+    "resourcequota": "resourcequota-controller",
+    "disruption": "disruption-controller",
+    "replicaset": "replicaset-controller",
+    "replicationcontroller": "replication-controller",
+    "deployment": "deployment-controller",
+    "daemonset": "daemon-set-controller",
+    "horizontalpodautoscaling": "horizontal-pod-autoscaler",
+    "job": "job-controller",
+    "cronjob": "cronjob-controller",
+    "ttl-after-finished": "ttl-after-finished-controller",
+    "service-lb-controller": "service-controller",
+    "statefulset": "statefulset-controller",
+    "persistentvolume-binder": "persistent-volume-binder",
+    "csrsigning": "certificate-controller",
+    "csrapproving": "certificate-controller",
+}
+# Controllers that write with the manager's own credential, as upstream starts them with its root client
+# builder: the tokens controller (upstream's "tokens-controller") fills the very token Secrets service
+# accounts would authenticate with, so it cannot depend on one.
+ROOT_CREDENTIAL_CONTROLLERS = frozenset({"serviceaccount-token"})
+
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
     "endpointslice": _start_endpointslice,
@@ -265,6 +326,7 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "podgc": _start_pod_gc,
     "namespace": _start_namespace,
     "serviceaccount": _start_service_account,
+    "serviceaccount-token": _start_service_account_token,
     "root-ca-cert-publisher": _start_root_ca_cert_publisher,
     "csrsigning": _start_csr_signing,
     "csrapproving": _start_csr_approving,
@@ -290,7 +352,10 @@ class ControllerManager:
 
     def __init__(self, config: ClientConfig, *, disabled: Collection[str] = (),
                  controllers: Mapping[str, Callable[[ControllerContext], Run]] = CONTROLLERS,
-                 settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION) -> None:
+                 settings: ControllerManagerConfiguration = DEFAULT_CONFIGURATION,
+                 controller_credentials: Callable[[str], ClientConfig] | None = None) -> None:
+        """`controller_credentials(account)`: the credential of a controller's service account (see the
+        module notes); None: every controller uses `config`."""
         unknown = set(disabled) - set(controllers)
         if unknown:
             raise ValueError(f"unknown controllers {sorted(unknown)}; known: {sorted(controllers)}")
@@ -299,13 +364,24 @@ class ControllerManager:
         self._controllers = controllers
         self._settings = settings
         self._client = RESTClient(config, user_agent="slimkube-controller-manager")
+        self._credentials = controller_credentials
+        self._controller_clients: list[RESTClient] = []
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+
+    def _context_for(self, name: str, shared: ControllerContext) -> ControllerContext:
+        """The shared context, with the controller's own client when it runs as its service account."""
+        account = CONTROLLER_ACCOUNTS.get(name)
+        if self._credentials is None or account is None:
+            return shared
+        client = RESTClient(self._credentials(account), user_agent=f"slimkube-controller-manager/{account}")
+        self._controller_clients.append(client)
+        return dataclasses.replace(shared, client=client)
 
     def start(self) -> None:
         ctx = ControllerContext(client=self._client, informers=InformerFactory(self._client), config=self._settings,
                                 client_config=self._config)
-        runs = {name: self._controllers[name](ctx) for name in self.enabled}
+        runs = {name: self._controllers[name](self._context_for(name, ctx)) for name in self.enabled}
         ctx.informers.start(self._stop)
         for name, run in runs.items():
             thread = threading.Thread(target=self._run, args=(name, run), name=f"controller-{name}", daemon=True)
@@ -331,4 +407,7 @@ class ControllerManager:
         for thread in self._threads:
             thread.join(timeout)
         self._threads.clear()
+        for client in self._controller_clients:
+            client.close()
+        self._controller_clients.clear()
         self._client.close()

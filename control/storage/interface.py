@@ -53,12 +53,14 @@ class Unavailable(StorageError):
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One key's value at one revision."""
+    """One key's value at one revision. `stale`: the value was read with an encryption key that no longer
+    writes (control/apiserver/storage/encrypted.py), so the next write must store it again even if unchanged."""
 
     key: str
     value: bytes
     create_revision: int
     mod_revision: int
+    stale: bool = False
 
 
 class EventType(enum.Enum):

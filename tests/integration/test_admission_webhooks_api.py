@@ -6,6 +6,7 @@ made short, dryRun against sideEffects, reinvocation, objectSelector and matchCo
 from __future__ import annotations
 
 import base64
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -163,3 +164,64 @@ def test_match_conditions(api: Endpoint, webhook, configured) -> None:
     asked = configmap(run, **{"webhook-test/deny": "yes"})
     asked["metadata"]["name"] = "keep-" + asked["metadata"]["name"]
     assert api.request("POST", CMS, json=asked).status_code == 403
+
+
+def crd(url: str, ca: bytes, plural: str) -> dict:
+    def version(name: str, storage: bool, properties: dict) -> dict:
+        return {"name": name, "served": True, "storage": storage,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": properties}}}}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.stable.example.com"},
+            "spec": {"group": "stable.example.com", "scope": "Namespaced",
+                     "names": {"plural": plural, "singular": plural[:-1], "kind": plural.capitalize()[:-1]},
+                     "versions": [version("v1", True, {"host": {"type": "string"}, "port": {"type": "integer"}}),
+                                  version("v2", False, {"address": {"type": "string"}})],
+                     "conversion": {"strategy": "Webhook", "webhook": {
+                         "conversionReviewVersions": ["v1"],
+                         "clientConfig": {"url": url, "caBundle": base64.b64encode(ca).decode()}}}}}
+
+
+def wait_served(api: Endpoint, path: str) -> None:
+    deadline = time.monotonic() + 20
+    while api.request("GET", path).status_code != 200:
+        assert time.monotonic() < deadline, "the CRD was never served"
+        time.sleep(0.2)
+
+
+def test_crd_conversion_webhook(api: Endpoint, webhook) -> None:
+    port, ca = webhook
+    plural = f"backends{uuid.uuid4().hex[:6]}"
+    response = api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                           json=crd(f"https://127.0.0.1:{port}/convert", ca, plural))
+    assert response.status_code == 201, response.text
+    v1 = f"/apis/stable.example.com/v1/namespaces/default/{plural}"
+    v2 = f"/apis/stable.example.com/v2/namespaces/default/{plural}"
+    wait_served(api, v2)
+    kind = plural.capitalize()[:-1]
+    body = {"apiVersion": "stable.example.com/v2", "kind": kind, "metadata": {"name": "one"},
+            "spec": {"address": "db.example.com:5432"}}
+    created = api.request("POST", v2, json=body)
+    assert created.status_code == 201, created.text
+    assert created.json()["spec"] == {"address": "db.example.com:5432"}
+    stored = api.request("GET", f"{v1}/one").json()
+    assert (stored["apiVersion"], stored["spec"]) == ("stable.example.com/v1", {"host": "db.example.com", "port": 5432})
+    listed = api.request("GET", v2).json()
+    assert listed["items"][0]["spec"] == {"address": "db.example.com:5432"}
+
+
+def test_a_conversion_webhook_that_fails(api: Endpoint, webhook) -> None:
+    _, ca = webhook
+    plural = f"broken{uuid.uuid4().hex[:6]}s"
+    dead = free_port()
+    assert api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                       json=crd(f"https://127.0.0.1:{dead}/convert", ca, plural)).status_code == 201
+    v2 = f"/apis/stable.example.com/v2/namespaces/default/{plural}"
+    wait_served(api, v2)
+    kind = plural.capitalize()[:-1]
+    refused = api.request("POST", v2, json={"apiVersion": "stable.example.com/v2", "kind": kind,
+                                            "metadata": {"name": "one"}, "spec": {"address": "a:1"}})
+    assert refused.status_code == 500
+    assert refused.json()["message"] == (
+        f"Internal error occurred: conversion webhook for stable.example.com/v2, Kind={kind} failed: "
+        f'Post "https://127.0.0.1:{dead}/convert?timeout=30s": connect: connection refused')

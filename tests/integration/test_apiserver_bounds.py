@@ -148,3 +148,19 @@ def test_a_limit_range_default_lands_on_a_pod(api: Endpoint) -> None:
     table = api.request("GET", f"/api/v1/namespaces/{NS}/limitranges",
                         headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}).json()
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Created At"]
+
+
+def test_the_cluster_default_comes_from_the_admission_configuration_file(tmp_path) -> None:
+    config = tmp_path / "admission.yaml"
+    config.write_text("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"
+                      "- name: PodSecurity\n  configuration:\n"
+                      "    apiVersion: pod-security.admission.config.k8s.io/v1\n"
+                      "    kind: PodSecurityConfiguration\n    defaults: {enforce: baseline}\n"
+                      "    exemptions: {namespaces: [kube-system]}\n")
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [
+        {"name": "c", "image": "busybox:1", "securityContext": {"privileged": True}}]}}
+    with running_server(str(tmp_path / "server"), admission_config_file=str(config)) as api:
+        refused = api.request("POST", "/api/v1/namespaces/default/pods", json=pod)
+        assert refused.status_code == 403
+        assert 'violates PodSecurity "baseline:latest": privileged' in refused.json()["message"]
+        assert api.request("POST", "/api/v1/namespaces/kube-system/pods", json=pod).status_code == 201

@@ -7,6 +7,7 @@ Paths (each answers an AdmissionReview v1 in kind):
 - `/mutate`: adds the label `webhook-test/mutated: "yes"` with a JSONPatch.
 - `/mutate-again`: adds `webhook-test/second: "<labels it saw>"` (for reinvocation: it sees the first one's).
 - `/slow`: sleeps 3 s, then allows.
+- `/convert`: a ConversionReview between `v1` (`spec.host`, `spec.port`) and `v2` (`spec.address`).
 - `/garbage`: answers with a body that is no AdmissionReview.
 - `/apis/...`: a minimal aggregated API (group `webhook-test.example.com/v1`, resource `things`, one item).
 """
@@ -68,6 +69,24 @@ def answer(path: str, review: dict[str, Any]) -> dict[str, Any]:
             "response": response}
 
 
+def convert(review: dict[str, Any]) -> dict[str, Any]:
+    """The ConversionReview answering `review`: v1 `host`+`port` <-> v2 `address` ("host:port")."""
+    request = review.get("request") or {}
+    desired = str(request.get("desiredAPIVersion", ""))
+    converted = []
+    for obj in request.get("objects") or []:
+        spec = dict(obj.get("spec") or {})
+        if desired.endswith("/v2") and "host" in spec:
+            spec["address"] = f"{spec.pop('host')}:{spec.pop('port', 80)}"
+        elif desired.endswith("/v1") and "address" in spec:
+            host, _, port = str(spec.pop("address")).partition(":")
+            spec.update(host=host, port=int(port or 80))
+        converted.append({**obj, "apiVersion": desired, "spec": spec})
+    return {"apiVersion": review.get("apiVersion"), "kind": "ConversionReview",
+            "response": {"uid": request.get("uid", ""), "result": {"status": "Success"},
+                         "convertedObjects": converted}}
+
+
 def _api(path: str) -> tuple[int, dict[str, Any]]:
     """The aggregated API's answers (discovery and one list)."""
     if path.rstrip("/") == f"/apis/{GROUP_VERSION}":
@@ -79,9 +98,11 @@ def _api(path: str) -> tuple[int, dict[str, Any]]:
                      "versions": [{"groupVersion": GROUP_VERSION, "version": "v1"}],
                      "preferredVersion": {"groupVersion": GROUP_VERSION, "version": "v1"}}
     if path.startswith(f"/apis/{GROUP_VERSION}/") and path.split("?")[0].endswith("/things"):
+        parts = path.split("?")[0].split("/")
+        namespace = parts[parts.index("namespaces") + 1] if "namespaces" in parts else "default"
         return 200, {"kind": "ThingList", "apiVersion": GROUP_VERSION, "metadata": {"resourceVersion": "1"},
                      "items": [{"kind": "Thing", "apiVersion": GROUP_VERSION,
-                                "metadata": {"name": "served-by-the-aggregated-api", "namespace": "default",
+                                "metadata": {"name": "served-by-the-aggregated-api", "namespace": namespace,
                                              "creationTimestamp": "2026-01-01T00:00:00Z"}}]}
     return 404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404, "reason": "NotFound",
                  "message": "not found"}
@@ -103,6 +124,9 @@ class _Handler(BaseHTTPRequestHandler):
         review = json.loads(self.rfile.read(length) or b"{}")
         if self.path.startswith("/garbage"):
             self._send(200, b"this is no AdmissionReview", "text/plain")
+            return
+        if self.path.startswith("/convert"):
+            self._send(200, json.dumps(convert(review)).encode())
             return
         self._send(200, json.dumps(answer(self.path, review)).encode())
 

@@ -25,6 +25,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from control.apiserver.audit import context as audit_context
 from control.apiserver.resources import Resource
 from control.apiserver.status import APIError
 
@@ -85,15 +86,19 @@ class Chain:
 
     @contextmanager
     def admit(self, attributes: Attributes, *, prepare: Callable[[], None] | None = None) -> Iterator[None]:
-        """Admit one write: mutate, `prepare`, validate; the body of the `with` is the write."""
-        for mutating in self.mutating:
-            mutating.admit(attributes)
-        if prepare is not None:
-            prepare()
-        with ExitStack() as hold:
-            for validating in self.validating:
-                validating.validate(attributes, hold)
-            yield
+        """Admit one write: mutate, `prepare`, validate; the body of the `with` is the write. What the
+        plugins annotated goes to the request's audit event, refused or not."""
+        try:
+            for mutating in self.mutating:
+                mutating.admit(attributes)
+            if prepare is not None:
+                prepare()
+            with ExitStack() as hold:
+                for validating in self.validating:
+                    validating.validate(attributes, hold)
+                yield
+        finally:
+            audit_context.add_annotations(attributes.annotations)
 
 
 def forbidden(resource: Resource, name: str, why: str, *, reason_cause: str | None = None) -> APIError:

@@ -37,6 +37,7 @@ PODS = by_path("", "v1", "pods")
 CONFIG_API_VERSIONS = ("pod-security.admission.config.k8s.io/v1", "pod-security.admission.config.k8s.io/v1beta1")
 MAX_PODS_TO_CHECK = 3000  # upstream namespaceMaxPodsToCheck
 POD_CHECK_SECONDS = 1.0  # upstream namespacePodCheckTimeout
+_GROUPS = ("", "apps", "batch")  # of namespaces, pods and the workload resources
 _IGNORED_POD_SUBRESOURCES = frozenset({"exec", "attach", "binding", "eviction", "log", "portforward", "proxy",
                                        "status"})
 
@@ -87,8 +88,7 @@ class PodSecurity:
 
     def validate(self, attributes: Attributes, hold: ExitStack) -> None:
         obj = attributes.obj
-        if attributes.operation is Operation.DELETE or obj is None or attributes.resource.group not in ("", "apps",
-                                                                                                      "batch"):
+        if attributes.operation is Operation.DELETE or obj is None or attributes.resource.group not in _GROUPS:
             return
         plural = attributes.resource.plural
         if plural == "namespaces" and not attributes.resource.group:

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from control.apimachinery.labels import SelectorError, selector_from_label_selector
+from control.apiserver import warning
 from control.apiserver.admission.chain import Attributes, Operation, Reader
 from control.apiserver.admission.webhook import celexpr, matching, review
 from control.apiserver.admission.webhook.dispatch import NAMESPACES, Served, kind_of
 from control.apiserver.admission.webhook.matching import GroupVersionResource
 from control.apiserver.authentication import tokens as authn
-from control.apiserver.codec import fieldvalidation
 from control.apiserver.resources import by_path
 from control.apiserver.status import APIError
 
@@ -258,10 +258,8 @@ class ValidatingAdmissionPolicies:
     @staticmethod
     def _act(attributes: Attributes, actions: Iterable[str], policy: str, binding: str, failure: Failure) -> None:
         if "Warn" in actions:
-            validation = fieldvalidation.current()
-            if validation is not None:
-                validation.warnings[f"Validation failed for ValidatingAdmissionPolicy '{policy}' with binding "
-                                    f"'{binding}': {failure.message}"] = None
+            warning.add_warning(f"Validation failed for ValidatingAdmissionPolicy '{policy}' with binding "
+                                f"'{binding}': {failure.message}")
         if "Audit" in actions:
             recorded = json.loads(attributes.annotations.get(AUDIT_KEY, "[]"))
             recorded.append({"message": failure.message, "policy": policy, "binding": binding,

@@ -12,8 +12,9 @@ Why cel-python (a runtime dependency): it is a maintained pure-Python CEL implem
 0.5.0 released 2026-01) that parses and evaluates the CEL the Kubernetes docs use (macros `all`,
 `exists`, `has`, string functions, `matches`); a rule that does not compile is refused at CRD creation
 with its parse error. Departures: values are typed from the JSON (a schema `number` becomes a double);
-the Kubernetes CEL libraries (`quantity()`, `url()`, `isSorted()`, ...) and the cost budget are not
-there, so a rule using them fails to compile and the CRD is refused with that message.
+the Kubernetes CEL libraries (`quantity()`, `url()`, `isSorted()`, ...) are not there, so a rule using
+them fails to compile and the CRD is refused with that message; the cost budget is upstream's numbers in
+units of evaluated nodes (celcost.py), checked as the rules run, with no static estimate at CRD creation.
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, CELSyntaxError, CELUnsupportedError
 
 from control.apimachinery.validation import ErrorType, FieldError
+from control.apiserver.apiextensions import celcost
 from control.apiserver.apiextensions import schema as structural
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
 _REASONS = {"FieldValueInvalid": ErrorType.INVALID, "FieldValueForbidden": ErrorType.FORBIDDEN,
             "FieldValueRequired": ErrorType.REQUIRED, "FieldValueDuplicate": ErrorType.DUPLICATE}
-_ENV = celpy.Environment()
+_ENV = celpy.Environment(runner_class=celcost.MeteredRunner)
 
 
 class CELError(Exception):
@@ -106,7 +108,12 @@ _MISSING = object()
 def validate(value: Any, old: Any, schema: Mapping[str, Any], path: str) -> list[FieldError]:
     """Every failed rule of `value` (with `old`, the stored value at the same place, or `_MISSING`)."""
     errors: list[FieldError] = []
-    _validate(value, old, schema, path, errors, root=True)
+    with celcost.metering():
+        try:
+            _validate(value, old, schema, path, errors, root=True)
+        except celcost.CostExceeded as exc:  # the object's budget is spent: no further rule runs
+            errors.append(FieldError.invalid(path or "<nil>", schema.get("type") or structural.type_name(value),
+                                             str(exc)))
     return errors
 
 
@@ -163,6 +170,10 @@ def _check(rule: Mapping[str, Any], value: Any, old: Any, schema: Mapping[str, A
         result = _program(text).evaluate(activation)
     except CELError as exc:
         return [FieldError.invalid(field, kind, f"compilation failed: {exc}")]
+    except celcost.CostExceeded as exc:
+        if not exc.per_call:
+            raise
+        return [FieldError.invalid(field, kind, f"'{exc}': call cost exceeds limit for rule: {text}")]
     except (CELEvalError, ValueError, TypeError, KeyError, ZeroDivisionError) as exc:
         # an evaluation error (no such key, no such overload) fails the rule
         reason = exc.args[0] if exc.args else exc

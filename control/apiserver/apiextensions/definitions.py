@@ -68,6 +68,8 @@ class Version:
     scale: ScalePaths | None = None
     terminating: bool = False
     list_kind: str = ""
+    # spec.conversion.webhook when the strategy is Webhook (clientConfig, conversionReviewVersions)
+    conversion_webhook: Mapping[str, Any] | None = None
 
 
 def version_priority(name: str) -> tuple[int, int, int, str]:
@@ -167,9 +169,7 @@ def validate(crd: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Fiel
     elif scope not in SCOPES:
         errors.append(FieldError.not_supported("spec.scope", scope, SCOPES))
     errors.extend(_validate_versions(spec.get("versions"), spec))
-    conversion = spec.get("conversion") or {}
-    if isinstance(conversion, dict) and conversion.get("strategy", "None") != "None":
-        errors.append(FieldError.not_supported("spec.conversion.strategy", conversion.get("strategy"), ["None"]))
+    errors.extend(_validate_conversion(spec.get("conversion") or {}))
     if old is not None:
         old_spec = _spec(old)
         if old_spec.get("group") != group:
@@ -396,5 +396,45 @@ def served_versions(crd: Mapping[str, Any]) -> list[Version]:
                         for c in version.get("additionalPrinterColumns") or [] if isinstance(c, dict))
         schema = ((version.get("schema") or {}).get("openAPIV3Schema")) or {}
         served.append(Version(resource, storage, deep_copy(schema), columns or (AGE_COLUMN,),
-                              scale, terminating, accepted.get("listKind", "")))
+                              scale, terminating, accepted.get("listKind", ""), conversion_webhook(crd)))
     return served
+
+
+CONVERSION_STRATEGIES = ("None", "Webhook")
+
+
+def _validate_conversion(conversion: Any) -> list[FieldError]:
+    """upstream validateCustomResourceConversion: strategy None or Webhook; Webhook needs
+    `webhook.clientConfig` (url or service) and `webhook.conversionReviewVersions` with v1 or v1beta1."""
+    if not isinstance(conversion, dict):
+        return [FieldError.invalid("spec.conversion", conversion, "must be of type object")]
+    strategy = conversion.get("strategy", "None")
+    if strategy not in CONVERSION_STRATEGIES:
+        return [FieldError.not_supported("spec.conversion.strategy", strategy, CONVERSION_STRATEGIES)]
+    webhook = conversion.get("webhook")
+    if strategy == "None":
+        if webhook is not None:
+            return [FieldError.forbidden("spec.conversion.webhook", "should not be set when strategy is not set "
+                                                                    "to Webhook")]
+        return []
+    if not isinstance(webhook, dict):
+        return [FieldError.required("spec.conversion.webhook", "required when strategy is set to Webhook")]
+    errors = []
+    config = webhook.get("clientConfig")
+    if not isinstance(config, dict) or (bool(config.get("url")) == bool(config.get("service"))):
+        errors.append(FieldError.required("spec.conversion.webhook.clientConfig",
+                                          "exactly one of url or service is required"))
+    versions = webhook.get("conversionReviewVersions")
+    if not isinstance(versions, list) or not any(v in ("v1", "v1beta1") for v in versions):
+        errors.append(FieldError.invalid("spec.conversion.webhook.conversionReviewVersions", versions,
+                                         "must include at least one of v1, v1beta1"))
+    return errors
+
+
+def conversion_webhook(crd: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """spec.conversion.webhook when the definition converts through a webhook."""
+    conversion = _spec(crd).get("conversion") or {}
+    if isinstance(conversion, dict) and conversion.get("strategy") == "Webhook":
+        webhook = conversion.get("webhook")
+        return deep_copy(webhook) if isinstance(webhook, dict) else None
+    return None

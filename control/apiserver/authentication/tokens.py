@@ -2,10 +2,11 @@
 authentication/token/tokenfile, pkg/registry/authentication/tokenreview/storage.go, the types of
 k8s.io/api/authentication/v1 TokenReview).
 
-The server knows two kinds of token today: the admin token (`DIR/admin.kubeconfig`) and the join token
-(`DIR/node-token`: its password, or the whole `K10…::node:<password>` string), which is `JOIN` below.
+The static tokens are the admin token (`DIR/admin.kubeconfig`) and the join token (`DIR/node-token`: its
+password, or the whole `K10…::node:<password>` string), which is `JOIN` below; service account tokens (JWTs)
+are serviceaccounts.py's.
 
-`POST /apis/authentication.k8s.io/v1/tokenreviews` answers for exactly these tokens with upstream's shape:
+`POST /apis/authentication.k8s.io/v1/tokenreviews` answers for both kinds with upstream's shape:
 `status.authenticated`, `status.user` (username, uid, groups), `status.audiences`, and `status.error` for a
 token nobody knows. Kubelets call it to authenticate bearer tokens sent to them (nodeagent/authn.py), as
 upstream's webhook token authenticator does. The review is not stored (create only, as upstream); a
@@ -18,7 +19,7 @@ import hmac
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from control.apiserver import status
 
@@ -59,14 +60,22 @@ JOIN = UserInfo("system:bootstrap:node-token", groups=("system:bootstrappers",))
 
 
 class TokenAuthenticator:
-    """Tokens → users, compared in constant time; `replace` swaps the whole table (the node token changes
-    form once the CA exists)."""
+    """Tokens → users, compared in constant time; `replace` swaps the table of the server's own tokens (the
+    node token changes form once the CA exists), `add` registers a token of a component in this process
+    (the controllers' service accounts, slimkube/controlplane.py), which `replace` keeps."""
 
     def __init__(self, tokens: Mapping[str, UserInfo]) -> None:
+        self._added: list[tuple[bytes, UserInfo]] = []
         self._tokens = [(token.encode(), user) for token, user in tokens.items() if token]
 
     def replace(self, tokens: Mapping[str, UserInfo]) -> None:
-        self._tokens = [(token.encode(), user) for token, user in tokens.items() if token]
+        self._tokens = [(token.encode(), user) for token, user in tokens.items() if token] + self._added
+
+    def add(self, token: str, user: UserInfo) -> None:
+        if not token:
+            raise ValueError("an empty token authenticates nobody")
+        self._added = [*self._added, (token.encode(), user)]
+        self._tokens = [*self._tokens, (token.encode(), user)]
 
     def authenticate(self, token: str) -> UserInfo | None:
         candidate = token.strip().encode()
@@ -81,7 +90,11 @@ class TokenAuthenticator:
         return self.authenticate(token) if scheme.lower() == "bearer" and token.strip() else None
 
 
-def token_review(body: Any, authenticator: TokenAuthenticator) -> dict[str, Any]:
+class Authenticator(Protocol):
+    def authenticate(self, token: str) -> UserInfo | None: ...
+
+
+def token_review(body: Any, authenticator: Authenticator) -> dict[str, Any]:
     """The created TokenReview for a request body (400/422 for a malformed one, as upstream)."""
     if not isinstance(body, dict):
         raise status.bad_request("expected a TokenReview object")

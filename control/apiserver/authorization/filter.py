@@ -22,6 +22,8 @@ from control.apiserver.authorization.authorizer import Chain, forbidden
 from control.apiserver.authorization.decision import Verdict
 
 USER_KEY = web.RequestKey("slimkube.user", authn.UserInfo)
+# the last verdict, for the audit event's authorization.k8s.io/decision and reason annotations
+VERDICT_KEY = web.RequestKey("slimkube.authorization.verdict", Verdict)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -37,8 +39,9 @@ class AuthorizationFilter:
             return verdict
         return await asyncio.to_thread(self.chain.authorize, attributes)
 
-    async def _require(self, attributes: Attributes) -> None:
+    async def _require(self, request: web.Request, attributes: Attributes) -> None:
         verdict = await self.authorize(attributes)
+        request[VERDICT_KEY] = verdict
         if not verdict.allowed:
             raise forbidden(attributes, verdict.reason)
 
@@ -50,9 +53,9 @@ class AuthorizationFilter:
         wanted = impersonation.parse(request.headers.items())
         if not wanted.empty:
             for question in impersonation.checks(user, wanted):
-                await self._require(question)
+                await self._require(request, question)
             user = impersonation.impersonated(wanted)
             request[USER_KEY] = user
             authn.current_user.set(user)
-        await self._require(request_attributes(user, request.method, request.path, request.query))
+        await self._require(request, request_attributes(user, request.method, request.path, request.query))
         return await handler(request)

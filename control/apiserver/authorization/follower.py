@@ -2,11 +2,12 @@
 informers the kube-apiserver runs for its authorizers — the RBAC listers of plugin/pkg/auth/authorizer/rbac
 and the Node authorizer's plugin/pkg/auth/authorizer/node/graph_populator.go).
 
-Each view is a `Consumer`: the key prefixes it wants, `clear`, `apply(key, object or None when deleted)`,
-and `caught_up(revision)` once everything up to a revision is applied. `load` lists every consumer's
-prefixes at one revision into cleared views; `follow` then applies each later change from one watch-cache
-subscription. A subscription the cache closes (it fell behind, or restarted after compaction) is replaced by
-a fresh list, as an informer relists. Changes are applied on the event loop: each is a few dict operations.
+Each view is a `Consumer`: the key prefixes it wants, `reset` (the whole view at once), `apply(key, object
+or None when deleted)`, and `caught_up(revision)` once everything up to a revision is applied. `load` lists
+every consumer's prefixes at one revision and resets each view with them (readers never see a half-filled
+view); `follow` then applies each later change from one watch-cache subscription. A subscription the cache
+closes (it fell behind, or restarted after compaction) is replaced by a fresh list, as an informer relists.
+Changes are applied on the event loop: each is a few dict operations.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from control.apiserver.storage.watchcache import Subscription, TooOld, WatchCache
@@ -28,7 +29,8 @@ _RETRY_SECONDS = 1.0
 class Consumer(Protocol):
     prefixes: tuple[str, ...]
 
-    def clear(self) -> None: ...
+    def reset(self, objects: Iterable[tuple[str, dict[str, Any] | None]]) -> None:
+        """Replace the whole view with these (storage key, object) pairs, atomically for readers."""
 
     def apply(self, key: str, obj: dict[str, Any] | None) -> None: ...
 
@@ -44,14 +46,12 @@ def decoded(value: bytes) -> dict[str, Any] | None:
 
 
 def load(consumers: Sequence[Consumer], storage: Storage) -> int:
-    """Clear every consumer and fill it with its stored objects, all read at one revision; returns that
-    revision (blocking)."""
+    """Replace every consumer's view with its stored objects, all read at one revision (a reader sees the
+    old view or the new one, never a half-filled one); returns that revision (blocking)."""
     revision = storage.revision()
     for consumer in consumers:
-        consumer.clear()
-        for prefix in consumer.prefixes:
-            for record in storage.list(prefix, revision=revision).records:
-                consumer.apply(record.key, decoded(record.value))
+        consumer.reset([(record.key, decoded(record.value)) for prefix in consumer.prefixes
+                        for record in storage.list(prefix, revision=revision).records])
         consumer.caught_up(revision)
     return revision
 

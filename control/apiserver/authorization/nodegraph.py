@@ -25,7 +25,7 @@ defaults for each.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 SECRET, CONFIGMAP, PVC, PV = "secrets", "configmaps", "persistentvolumeclaims", "persistentvolumes"
@@ -141,20 +141,23 @@ class NodeGraph:
     prefixes: tuple[str, ...] = (PODS, PVS, ATTACHMENTS)
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # reset applies under it
         self._pods: dict[tuple[str, str], tuple[str, frozenset[Ref]]] = {}  # (ns, name) → (node, refs)
         self._reachable: dict[tuple[str, Ref], int] = {}  # (node, ref) → pods on node referencing ref
         self._pvs: dict[str, _PV] = {}
         self._pvs_by_secret: dict[Ref, set[str]] = {}
         self._attachments: dict[str, str] = {}  # VolumeAttachment name → node
 
-    def clear(self) -> None:
+    def reset(self, objects: Iterable[tuple[str, dict[str, Any] | None]]) -> None:
+        """Replace everything with `objects` (storage key, object), at once for readers."""
         with self._lock:
             self._pods.clear()
             self._reachable.clear()
             self._pvs.clear()
             self._pvs_by_secret.clear()
             self._attachments.clear()
+            for key, obj in objects:
+                self.apply(key, obj)
 
     def apply(self, key: str, obj: dict[str, Any] | None) -> None:
         """One stored object's state (None: gone), by its storage key."""

@@ -76,12 +76,15 @@ class PolicyCache(IndexedPolicy):
 
     # -- the follower.Consumer side --------------------------------------------------------------------
 
-    def clear(self) -> None:
-        with self._changed:
+    def reset(self, objects: Iterable[tuple[str, dict[str, Any] | None]]) -> None:
+        """Replace everything with `objects` (storage key, object), at once for readers."""
+        with self._changed:  # reentrant: apply takes it again
             self._roles.clear()
             self._rules.clear()
             self._bindings.clear()
             self._index.clear()
+            for key, obj in objects:
+                self.apply(key, obj)
 
     def apply(self, key: str, obj: dict[str, Any] | None) -> None:
         if key.startswith(CLUSTER_ROLE_BINDINGS) or key.startswith(ROLE_BINDINGS):

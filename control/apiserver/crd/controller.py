@@ -25,6 +25,7 @@ from control.api.typed import TypedObject
 from control.apimachinery.meta import deep_copy, format_timestamp
 from control.apiserver.apiextensions import definitions
 from control.apiserver.controlplane import autoregister
+from control.apiserver.crd.conversion import WebhookConverter
 from control.apiserver.crd.strategies import CustomResourceStrategy
 from control.apiserver.registry.store import DeleteOptions, Registry
 from control.apiserver.resources import by_path
@@ -68,6 +69,7 @@ class CRDController:
         self._served: dict[str, str] = {}  # CRD name → fingerprint of what is served
         self._published: dict[str, list[tuple[str, str, str]]] = {}  # CRD name → (group, version, kind)
         self._registered: list[tuple[str, str]] | None = None  # group-versions with an APIService
+        self._converter = WebhookConverter(registry, endpoint_routing=registry.endpoint_routing)
 
     def sync_all(self) -> bool:
         """One pass over every CRD; returns whether another pass is needed soon (deletions under way,
@@ -129,7 +131,7 @@ class CRDController:
             return
         versions = definitions.served_versions(crd)
         if versions:
-            self.registry.serve_custom(name, [CustomResourceStrategy(v) for v in versions])
+            self.registry.serve_custom(name, [CustomResourceStrategy(v, converter=self._converter) for v in versions])
             self._served[name] = fingerprint
             self._publish(name, versions, versions[0].list_kind)
             log.info("serving %s (versions %s)", name, ", ".join(v.resource.version for v in versions))

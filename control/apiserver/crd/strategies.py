@@ -12,7 +12,9 @@ Custom objects, per served version (`CustomResourceStrategy`):
   and status (with no status subresource, status changes count too).
 - Conversion strategy None: objects are stored at the storage version (`apiVersion` rewritten) and read
   at the version asked for, with that version's defaults applied on the way out (upstream defaults on
-  read too).
+  read too). Strategy Webhook (crd/conversion.py): the object is validated in the version it was sent in
+  and converted by the webhook just before it is stored (`begin_write`; a status write at its prepare
+  step), and converted again for every read in another version.
 - The `scale` subresource reads and writes the replicas at the definition's JSON paths.
 """
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from control.api.typed import TypedObject
 from control.apimachinery.meta import deep_copy
@@ -29,8 +31,21 @@ from control.apimachinery.validation import ErrorType, FieldError
 from control.apiserver import status
 from control.apiserver.apiextensions import cel, definitions, jsonpath
 from control.apiserver.apiextensions import schema as structural
-from control.apiserver.registry.strategies.base import PrinterColumn, Strategy, prepare_for_status_update, spec_of
+from control.apiserver.registry.strategies.base import (
+    PrinterColumn,
+    Rollback,
+    Strategy,
+    nothing_to_undo,
+    prepare_for_status_update,
+    spec_of,
+)
 from control.apiserver.status import APIError
+
+
+class Converter(Protocol):
+    """What changes a custom object's version through the definition's webhook (crd/conversion.py)."""
+
+    def convert(self, obj: dict[str, Any], desired: str, webhook: Mapping[str, Any]) -> None: ...
 
 
 class CustomResourceStrategy(Strategy):
@@ -38,10 +53,25 @@ class CustomResourceStrategy(Strategy):
 
     tracks_generation = True
 
-    def __init__(self, version: definitions.Version) -> None:
+    def __init__(self, version: definitions.Version, *, converter: Converter | None = None) -> None:
         super().__init__(version.resource)
         self.version = version
         self.has_status = "status" in version.resource.subresources
+        self._converter = converter if version.conversion_webhook is not None else None
+
+    def _to_storage(self, obj: dict[str, Any], *, now: bool = False) -> None:
+        """The storage version: rewritten (strategy None), or converted by the webhook — `now`, or later in
+        `begin_write`, after validation in the version sent."""
+        storage = self.version.storage_api_version
+        if self._converter is None or obj.get("apiVersion") == storage:
+            obj["apiVersion"] = storage
+        elif now:
+            assert self.version.conversion_webhook is not None
+            self._converter.convert(obj, storage, self.version.conversion_webhook)
+
+    def begin_write(self, new: dict[str, Any], old: Mapping[str, Any] | None) -> Rollback:
+        self._to_storage(new, now=True)
+        return nothing_to_undo
 
     def _schema_defaults(self, obj: dict[str, Any]) -> None:
         schema = self.version.schema
@@ -59,14 +89,14 @@ class CustomResourceStrategy(Strategy):
         super().prepare_for_create(obj, now=now, uid=uid)
         if self.has_status:
             obj.pop("status", None)
-        obj["apiVersion"] = self.version.storage_api_version
+        self._to_storage(obj)
 
     def prepare_for_update(self, new: dict[str, Any], old: Mapping[str, Any]) -> None:
         super().prepare_for_update(new, old)
         old_metadata = old.get("metadata") or {}
         if not self.has_status and new.get("status") != old.get("status") and spec_of(new) == spec_of(old):
             new["metadata"]["generation"] = int(old_metadata.get("generation") or 0) + 1
-        new["apiVersion"] = self.version.storage_api_version
+        self._to_storage(new)
 
     def prepare_for_subresource_update(self, subresource: str, new: Mapping[str, Any],
                                        old: Mapping[str, Any]) -> dict[str, Any]:
@@ -74,10 +104,13 @@ class CustomResourceStrategy(Strategy):
             raise status.bad_request(f"{self.resource.plural}/{subresource} cannot be written")
         result = prepare_for_status_update(new, old)
         self._schema_defaults(result)
-        result["apiVersion"] = self.version.storage_api_version
+        self._to_storage(result, now=True)
         return result
 
     def decorate(self, obj: dict[str, Any]) -> None:
+        if self._converter is not None and obj.get("apiVersion") != self.resource.api_version:
+            assert self.version.conversion_webhook is not None
+            self._converter.convert(obj, self.resource.api_version, self.version.conversion_webhook)
         obj["apiVersion"] = self.resource.api_version
         self._schema_defaults(obj)
 

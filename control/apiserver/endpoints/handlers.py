@@ -30,6 +30,7 @@ from control.api.typed import Pod
 from control.apimachinery.labels import SelectorError
 from control.apimachinery.validation import FieldError
 from control.apiserver import status
+from control.apiserver.audit import context as audit_context
 from control.apiserver.codec import jsoncodec as codec
 from control.apiserver.codec import protoencode
 from control.apiserver.codec.jsonwire import encode_json, go_escape
@@ -493,7 +494,9 @@ async def _read(request: web.Request) -> bytes:
         size += len(chunk)
         if size > req.MAX_BODY_BYTES:
             raise status.too_large(req.MAX_BODY_BYTES)
-    return b"".join(chunks)
+    body = b"".join(chunks)
+    audit_context.note_request_body(body)
+    return body
 
 
 async def _optional_body(request: web.Request) -> Any:

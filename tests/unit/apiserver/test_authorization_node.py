@@ -219,3 +219,12 @@ def test_chain_places_the_node_authorizer_before_rbac(tmp_path: Path) -> None:
     refused = chain.authorize(ask("GET", "/api/v1/namespaces/ns0/secrets/secret0-pod0-node1"))
     assert allowed.allowed
     assert not refused.allowed and refused.reason == "no relationship found between node 'node0' and this object"
+
+
+def test_reset_replaces_the_whole_graph() -> None:
+    graph = graph_with_pods()
+    graph.reset([("/registry/pods/ns0/p9", pod("p9", "node1", volumes=[{"name": "s", "secret": {"secretName": "n"}}])),
+                 ("/registry/configmaps/ns0/ignored", {})])
+    assert graph.has_path("node1", Ref("secrets", "ns0", "n"))
+    assert not graph.has_path("node0", Ref("secrets", "ns0", "secret0-pod0-node0"))
+    assert not graph.has_path("node0", Ref("volumeattachments", "", "attachment0-node0"))

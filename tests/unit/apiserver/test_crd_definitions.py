@@ -66,8 +66,16 @@ def changed(**edits: Any) -> dict[str, Any]:
                                                                        "jsonPath": ".spec.x"}]),
                  ['spec.versions[0].additionalPrinterColumns[0].type: Unsupported value: "time": supported values: '
                   '"boolean", "date", "integer", "number", "string"'], id="column-type"),
+    pytest.param(changed(spec__conversion={"strategy": "Magic"}),
+                 ['spec.conversion.strategy: Unsupported value: "Magic": supported values: "None", "Webhook"'],
+                 id="strategy"),
     pytest.param(changed(spec__conversion={"strategy": "Webhook"}),
-                 ['spec.conversion.strategy: Unsupported value: "Webhook": supported values: "None"'], id="webhook"),
+                 ["spec.conversion.webhook: Required value: required when strategy is set to Webhook"],
+                 id="webhook without its config"),
+    pytest.param(changed(spec__conversion={"strategy": "Webhook", "webhook": {
+        "clientConfig": {"url": "https://x.example.com/convert"}, "conversionReviewVersions": ["v2"]}}),
+                 ['spec.conversion.webhook.conversionReviewVersions: Invalid value: ["v2"]: must include at least '
+                  "one of v1, v1beta1"], id="review versions"),
 ])
 def test_crd_validation(crd, expected):
     assert crd_messages(crd) == expected

@@ -8,9 +8,12 @@ import threading
 import pytest
 from click.testing import CliRunner
 
+from control.apiserver.authorization.bootstrappolicy import controller_role_bindings
 from control.client.kubeconfig import ClientConfig
 from control.controllers.manager import (
+    CONTROLLER_ACCOUNTS,
     CONTROLLERS,
+    ROOT_CREDENTIAL_CONTROLLERS,
     ControllerContext,
     ControllerManager,
     ControllerManagerConfiguration,
@@ -42,6 +45,38 @@ def test_runs_enabled_controllers_until_stop_and_skips_disabled():
     assert ran["a"].wait(5)
     manager.stop()
     assert stopped == ["a"] and not ran["b"].is_set()
+
+
+def test_each_controller_writes_as_its_service_account_and_informers_share_the_managers_credential():
+    seen: dict[str, ControllerContext] = {}
+
+    def init(name: str):
+        def start(ctx: ControllerContext):
+            seen[name] = ctx
+            return lambda stop: stop.wait()
+        return start
+
+    asked: list[str] = []
+
+    def credentials(account: str) -> ClientConfig:
+        asked.append(account)
+        return ClientConfig(server="https://127.0.0.1:1", token=f"token-of-{account}")
+
+    manager = ControllerManager(CONFIG, controllers={"deployment": init("deployment"), "custom": init("custom")},
+                                controller_credentials=credentials)
+    manager.start()
+    manager.stop()
+    assert asked == ["deployment-controller"]
+    assert seen["deployment"].client.config.token == "token-of-deployment-controller"
+    assert seen["custom"].client.config == CONFIG  # no account of its own: the manager's credential
+    assert seen["deployment"].informers is seen["custom"].informers
+
+
+def test_every_controller_has_an_account_the_bootstrap_policy_binds():
+    bound = {subject["name"] for binding in controller_role_bindings() for subject in binding["subjects"]}
+    assert set(CONTROLLERS) - ROOT_CREDENTIAL_CONTROLLERS <= set(CONTROLLER_ACCOUNTS)
+    assert not ROOT_CREDENTIAL_CONTROLLERS & set(CONTROLLER_ACCOUNTS)
+    assert set(CONTROLLER_ACCOUNTS.values()) - bound == set()
 
 
 def test_unknown_controller_names_are_refused():
