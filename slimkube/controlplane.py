@@ -3,12 +3,12 @@ first (APIServer.start opens the store, bootstraps, then listens), then — once
 scheduler and the controller manager. Stopping goes the other way: the controllers, then the scheduler,
 while their last requests still reach the server.
 
-Each reaches the server over HTTPS as its upstream user, with a client certificate and kubeconfig of its own
-in the data dir (slimkube/componentcreds.py): the scheduler as `system:kube-scheduler`, the controller
-manager as `system:kube-controller-manager` (its shared informers and its Lease) and each controller as its
-service account (upstream's `--use-service-account-credentials`), so each has only its bootstrap role's
-rights. A server without TLS (tests' plain-HTTP servers) has no CA to issue them: there all use the admin
-credential.
+Each reaches the server over HTTPS as its upstream user (slimkube/componentcreds.py): the scheduler as
+`system:kube-scheduler` and the controller manager as `system:kube-controller-manager` (its shared
+informers and its Lease), each with a client certificate and kubeconfig of its own in the data dir, and each
+controller as its service account (upstream's `--use-service-account-credentials`) with a token this
+server holds in memory, so each has only its bootstrap role's rights. A server without TLS (tests'
+plain-HTTP servers) has no CA to issue them: there all use the admin credential.
 
 Each part after the API server can be switched off by upstream's name (`--disable endpoint`,
 `--disable scheduler`, …), as k3s's `--disable-*` flags and kube-controller-manager's
