@@ -76,8 +76,8 @@ class NodeLifecycleController(Controller):
     def __init__(self, client: APIClient, informers: InformerFactory, *, workers: int = 1,
                  monitor_period: float = NODE_MONITOR_PERIOD, grace_period: float = NODE_MONITOR_GRACE_PERIOD,
                  startup_grace_period: float = NODE_STARTUP_GRACE_PERIOD,
-                 eviction: EvictionPolicy | None = None, queue: RateLimitingQueue[str] | None = None, recorder: EventRecorder | None = None,
-                 clock: Clock | None = None) -> None:
+                 eviction: EvictionPolicy | None = None, queue: RateLimitingQueue[str] | None = None,
+                 recorder: EventRecorder | None = None, clock: Clock | None = None) -> None:
         super().__init__(client, informers, workers=workers, queue=queue, recorder=recorder, clock=clock)
         self.clock: Clock = clock or RealClock()
         self.monitor_period = monitor_period
