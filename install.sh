@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what slimkube needs on a Debian 12 host (root), idempotently: Debian packages, a running dockerd,
 # Debian's kubectl 1.20 beside the machine's own kubectl, Debian's docker-registry binary (for pull tests),
-# a virtualenv with slimkube, and the two images.
+# a virtualenv with slimkube, and the three images.
 # With --role, also the systemd units of that role, enabled and started where systemd runs (as k3s's
 # installer does). Used by the README, by .ci/run and by the Vagrant provisioning. Safe to run again.
 #
@@ -172,7 +172,7 @@ setup_host() {
   log "installing slimkube into $venv"
   "$venv/bin/python" -m pip install -q -e "$here[test]"
 
-  # 6. The images pods use without a registry: slimkube/pause and slimkube/busybox:1.
+  # 6. The images pods use without a registry: slimkube/pause, slimkube/busybox:1 and slimkube/python:1.
   "$venv/bin/slimkube" images
 }
 

@@ -96,6 +96,7 @@ from nodeagent.stats.provider import StatsProvider
 from nodeagent.status_manager import StatusManager
 from nodeagent.streaming import portforward
 from nodeagent.volumes.local_path import LocalPathProvisioner
+from nodeagent.volumes.tokens import TokenManager
 
 log = logging.getLogger(__name__)
 SERVING_CERT_PATH = "/v1-slimkube/serving-kubelet-certificate"  # control/apiserver/authentication/kubeletcerts.py
@@ -345,13 +346,16 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
     network = TrackedNetwork(sandbox_network, pod_ips)
 
     backoff = Backoff(initial=config.crash_loop_backoff_initial, maximum=config.crash_loop_backoff_max)
+    account_tokens = TokenManager(lambda namespace, name, body: client.create(
+        resource_path("v1", "serviceaccounts", namespace=namespace, name=name) + "/token", body))
     syncer = RuntimeSyncer(runtime, network, _Objects(client), pods_dir=config.pods_dir, recorder=recorder,
                        hooks=HookRunner(runtime), backoff=backoff, node_facts=lambda: node_facts,
                        extra_labels=extra_labels,
                        hostports=hostports if config.network_plugin == "builtin" else None,  # cni: portmap
                        service_env=lambda pod: sources.service_env(pod),
                        dns=DNSSettings(cluster_dns=config.cluster_dns, cluster_domain=config.cluster_domain,
-                                       resolv_conf=config.resolv_conf))
+                                       resolv_conf=config.resolv_conf),
+                       tokens=account_tokens)
     workers: PodWorkers  # bound below; the PLEG's events reach the workers only once it is started
 
     def wake(uid: str, events: tuple[PodLifecycleEvent, ...]) -> None:

@@ -70,6 +70,7 @@ from nodeagent.runtime.spechash import container_hash
 from nodeagent.runtime.types import ContainerState, ContainerStatus, PodStatus, SandboxState
 from nodeagent.volumes import pod_volumes
 from nodeagent.volumes.mounts import container_mounts
+from nodeagent.volumes.tokens import TokenManager
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,15 @@ def probe_kill_grace(pod: Mapping[str, Any], spec: Mapping[str, Any] | None, rea
     return kill_grace(pod)
 
 
+_REFRESHABLE = ("configMap", "secret", "downwardAPI", "projected")
+
+
+def _has_refreshable_volume(pod: Mapping[str, Any]) -> bool:
+    """Whether a running pod has volumes whose files follow the API (upstream's volume manager remounts
+    them on every sync): projected tokens are refreshed, ConfigMap and Secret contents updated."""
+    return any(kind in volume.raw for volume in Pod(pod).spec.volumes for kind in _REFRESHABLE)
+
+
 class RuntimeSyncer:
     """Carries out one pod's sync or kill. Safe to use from many pod workers at once: per-pod state lives
     in the runtime; the shared back-off tables are guarded by one lock."""
@@ -206,6 +216,7 @@ class RuntimeSyncer:
                  hostports: Hostports | None = None,
                  service_env: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = None,
                  dns: pod_files.DNSSettings = pod_files.NO_CLUSTER_DNS,
+                 tokens: TokenManager | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.runtime = runtime
         self.network = network
@@ -223,15 +234,18 @@ class RuntimeSyncer:
         # pod → its Service variables (service_env.py); raises ServicesNotSynced before the first list
         self.service_env = service_env
         self.dns = dns  # the pods' resolv.conf and hosts file (pod_files.py)
+        self.tokens = tokens  # service account tokens of projected volumes (volumes/tokens.py)
         self.clock = clock
         self._lock = threading.Lock()
 
     def gc_backoff(self) -> None:
-        """Forget back-off entries idle for 2 × max (housekeeping)."""
+        """Forget back-off entries idle for 2 × max and expired tokens (housekeeping)."""
         now = self.clock()
         with self._lock:
             self.backoff.gc(now)
         self.images.gc()
+        if self.tokens is not None:
+            self.tokens.cleanup()
 
     # ---- events ----
 
@@ -274,6 +288,9 @@ class RuntimeSyncer:
         sandbox_id = actions.sandbox_id
         pod_ips = list(status.ips)
         if not actions.create_sandbox and actions.next_init_container is None and not actions.containers_to_start:
+            if _has_refreshable_volume(pod) and status.sandboxes:
+                # tokens near expiry, changed ConfigMaps and Secrets (the pod files are its containers' already)
+                self._setup_volumes(pod, pod_ips, steps, pod_files_too=False)
             return SyncResult(actions, tuple(steps))
         sandbox_config = self.sandbox_config(pod, actions.attempt)
         if actions.create_sandbox:
@@ -417,15 +434,18 @@ class RuntimeSyncer:
                 steps.append(StepResult("RemoveContainer", container.name, "RemoveContainerError", str(exc)))
         return steps
 
-    def _setup_volumes(self, pod: Mapping[str, Any], pod_ips: Sequence[str],
-                       steps: list[StepResult]) -> dict[str, pod_volumes.VolumeInfo] | None:
+    def _setup_volumes(self, pod: Mapping[str, Any], pod_ips: Sequence[str], steps: list[StepResult], *,
+                       pod_files_too: bool = True) -> dict[str, pod_volumes.VolumeInfo] | None:
+        """The pod's volumes (and, before containers are created, its etc-hosts and resolv.conf); None
+        after a FailedMount step and event."""
         uid = Pod(pod).metadata.uid
         directory = pod_volumes.pod_dir(self.pods_dir, uid)
         try:
             volumes = pod_volumes.setup(pod, self.getter, pods_dir=self.pods_dir, pod_ips=pod_ips,
-                                        node=self.node_facts())
-            for reason, message in pod_files.write_pod_files(directory, pod, pod_ips, dns=self.dns):
-                self._event(pod, "Warning", reason, message)
+                                        node=self.node_facts(), tokens=self.tokens)
+            if pod_files_too:
+                for reason, message in pod_files.write_pod_files(directory, pod, pod_ips, dns=self.dns):
+                    self._event(pod, "Warning", reason, message)
         except (pod_volumes.VolumeError, OSError) as exc:
             steps.append(StepResult("SetupVolumes", uid, "FailedMount", str(exc)))
             self._event(pod, "Warning", "FailedMount", str(exc))
@@ -557,6 +577,8 @@ class RuntimeSyncer:
                 self.runtime.remove_sandbox(sandbox.id)
             except RuntimeFailure as exc:
                 steps.append(StepResult("RemovePodSandbox", sandbox.id, "RemovePodSandboxError", str(exc)))
+        if self.tokens is not None:
+            self.tokens.forget(uid)
         try:
             pod_volumes.teardown(self.pods_dir, uid)
         except (OSError, ValueError) as exc:

@@ -61,13 +61,13 @@ def version() -> None:
 @main.command()
 @click.option("--rebuild", is_flag=True, help="Import the images again even if they exist.")
 def images(rebuild: bool) -> None:
-    """Build the pause and busybox images into the local dockerd (no registry needed)."""
+    """Build the pause, busybox and python images into the local dockerd (no registry needed)."""
     import docker
 
-    from nodeagent.images import BUSYBOX, PAUSE, ensure_image
+    from nodeagent.images import BUSYBOX, PAUSE, PYTHON, ensure_image
 
     api = docker.APIClient(version="auto")
-    for spec in (PAUSE, BUSYBOX):
+    for spec in (PAUSE, BUSYBOX, PYTHON):
         built = ensure_image(api, spec, rebuild=rebuild)
         click.echo(f"{spec.ref}: {'built' if built else 'present'}")
 
@@ -276,6 +276,14 @@ def _parse_disable(text: str) -> frozenset[str]:
 @_scheduler_options
 @_admission_config_option
 @_security_options
+@click.option("--service-account-issuer", default="https://kubernetes.default.svc.cluster.local", show_default=True,
+              help="The `iss` of service account tokens, also the default audience (docs/service-accounts.md).")
+@click.option("--service-account-signing-key-file", "--service-account-key-file", "service_account_key_file",
+              type=click.Path(dir_okay=False), metavar="FILE",
+              help="The RSA key service account tokens are signed and checked with; made when missing "
+              "[default: DATA_DIR/tls/service.key].")
+@click.option("--api-audiences", default="", metavar="AUD,...",
+              help="The audiences a token must name to be accepted [default: the issuer].")
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
            node_cidr_mask_size: int, advertise_address: str | None, enable_aggregator_routing: bool, disable: str,
@@ -284,6 +292,7 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
            horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
            scheduler_bind_address: str, scheduler_port: int, admission_config_file: str | None,
+           service_account_issuer: str, service_account_key_file: str | None, api_audiences: str,
            verbose: bool, security: dict[str, Any]) -> None:
     """Run the control plane: the API server, the scheduler and the controller manager.
     Writes DATA_DIR/admin.kubeconfig and DATA_DIR/node-token."""
@@ -320,6 +329,9 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = ServerConfig(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
                           service_cidr=service_cidr, cluster_cidr=cluster_cidr, advertise_address=advertise_address,
+                          service_account_issuer=service_account_issuer,
+                          service_account_key_file=service_account_key_file or "",
+                          api_audiences=tuple(a.strip() for a in api_audiences.split(",") if a.strip()),
                           enable_aggregator_routing=enable_aggregator_routing,
                           admission_config_file=admission_config_file, **security)
 

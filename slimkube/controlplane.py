@@ -114,7 +114,8 @@ def start_controller_manager(server: APIServer, *, disable: Collection[str] = ()
                              credentials: Callable[[str], ClientConfig] | None = None) -> ControllerManager:
     """The controllers `slimkube server` runs (all but `disable`), against `server`, started, each as its
     service account. The cluster CA the root CA publisher hands out, and the one csrsigning issues from, is
-    the server's own (its data dir's ca.crt and ca.key) unless `settings` name one. `credentials`:
+    the server's own (its data dir's ca.crt and ca.key), and legacy token Secrets are signed with the
+    server's service account key, unless `settings` name others. `credentials`:
     controller_credentials(server), made once per server and handed to each leadership term's manager
     (None: made here)."""
     if not settings.root_ca_pem and server.certs is not None:
@@ -122,6 +123,8 @@ def start_controller_manager(server: APIServer, *, disable: Collection[str] = ()
     if not settings.cluster_signing_cert_file and server.certs is not None:
         settings = dataclasses.replace(settings, cluster_signing_cert_file=server.certs.ca_path,
                                        cluster_signing_key_file=server.certs.ca_key_path)
+    if not settings.service_account_private_key_file:
+        settings = dataclasses.replace(settings, service_account_private_key_file=server.service_account_key_file)
     manager = ControllerManager(component_config(server, KUBE_CONTROLLER_MANAGER),
                                 disabled=set(disable) - {SCHEDULER}, settings=settings,
                                 controller_credentials=credentials or controller_credentials(server))

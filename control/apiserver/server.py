@@ -17,9 +17,12 @@ groups), then bearer tokens. The admin token (in `DIR/admin.kubeconfig`) and the
 `K10<sha256 of the CA>::node:<password>` (control/util/jointoken.py); the password, or that whole string, is
 the bearer token, and `GET /cacerts` (no token, as k3s) serves the CA bundle the hash is taken over, so
 an agent given only the URL and the token verifies the server before sending the token. The admin
-(system:masters) and the shared node credential are allowed everything; any other user (an impersonated
-one today) is held to RBAC (authorization/, docs/authorization.md), whose bootstrap policy is reconciled at
-every start. `/healthz`, `/livez`, `/readyz`, `/version` answer without a token, as upstream's
+(system:masters) and the shared node credential are allowed everything; any other user (a service account
+with its token, an impersonated user) is held to RBAC (authorization/, docs/authorization.md), whose
+bootstrap policy is reconciled at every start. Service account tokens are JWTs signed with
+`DIR/tls/service.key` (authentication/serviceaccounts.py, registry/tokenrequest.py for
+`serviceaccounts/token`, `/.well-known/openid-configuration` and `/openid/v1/jwks` for their verifiers;
+docs/service-accounts.md). `/healthz`, `/livez`, `/readyz`, `/version` answer without a token, as upstream's
 public-info-viewer role allows.
 Who a token is (authentication/tokens.py) is what `POST /apis/authentication.k8s.io/v1/tokenreviews` tells kubelets.
 
@@ -66,6 +69,7 @@ from control.apiserver.audit import filter as audit_filter
 from control.apiserver.audit import policy as audit_policy
 from control.apiserver.audit.backend import LogBackend, LogOptions
 from control.apiserver.authentication import certs, kubeletcerts, x509
+from control.apiserver.authentication import serviceaccounts as sa_authn
 from control.apiserver.authentication import tokens as authn
 from control.apiserver.authorization import filter as authz_filter
 from control.apiserver.authorization import follower, reviews
@@ -89,6 +93,7 @@ from control.apiserver.registry import componentstatus
 from control.apiserver.registry.allocators import kubernetes_service_ip
 from control.apiserver.registry.metricsapi import MetricsAPI
 from control.apiserver.registry.store import Registry
+from control.apiserver.registry.tokenrequest import TokenIssuer, create_token
 from control.apiserver.resources import by_path
 from control.apiserver.status import APIError
 from control.apiserver.storage.watchcache import Subscription, WatchCache
@@ -96,7 +101,7 @@ from control.apiserver.streaming.kubeletclient import KubeletClient
 from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
-from control.util import jointoken, openssl, privatefiles
+from control.util import jointoken, openssl, privatefiles, satoken
 from control.util.openstreams import OpenStreams
 
 log = logging.getLogger(__name__)
@@ -118,6 +123,13 @@ class ServerConfig:
     bookmark_seconds: float = 60.0
     tls: bool = True  # client-go sends the kubeconfig's token only over https (see certs.py)
     advertise_address: str | None = None  # the `kubernetes` Endpoints' IP (master_endpoints.advertise_address)
+    # Service account tokens (docs/service-accounts.md): the signing key file (made when missing; default
+    # DIR/tls/service.key), the issuer written into and accepted from tokens, and the audiences accepted
+    # (upstream --service-account-signing-key-file, --service-account-issuer, --api-audiences).
+    service_account_key_file: str = ""
+    service_account_issuer: str = satoken.DEFAULT_ISSUER
+    api_audiences: tuple[str, ...] = ()
+    disable_admission_plugins: tuple[str, ...] = ()  # upstream --disable-admission-plugins, by plugin name
     # webhooks and aggregated APIs to a Service's endpoints, not its ClusterIP (no kube-proxy on this host)
     enable_aggregator_routing: bool = True
     admission_config_file: str | None = None  # an AdmissionConfiguration (admission/config.py)
@@ -154,6 +166,15 @@ def kubeconfig(server_url: str, token: str, *, name: str = "slimkube", ca_pem: b
         "contexts": [{"name": name, "context": {"cluster": name, "user": "admin", "namespace": "default"}}],
         "current-context": name,
     }
+
+
+def _stored_getter(registry: Registry) -> sa_authn.Getter:
+    """What the service account authenticator reads: stored core objects by plural."""
+    def get(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        resource = resources_table.by_path("", "v1", plural)
+        assert resource is not None
+        return registry.get(resource, namespace, name)
+    return get
 
 
 def _aggregated(body: dict[str, Any], version: str) -> web.Response:
@@ -235,6 +256,12 @@ class APIServer:
         self._node_password = jointoken.parse(self.node_token).password
         self.authenticator = authn.TokenAuthenticator({self.admin_token: authn.ADMIN,
                                                         self._node_password: authn.NODE})
+        self.service_account_key_file = (config.service_account_key_file
+                                         or os.path.join(config.data_dir, "tls", "service.key"))
+        self.token_issuer = TokenIssuer(satoken.load_or_create_key(self.service_account_key_file),
+                                        issuer=config.service_account_issuer,
+                                        audiences=config.api_audiences or (config.service_account_issuer,))
+        self.service_accounts: sa_authn.ServiceAccountAuthenticator | None = None  # needs the registry: start()
         self._given_storage = storage
         self._storage: Storage | None = None  # the store, timed into etcd_request_duration_seconds
         self._owns_storage = storage is None
@@ -320,9 +347,13 @@ class APIServer:
         self.registry = Registry(self._storage, service_cidr=self.config.service_cidr,
                                  node_port_range=self.config.node_port_range,
                                  endpoint_routing=self.config.enable_aggregator_routing,
-                                 admission_config=admission_config.load(self.config.admission_config_file))
+                                 admission_config=admission_config.load(self.config.admission_config_file),
+                                 disabled_admission=self.config.disable_admission_plugins)
         await asyncio.to_thread(bootstrap, self.registry, api_port=self.config.port)
         await asyncio.to_thread(reconcile_policy, self.registry)
+        self.service_accounts = sa_authn.ServiceAccountAuthenticator(
+            [self.token_issuer.key.public_key()], issuers=[self.token_issuer.issuer],
+            audiences=self.token_issuer.audiences, get=_stored_getter(self.registry))
         node_graph, policy = NodeGraph(), PolicyCache(self._storage)
         self.authorizer = default_chain(self._storage, node_graph, policy)
         self._bootstrapped = True
@@ -454,12 +485,16 @@ class APIServer:
     async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in PUBLIC_PATHS or request.path.startswith(("/healthz/", "/livez/", "/readyz/")):
             return await handler(request)
-        # upstream's union: the client certificate first, then the bearer token
+        # upstream's union: the client certificate first, then the bearer token (static, then a service
+        # account's JWT, which is checked against the store off the event loop)
         transport = request.transport
         user = x509.authenticate_transport(transport.get_extra_info("ssl_object") if transport else None,
                                            now=time.time())
+        header = request.headers.get("Authorization", "")
         if user is None:
-            user = self.authenticator.authenticate_header(request.headers.get("Authorization", ""))
+            user = self.authenticator.authenticate_header(header)
+        if user is None and self.service_accounts is not None and header[:7].lower() == "bearer ":
+            user = await asyncio.to_thread(self.service_accounts.authenticate, header[7:])
         if user is not None:
             authn.current_user.set(user)
             request[authz_filter.USER_KEY] = user
@@ -582,6 +617,10 @@ class APIServer:
         app.router.add_post(f"/apis/{reviews.AUTHORIZATION}/namespaces/{{namespace}}/localsubjectaccessreviews",
                             self._access_review)
         app.router.add_post(kubeletcerts.PATH, self._serving_kubelet_cert)
+        app.router.add_post("/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", self._token_request)
+        for path, document in ((sa_authn.DISCOVERY_PATH, self._oidc_configuration), (sa_authn.JWKS_PATH, self._jwks)):
+            app.router.add_get(path, document)
+            app.router.add_get(path + "/", document)
         for path, metrics_handler in MetricsAPI(self.registry, kubelet).routes():
             app.router.add_get(path, metrics_handler)
         app.router.add_get("/api/v1/componentstatuses", self._component_statuses)
@@ -693,7 +732,26 @@ class APIServer:
 
     async def _token_review(self, request: web.Request) -> web.Response:
         body = decode_object(await request.read(), request.headers.get("Content-Type", ""))
-        return json_response(authn.token_review(body, self.authenticator), 201)
+        either = sa_authn.FirstOf(self.authenticator, self.service_accounts)
+        return json_response(await asyncio.to_thread(authn.token_review, body, either), 201)
+
+    async def _token_request(self, request: web.Request) -> web.Response:
+        """serviceaccounts/token (registry/tokenrequest.py)."""
+        assert self.registry is not None
+        body = decode_object(await request.read(), request.headers.get("Content-Type", ""))
+        answer = await asyncio.to_thread(create_token, self.registry, self.token_issuer,
+                                         request.match_info["namespace"], request.match_info["name"], body)
+        return json_response(answer, 201)
+
+    async def _oidc_configuration(self, request: web.Request) -> web.Response:
+        """The issuer's OpenID Connect discovery document (upstream's shape and cache header)."""
+        document = sa_authn.openid_configuration(self.token_issuer.issuer, f"{self.url}{sa_authn.JWKS_PATH}")
+        return web.json_response(document, headers={"Cache-Control": sa_authn.DISCOVERY_CACHE_CONTROL})
+
+    async def _jwks(self, request: web.Request) -> web.Response:
+        body = satoken.jwks([self.token_issuer.key.public_key()])
+        return web.json_response(body, content_type="application/jwk-set+json",
+                                 headers={"Cache-Control": sa_authn.DISCOVERY_CACHE_CONTROL})
 
     async def _access_review(self, request: web.Request) -> web.Response:
         """The four authorization.k8s.io reviews (authorization/reviews.py), answered off the event loop:

@@ -9,7 +9,7 @@ switchable off with `--disable`).
 
 `CONTROLLERS` maps upstream's controller names (the `--controllers` aliases upstream still accepts:
 "endpoint", "nodeipam", "nodelifecycle", "taint-eviction-controller", "garbagecollector", "podgc", "namespace",
-"serviceaccount", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
+"serviceaccount", "serviceaccount-token", "root-ca-cert-publisher", "resourcequota", "disruption", "replicaset",
 "replicationcontroller", "deployment", "daemonset", "horizontalpodautoscaling", "job", "cronjob",
 "ttl-after-finished", "endpointslice", "endpointslicemirroring", "service-lb-controller", "statefulset",
 "persistentvolume-binder", …) to an init function: it builds the controller against the context (registering
@@ -77,12 +77,14 @@ from control.controllers.replicaset.controller import REPLICATION_CONTROLLER, Re
 from control.controllers.resourcequota.controller import RESYNC_PERIOD, ResourceQuotaController
 from control.controllers.rootcacertpublisher.controller import RootCACertPublisher
 from control.controllers.serviceaccounts.controller import ServiceAccountsController
+from control.controllers.serviceaccounts.tokens import TokensController
 from control.controllers.servicelb.controller import ServiceLBController
 from control.controllers.shared.discovery import ServerDiscovery
 from control.controllers.shared.endpointslice_reconciler import MAX_ENDPOINTS_PER_SLICE
 from control.controllers.statefulset.controller import StatefulSetController
 from control.controllers.tainteviction.controller import TaintEvictionController
 from control.controllers.ttlafterfinished.controller import TTLAfterFinishedController
+from control.util import satoken
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +102,9 @@ class ControllerManagerConfiguration:
     # The cluster CA (PEM) the root CA publisher puts in every namespace (upstream --root-ca-file); empty:
     # the CA file the controller manager's own client trusts, as upstream falls back to its client's CAData.
     root_ca_pem: str = ""
+    # The key legacy service account token Secrets are signed with (upstream --service-account-private-key-file,
+    # the API server's signing key); empty: the serviceaccount-token controller does not run.
+    service_account_private_key_file: str = ""
     # The CA the csrsigning controller issues from (upstream --cluster-signing-cert-file/--cluster-signing-key-file);
     # empty: no signing (a server without TLS has no CA).
     cluster_signing_cert_file: str = ""
@@ -183,12 +188,25 @@ def _start_service_account(ctx: ControllerContext) -> Run:
     return ServiceAccountsController(ctx.client, ctx.informers).run
 
 
-def _start_root_ca_cert_publisher(ctx: ControllerContext) -> Run:
-    root_ca = ctx.config.root_ca_pem
+def _root_ca(ctx: ControllerContext) -> str:
+    """The cluster CA the configuration names, else the one the manager's own client trusts."""
     ca_file = ctx.client_config.ca_file if ctx.client_config else None
-    if not root_ca and ca_file:
+    if not ctx.config.root_ca_pem and ca_file:
         with open(ca_file, encoding="utf-8") as handle:
-            root_ca = handle.read()
+            return handle.read()
+    return ctx.config.root_ca_pem
+
+
+def _start_service_account_token(ctx: ControllerContext) -> Run:
+    if not ctx.config.service_account_private_key_file:
+        log.warning("serviceaccount-token: no --service-account-private-key-file: legacy token Secrets stay empty")
+        return lambda stop: None
+    key = satoken.load_key(ctx.config.service_account_private_key_file)
+    return TokensController(ctx.client, ctx.informers, key=key, root_ca=_root_ca(ctx)).run
+
+
+def _start_root_ca_cert_publisher(ctx: ControllerContext) -> Run:
+    root_ca = _root_ca(ctx)
     if not root_ca:
         log.warning("root-ca-cert-publisher: no cluster CA (a server without TLS): nothing to publish")
         return lambda stop: None
@@ -292,6 +310,10 @@ CONTROLLER_ACCOUNTS: Mapping[str, str] = {
     "csrsigning": "certificate-controller",
     "csrapproving": "certificate-controller",
 }
+# Controllers that write with the manager's own credential, as upstream starts them with its root client
+# builder: the tokens controller (upstream's "tokens-controller") fills the very token Secrets service
+# accounts would authenticate with, so it cannot depend on one.
+ROOT_CREDENTIAL_CONTROLLERS = frozenset({"serviceaccount-token"})
 
 CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "endpoint": _start_endpoint,
@@ -304,6 +326,7 @@ CONTROLLERS: Mapping[str, Callable[[ControllerContext], Run]] = {
     "podgc": _start_pod_gc,
     "namespace": _start_namespace,
     "serviceaccount": _start_service_account,
+    "serviceaccount-token": _start_service_account_token,
     "root-ca-cert-publisher": _start_root_ca_cert_publisher,
     "csrsigning": _start_csr_signing,
     "csrapproving": _start_csr_approving,

@@ -21,8 +21,8 @@ Departures from upstream, on purpose:
 * Secret volumes are written to disk, not to a tmpfs as upstream does (the node's disk holds them until the
   pod's teardown).
 * fsGroup ownership management of volumes is not done (files stay root-owned; modes as the spec says).
-* A projected `serviceAccountToken` source is skipped (no token issuer yet); its configMap/secret/
-  downwardAPI siblings are written.
+* A projected `serviceAccountToken` source's file is the token the kubelet's token manager (tokens.py) has
+  for the pod (a TokenRequest bound to it); without a token manager such a volume fails to mount.
 
 `setup` is idempotent: re-running it rewrites configMap/secret/downwardAPI contents through the atomic
 writer (containers see updates, except through subPath mounts, as upstream), leaves emptyDir contents alone.
@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from control.api.typed.core import PersistentVolume, PersistentVolumeClaim, Pod
 from control.api.volumes import volume_path
@@ -49,12 +49,19 @@ from nodeagent.runtime.downward import UNKNOWN_NODE, NodeFacts
 from nodeagent.runtime.env import ObjectGetter
 from nodeagent.volumes.atomic_writer import FileProjection, PayloadError, write_atomically
 from nodeagent.volumes.payloads import (
+    DEFAULT_MODE,
     PayloadSourceError,
     configmap_files,
     downward_payload,
     keyed_payload,
     secret_files,
 )
+
+
+class TokenSource(Protocol):
+    """The token for one `serviceAccountToken` projection of a pod (tokens.TokenManager)."""
+
+    def get(self, pod: Mapping[str, Any], source: Mapping[str, Any]) -> str: ...
 
 
 class VolumeKind(str, Enum):
@@ -161,12 +168,26 @@ def _keyed(getter: ObjectGetter, kind: str, namespace: str, source: Mapping[str,
     return keyed_payload(files, source.get("items"), default_mode=default_mode, optional=optional, missing=missing)
 
 
+def _token(tokens: TokenSource | None, pod: Mapping[str, Any], source: Mapping[str, Any],
+           default_mode: int | None) -> dict[str, FileProjection]:
+    if tokens is None:
+        raise ValueError("serviceAccountToken projections need the kubelet's token manager")
+    try:
+        token = tokens.get(pod, source)
+    except Exception as exc:  # whatever the TokenRequest raised is the mount's failure
+        raise ValueError(f"failed to fetch token: {exc}") from exc
+    mode = DEFAULT_MODE if default_mode is None else int(default_mode)
+    return {source.get("path", ""): FileProjection(token.encode(), mode)}
+
+
 def _projected(getter: ObjectGetter, pod: Mapping[str, Any], namespace: str, source: Mapping[str, Any],
-               pod_ips: Sequence[str], node: NodeFacts) -> dict[str, FileProjection]:
+               pod_ips: Sequence[str], node: NodeFacts, tokens: TokenSource | None) -> dict[str, FileProjection]:
     payload: dict[str, FileProjection] = {}
     default_mode = source.get("defaultMode")
     for projection in source.get("sources") or []:
-        if projection.get("configMap"):
+        if projection.get("serviceAccountToken"):
+            payload.update(_token(tokens, pod, projection["serviceAccountToken"], default_mode))
+        elif projection.get("configMap"):
             payload.update(_keyed(getter, "configMap", namespace, projection["configMap"], default_mode))
         elif projection.get("secret"):
             payload.update(_keyed(getter, "secret", namespace, projection["secret"], default_mode))
@@ -208,7 +229,7 @@ def _claim_volume(name: str, namespace: str, source: Mapping[str, Any], getter: 
 
 
 def _setup_one(volume: Mapping[str, Any], pod: Mapping[str, Any], getter: ObjectGetter, pods_dir: str | Path,
-               pod_ips: Sequence[str], node: NodeFacts) -> VolumeInfo:
+               pod_ips: Sequence[str], node: NodeFacts, tokens: TokenSource | None) -> VolumeInfo:
     name = volume.get("name", "")
     meta = pod.get("metadata") or {}
     uid, namespace = meta.get("uid", ""), meta.get("namespace") or "default"
@@ -241,20 +262,20 @@ def _setup_one(volume: Mapping[str, Any], pod: Mapping[str, Any], getter: Object
         payload = downward_payload(source.get("items") or [], pod, default_mode=default_mode, pod_ips=pod_ips,
                                    node=node)
     else:
-        vkind, payload = VolumeKind.PROJECTED, _projected(getter, pod, namespace, source, pod_ips, node)
+        vkind, payload = VolumeKind.PROJECTED, _projected(getter, pod, namespace, source, pod_ips, node, tokens)
     directory = volume_dir(pods_dir, uid, vkind, name)
     write_atomically(directory, payload)
     return VolumeInfo(name, vkind, host_path=str(directory), read_only=True)
 
 
 def setup(pod: Mapping[str, Any], getter: ObjectGetter, *, pods_dir: str | Path, pod_ips: Sequence[str] = (),
-          node: NodeFacts = UNKNOWN_NODE) -> dict[str, VolumeInfo]:
+          node: NodeFacts = UNKNOWN_NODE, tokens: TokenSource | None = None) -> dict[str, VolumeInfo]:
     """Set up every volume of `pod` (idempotent; see the module notes). Raises VolumeError with upstream's
     `MountVolume.SetUp failed for volume "x" : ...` text for the first volume that fails."""
     infos: dict[str, VolumeInfo] = {}
     for volume in Pod(pod).spec.volumes:
         try:
-            info = _setup_one(volume.raw, pod, getter, pods_dir, pod_ips, node)
+            info = _setup_one(volume.raw, pod, getter, pods_dir, pod_ips, node, tokens)
         except (ValueError, OSError, PayloadError, PayloadSourceError) as exc:
             raise VolumeError(f'MountVolume.SetUp failed for volume "{volume.name}" : {exc}') from exc
         infos[info.name] = info

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import requests
 import yaml
 
 from control.apiserver.audit.backend import LogOptions
@@ -129,3 +130,12 @@ def test_a_webhooks_audit_annotation_is_logged(audited: tuple[Endpoint, str], we
         assert event["annotations"]["seen.audit-test.example.com/seen"] == name
     finally:
         api.request("DELETE", f"{vwc}/{config}")
+
+
+def test_an_anonymous_public_request_is_logged_as_anonymous(audited: tuple[Endpoint, str]) -> None:
+    api, log_path = audited
+    response = requests.get(f"{api.url}/version", verify=api.verify, timeout=10)
+    assert response.status_code == 200
+    [event] = events_of(log_path, response.headers["Audit-Id"])
+    assert event["user"] == {"username": "system:anonymous", "groups": ["system:unauthenticated"]}
+    assert event["verb"] == "get" and event["requestURI"] == "/version" and "objectRef" not in event

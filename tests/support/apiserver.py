@@ -55,6 +55,10 @@ class ThreadServer:
     """An APIServer on its own event loop thread."""
 
     def __init__(self, data_dir: str, **config) -> None:
+        # No controller manager runs beside it, so no namespace gets its `default` service account: the
+        # ServiceAccount admission plugin is off unless a test asks for it (upstream's integration framework
+        # starts its API servers the same way).
+        config.setdefault("disable_admission_plugins", ("ServiceAccount",))
         self.config = ServerConfig(data_dir=data_dir, bind_address="127.0.0.1", port=0, **config)
         self.server = APIServer(self.config)
         self._loop = asyncio.new_event_loop()

@@ -14,7 +14,6 @@ The path `-` writes to standard output, never rotated.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
@@ -24,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import IO, Any
+
+import orjson
 
 log = logging.getLogger(__name__)
 
@@ -192,8 +193,7 @@ class LogBackend:
                 except queue.Empty:
                     break
             done = None in batch
-            lines = b"".join(json.dumps(event, separators=(",", ":")).encode() + b"\n"
-                             for event in batch if event is not None)
+            lines = b"".join(orjson.dumps(event) + b"\n" for event in batch if event is not None)
             try:
                 if lines:
                     self._sink.write(lines)

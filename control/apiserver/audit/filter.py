@@ -18,13 +18,13 @@ writes a RequestReceived event for it); a body that is not JSON (YAML, protobuf)
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import orjson
 from aiohttp import web
 
 from control.apiserver.audit import context
@@ -99,8 +99,8 @@ def _json(data: bytes | None) -> Any:
     if not data:
         return None
     try:
-        return json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
         return None
 
 
@@ -152,7 +152,7 @@ class AuditFilter:
         base: dict[str, Any] = {
             "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": evaluation.level.wire,
             "auditID": audit_id(request), "stage": "", "requestURI": request.raw_path, "verb": attributes.verb,
-            "user": user.to_json(), "sourceIPs": source_ips(request.headers, request.remote),
+            "user": _user_json(user), "sourceIPs": source_ips(request.headers, request.remote),
         }
         if agent := request.headers.get("User-Agent"):
             base["userAgent"] = agent
@@ -173,7 +173,7 @@ class AuditFilter:
                 body = response.body
             return response
         except APIError as exc:
-            code, body = exc.code, json.dumps(exc.status).encode()
+            code, body = exc.code, orjson.dumps(exc.status)
             raise
         except web.HTTPException as exc:
             code = exc.status
@@ -195,25 +195,45 @@ class AuditFilter:
         out["stage"] = stage
         current = request.get(authz_filter.USER_KEY)
         if current is not None and current != event.user:
-            out["impersonatedUser"] = current.to_json()
+            out["impersonatedUser"] = _user_json(current)
         request_body = _json(event.record.body)
         if isinstance(request_body, dict) and "objectRef" in out:
             out["objectRef"] = _filled_ref(out["objectRef"], request_body)
         if answer is not None:
             code, body = answer
-            parsed = _json(body) if body is not None and (code >= 400 or event.level >= Level.REQUEST_RESPONSE) \
-                else None
-            out["responseStatus"] = response_status(code, parsed if isinstance(parsed, dict) and code >= 400 else None)
+            failure = _json(body) if code >= 400 else None
+            out["responseStatus"] = response_status(code, failure if isinstance(failure, dict) else None)
             if event.level >= Level.REQUEST and request_body is not None:
                 out["requestObject"] = _without_managed_fields(request_body) if event.omit_managed else request_body
-            if event.level >= Level.REQUEST_RESPONSE and parsed is not None and stage == "ResponseComplete":
-                out["responseObject"] = _without_managed_fields(parsed) if event.omit_managed else parsed
+            if event.level >= Level.REQUEST_RESPONSE and body and stage == "ResponseComplete" \
+                    and (answered := _response_object(body, failure, event.omit_managed)) is not None:
+                out["responseObject"] = answered
         out["stageTimestamp"] = micro_time(self.clock())
         annotations = _decision(request.get(authz_filter.VERDICT_KEY))
         annotations.update(event.record.annotations)
         if annotations:
             out["annotations"] = annotations
         self.sink.process(out)
+
+
+def _response_object(body: bytes, failure: Any, omit_managed: bool) -> Any:
+    """The answer as the event carries it: the server's own JSON spliced in unparsed (orjson.Fragment) unless
+    managedFields must come out; a body that is not JSON is left out."""
+    if failure is not None:
+        return failure
+    if omit_managed:
+        return _without_managed_fields(_json(body))
+    body = body.strip()  # the answer ends in a newline, which would split the line
+    if b"\n" in body:  # indented (`?pretty=true`): parsed, so the event stays one line
+        return _json(body)
+    return orjson.Fragment(body) if body[:1] in (b"{", b"[") else None
+
+
+def _user_json(user: authn.UserInfo) -> dict[str, Any]:
+    """The event's user; an anonymous request is not in system:authenticated (to_json adds that group)."""
+    if user is ANONYMOUS:
+        return {"username": user.username, "groups": list(user.groups)}
+    return user.to_json()
 
 
 def _filled_ref(ref: dict[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,11 +2,11 @@
 authentication/token/tokenfile, pkg/registry/authentication/tokenreview/storage.go, the types of
 k8s.io/api/authentication/v1 TokenReview).
 
-The server knows two kinds of token today: the admin token (`DIR/admin.kubeconfig`) and the node token
-(`DIR/node-token`: its password, or the whole `K10…::node:<password>` string). There are no service account
-tokens yet (nothing issues them); when they come, they are one more entry here.
+The static tokens are the admin token (`DIR/admin.kubeconfig`) and the node token (`DIR/node-token`: its
+password, or the whole `K10…::node:<password>` string); service account tokens (JWTs) are
+serviceaccounts.py's.
 
-`POST /apis/authentication.k8s.io/v1/tokenreviews` answers for exactly these tokens with upstream's shape:
+`POST /apis/authentication.k8s.io/v1/tokenreviews` answers for both kinds with upstream's shape:
 `status.authenticated`, `status.user` (username, uid, groups), `status.audiences`, and `status.error` for a
 token nobody knows. Kubelets call it to authenticate bearer tokens sent to them (nodeagent/authn.py), as
 upstream's webhook token authenticator does. The review is not stored (create only, as upstream); a
@@ -19,7 +19,7 @@ import hmac
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from control.apiserver import status
 
@@ -87,7 +87,11 @@ class TokenAuthenticator:
         return self.authenticate(token) if scheme.lower() == "bearer" and token.strip() else None
 
 
-def token_review(body: Any, authenticator: TokenAuthenticator) -> dict[str, Any]:
+class Authenticator(Protocol):
+    def authenticate(self, token: str) -> UserInfo | None: ...
+
+
+def token_review(body: Any, authenticator: Authenticator) -> dict[str, Any]:
     """The created TokenReview for a request body (400/422 for a malformed one, as upstream)."""
     if not isinstance(body, dict):
         raise status.bad_request("expected a TokenReview object")

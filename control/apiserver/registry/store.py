@@ -38,7 +38,7 @@ import functools
 import json
 import secrets
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -211,20 +211,21 @@ class Registry:
     creation and deletion timestamps (injected for tests), also to the REST storages beside this one
     (binding.py); `endpoint_routing` sends admission webhooks to a Service's endpoints rather than its
     ClusterIP (`--enable-aggregator-routing`); `admission_config` is the server's admission configuration
-    file's content.
+    file's content; `disabled_admission` names admission plugins left out of the chain.
     """
 
     def __init__(self, storage: Storage, *, service_cidr: str = "10.96.0.0/12",
                  node_port_range: tuple[int, int] = (30000, 32767),
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC), endpoint_routing: bool = True,
-                 admission_config: AdmissionConfig | None = None) -> None:
+                 admission_config: AdmissionConfig | None = None,
+                 disabled_admission: Collection[str] = ()) -> None:
         self.storage = storage
         self.endpoint_routing = endpoint_routing
         self._strategies = strategies.build(storage, service_cidr=service_cidr, node_port_range=node_port_range)
         self.clock = clock
         self.admission = admission.chain(self, validation=StrategyValidation(self.strategy),
                                          endpoint_routing=endpoint_routing, served=lambda: self.resources.served(),
-                                         config=admission_config)
+                                         config=admission_config, disabled=disabled_admission)
         # What this server serves: the static table and the custom resources `serve_custom` installs.
         self.resources = ServedResources()
         self._custom: dict[tuple[str, str, str], Strategy] = {}

@@ -23,6 +23,7 @@ PODS = by_path("", "v1", "pods")
 CONFIGMAPS = by_path("", "v1", "configmaps")
 NAMESPACES = by_path("", "v1", "namespaces")
 QUOTAS = by_path("", "v1", "resourcequotas")
+SERVICE_ACCOUNTS = by_path("", "v1", "serviceaccounts")
 WAIT = 5.0
 
 
@@ -137,6 +138,7 @@ def test_quota_is_never_exceeded_by_concurrent_creates(tmp_path):
     try:
         registry = Registry(storage)
         registry.create(NAMESPACES, "", {"metadata": {"name": "ns"}})
+        registry.create(SERVICE_ACCOUNTS, "ns", {"metadata": {"name": "default"}})  # the controller's
         registry.create(QUOTAS, "ns", quota(pods="3"))
 
         def create(index: int) -> int:
@@ -183,6 +185,7 @@ def test_priority_admission_through_the_registry(tmp_path):
         assert system == {"system-cluster-critical": (2000000000, "PreemptLowerPriority"),
                           "system-node-critical": (2000001000, "PreemptLowerPriority")}
         registry.create(NAMESPACES, "", {"metadata": {"name": "ns"}})
+        registry.create(SERVICE_ACCOUNTS, "ns", {"metadata": {"name": "default"}})  # the controller's
         with pytest.raises(APIError) as refused:
             registry.create(PODS, "ns", {**pod("p"), "spec": {**pod("p")["spec"], "priorityClassName": "nope"}})
         assert (refused.value.code, refused.value.reason, refused.value.message) == \
@@ -245,8 +248,8 @@ def test_the_registry_enters_one_ordered_chain_once_per_write(tmp_path):
     try:
         registry = Registry(storage)
         names = [type(p).__name__ for p in registry.admission.mutating]
-        assert names == ["NamespaceLifecycle", "LimitRangerDefaults", "TaintNodesByCondition", "PodPriority",
-                         "DefaultStorageClass", "MutatingWebhooks"]
+        assert names == ["NamespaceLifecycle", "LimitRangerDefaults", "ServiceAccount", "TaintNodesByCondition",
+                         "PodPriority", "DefaultStorageClass", "MutatingWebhooks"]
         names = [type(p).__name__ for p in registry.admission.validating]
         assert names == ["StrategyValidation", "LimitRangerBounds", "NodeRestriction", "PodSecurity",
                          "OneGlobalDefault", "ValidatingAdmissionPolicies", "ValidatingWebhooks", "QuotaAdmission"]

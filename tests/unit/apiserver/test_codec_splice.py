@@ -18,6 +18,7 @@ from control.storage.sqlite import SQLiteStorage
 
 PODS = by_path("", "v1", "pods")
 NAMESPACES = by_path("", "v1", "namespaces")
+SERVICE_ACCOUNTS = by_path("", "v1", "serviceaccounts")
 REPLICASETS = by_path("apps", "v1", "replicasets")
 
 
@@ -80,6 +81,7 @@ def registry(tmp_path):
 
 def test_raw_list_gives_the_same_items_as_the_decoded_list(registry):
     registry.create(NAMESPACES, "", {"metadata": {"name": "ns"}})
+    registry.create(SERVICE_ACCOUNTS, "ns", {"metadata": {"name": "default"}})  # what ServiceAccount admission reads
     for i in range(5):
         registry.create(PODS, "ns", {"metadata": {"name": f"p{i}", "labels": {"i": str(i)}},
                                      "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
@@ -100,6 +102,7 @@ def test_raw_list_gives_the_same_items_as_the_decoded_list(registry):
 
 def test_raw_list_decodes_when_a_selector_or_a_decoration_needs_the_object(registry):
     registry.create(NAMESPACES, "", {"metadata": {"name": "ns"}})
+    registry.create(SERVICE_ACCOUNTS, "ns", {"metadata": {"name": "default"}})  # what ServiceAccount admission reads
     registry.create(PODS, "ns", {"metadata": {"name": "a", "labels": {"app": "x"}},
                                  "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
     selected = registry.list(PODS, "ns", parse_filter(PODS, "app=x", ""), raw=True)

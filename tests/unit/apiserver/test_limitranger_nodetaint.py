@@ -18,6 +18,7 @@ NODES = by_path("", "v1", "nodes")
 NAMESPACES = by_path("", "v1", "namespaces")
 LIMIT_RANGES = by_path("", "v1", "limitranges")
 CLAIMS = by_path("", "v1", "persistentvolumeclaims")
+SERVICE_ACCOUNTS = by_path("", "v1", "serviceaccounts")
 
 
 @pytest.fixture
@@ -26,6 +27,7 @@ def registry(tmp_path: Any) -> Iterator[Registry]:
     try:
         registry = Registry(storage)
         registry.create(NAMESPACES, "", {"metadata": {"name": "ns"}})
+        registry.create(SERVICE_ACCOUNTS, "ns", {"metadata": {"name": "default"}})  # the controller's
         yield registry
     finally:
         storage.close()

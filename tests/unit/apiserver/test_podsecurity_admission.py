@@ -22,6 +22,7 @@ from control.storage.sqlite import SQLiteStorage
 
 PODS = by_path("", "v1", "pods")
 NAMESPACES = by_path("", "v1", "namespaces")
+SERVICE_ACCOUNTS = by_path("", "v1", "serviceaccounts")
 DEPLOYMENTS = by_path("apps", "v1", "deployments")
 PRIVILEGED_REFUSAL = ('pods "p" is forbidden: violates PodSecurity "restricted:latest": privileged (container "c" '
                       'must not set securityContext.privileged=true), allowPrivilegeEscalation != false (container '
@@ -48,6 +49,7 @@ def registry(tmp_path: Any) -> Iterator[Registry]:
 def namespace(registry: Registry, name: str, **labels: str) -> None:
     registry.create(NAMESPACES, "", {"metadata": {"name": name, "labels": {
         f"pod-security.kubernetes.io/{k.replace('_', '-')}": v for k, v in labels.items()}}})
+    registry.create(SERVICE_ACCOUNTS, name, {"metadata": {"name": "default"}})  # the controller's
 
 
 def pod(name: str = "p", *, privileged: bool = True, image: str = "busybox:1") -> dict[str, Any]:

@@ -13,6 +13,7 @@ from control.client.kubeconfig import ClientConfig
 from control.controllers.manager import (
     CONTROLLER_ACCOUNTS,
     CONTROLLERS,
+    ROOT_CREDENTIAL_CONTROLLERS,
     ControllerContext,
     ControllerManager,
     ControllerManagerConfiguration,
@@ -73,7 +74,8 @@ def test_each_controller_writes_as_its_service_account_and_informers_share_the_m
 
 def test_every_controller_has_an_account_the_bootstrap_policy_binds():
     bound = {subject["name"] for binding in controller_role_bindings() for subject in binding["subjects"]}
-    assert set(CONTROLLERS) <= set(CONTROLLER_ACCOUNTS)
+    assert set(CONTROLLERS) - ROOT_CREDENTIAL_CONTROLLERS <= set(CONTROLLER_ACCOUNTS)
+    assert not ROOT_CREDENTIAL_CONTROLLERS & set(CONTROLLER_ACCOUNTS)
     assert set(CONTROLLER_ACCOUNTS.values()) - bound == set()
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent.images import BUSYBOX, ImageSpec, busybox_rootfs, ensure_image
+from nodeagent.images import BUSYBOX, PYTHON, ImageSpec, busybox_rootfs, closure_from_apt_cache, ensure_image
 from tests.support.fake_docker import FakeDockerAPI
 
 
@@ -54,3 +54,10 @@ def test_ensure_image_imports_only_when_needed(present, rebuild, built):
 def test_busybox_image_is_pinned_not_latest():
     # :latest would mean imagePullPolicy Always, which fails with no registry
     assert BUSYBOX.ref.rsplit(":", 1)[1] not in ("", "latest")
+
+
+def test_the_python_image_closure_keeps_real_packages_and_leaves_the_package_tools_out():
+    output = ("python3\n  Depends: python3.11\n  PreDepends: <python3-minimal>\npython3.11\n  Depends: perl\n"
+              "<python3-minimal>\nperl\n  Depends: perl-base\ndebconf\nlibc6\npython3.11\n")
+    assert closure_from_apt_cache(output) == ["libc6", "python3", "python3.11"]
+    assert PYTHON.ref == "slimkube/python:1" and not PYTHON.ref.endswith(":latest")

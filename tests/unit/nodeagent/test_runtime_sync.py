@@ -378,3 +378,36 @@ def test_service_env_reaches_the_container_and_not_synced_waits(parts) -> None:
     result = syncer.sync_pod(make_pod(container("app")), pod_status())
     assert result.waiting["app"] == ("CreateContainerConfigError",
                                       "services have not yet been read at least once, cannot construct envvars")
+
+
+class CountingTokens:
+    """The token manager's answer changes with each call, as a refreshed token does."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def get(self, pod: Mapping[str, Any], source: Mapping[str, Any]) -> str:
+        self.calls += 1
+        return f"token-{self.calls}"
+
+    def forget(self, pod_uid: str) -> None:
+        pass
+
+
+def test_a_running_pods_projected_token_is_rewritten_on_sync_without_touching_its_pod_files(tmp_path) -> None:
+    runtime, network, events, tokens = FakeRuntime(), FakeNetwork(), Events(), CountingTokens()
+    syncer = RuntimeSyncer(runtime, network, FakeObjects(), pods_dir=str(tmp_path), recorder=events,
+                           hooks=HookRunner(runtime), tokens=tokens)  # type: ignore[arg-type]
+    app = container("app")
+    pod = make_pod(app)
+    pod["spec"]["volumes"] = [{"name": "kube-api-access-x", "projected": {"sources": [
+        {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]}}]
+    token_file = tmp_path / "uid-1" / "volumes" / "kubernetes.io~projected" / "kube-api-access-x" / "token"
+    syncer.sync_pod(pod, PodStatus("uid-1", "p", "ns"))
+    assert token_file.read_text() == "token-1"
+    hosts = tmp_path / "uid-1" / "etc-hosts"
+    hosts.write_text("as the container mounted it")
+    calls = len(runtime.calls)
+    result = syncer.sync_pod(pod, pod_status(cstatus("c1", app, ContainerState.RUNNING)))
+    assert token_file.read_text() == "token-2" and not result.errors and runtime.calls[calls:] == []
+    assert hosts.read_text() == "as the container mounted it"

@@ -162,7 +162,7 @@ def test_downward_api_and_projected(tmp_path):
             {"serviceAccountToken": {"path": "token"}},
         ]}},
     )
-    infos = setup(pod, getter, pods_dir=tmp_path)
+    infos = setup(pod, getter, pods_dir=tmp_path, tokens=FakeTokens())
     dw = Path(infos["dw"].host_path)
     assert "kubernetes.io~downward-api" in str(dw)
     assert (dw / "name").read_text() == "p" and (dw / "labels").read_text() == 'a="b"'
@@ -171,7 +171,28 @@ def test_downward_api_and_projected(tmp_path):
     assert "kubernetes.io~projected" in str(proj)
     assert (proj / "k").read_text() == "v" and (proj / "secret" / "pw").read_text() == "x"
     assert (proj / "ns").read_text() == "ns" and mode(proj / "k") == 0o640
-    assert not (proj / "token").exists()
+    assert (proj / "token").read_text() == "jwt-of-p-3600" and mode(proj / "token") == 0o640
+
+
+class FakeTokens:
+    """The token manager: a token named after the pod and the life asked for, or a refusal."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error
+
+    def get(self, pod, source):
+        if self.error is not None:
+            raise self.error
+        return f"jwt-of-{pod['metadata']['name']}-{source.get('expirationSeconds', 3600)}"
+
+
+def test_a_token_projection_without_a_token_fails_the_mount(tmp_path):
+    pod = pod_with({"name": "proj", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}})
+    with pytest.raises(VolumeError, match="need the kubelet's token manager"):
+        setup(pod, FakeObjects(), pods_dir=tmp_path)
+    with pytest.raises(VolumeError, match='MountVolume.SetUp failed for volume "proj" : failed to fetch token: '
+                                          "forbidden"):
+        setup(pod, FakeObjects(), pods_dir=tmp_path, tokens=FakeTokens(RuntimeError("forbidden")))
 
 
 def test_empty_dir_disk_and_memory(tmp_path):
