@@ -317,6 +317,10 @@ async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
     then the controllers and the scheduler stop first (their last requests still reach the server), then the
     server. `ready` runs once all serve, `stopping` once a signal has come and before anything stops
     (systemd's READY=1/STOPPING=1)."""
+    stop = asyncio.Event()  # armed first: a signal while the parts start stops them once started, not kills
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
     server = APIServer(config)
     await server.start()
     # in a thread: the components' certificates may be issued (openssl) while the server answers requests
@@ -324,10 +328,6 @@ async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
                                       scheduler=scheduler)
     if ready is not None:
         ready(server)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
     try:
         await stop.wait()
     finally:
