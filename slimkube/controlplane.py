@@ -317,21 +317,25 @@ async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
     then the controllers and the scheduler stop first (their last requests still reach the server), then the
     server. `ready` runs once all serve, `stopping` once a signal has come and before anything stops
     (systemd's READY=1/STOPPING=1)."""
-    server = APIServer(config)
-    await server.start()
-    # in a thread: the components' certificates may be issued (openssl) while the server answers requests
-    manager = await asyncio.to_thread(start_parts, server, disable=disable, election=election, settings=settings,
-                                      scheduler=scheduler)
-    if ready is not None:
-        ready(server)
+    # handlers first: the server answers requests before the parts have started (their certificates are
+    # issued meanwhile), so a SIGTERM may come then and must still stop everything cleanly
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    server = APIServer(config)
+    await server.start()
     try:
-        await stop.wait()
+        # in a thread: the components' certificates may be issued (openssl) while the server answers requests
+        manager = await asyncio.to_thread(start_parts, server, disable=disable, election=election,
+                                          settings=settings, scheduler=scheduler)
+        try:
+            if ready is not None and not stop.is_set():
+                ready(server)
+            await stop.wait()
+        finally:
+            if stopping is not None:
+                stopping()
+            await asyncio.to_thread(manager.stop)
     finally:
-        if stopping is not None:
-            stopping()
-        await asyncio.to_thread(manager.stop)
         await server.stop()
