@@ -14,6 +14,9 @@
   Preconditions{UID})`: once a pod with a deletionTimestamp has no running container and no ready
   sandbox, the kubelet tells the API server it is done and the object is removed. The uid precondition
   keeps a new pod that reused the name from being deleted by mistake.
+- When the API's Ready condition differs from the kubelet's own (the node lifecycle controller set it False
+  while this node was cut off), the status is written again though it did not change here, as upstream's
+  `needsReconcile`; the patch is computed against the API's copy so the conditions go back whole.
 A 404 on any write means the pod is gone already; it is not an error.
 """
 
@@ -50,6 +53,10 @@ def pod_finished(runtime: PodStatus) -> bool:
     if any(c.state in (ContainerState.RUNNING, ContainerState.UNKNOWN) for c in runtime.containers):
         return False
     return not any(s.state is SandboxState.READY for s in runtime.sandboxes)
+
+
+def _ready_status(status: Mapping[str, Any]) -> str | None:
+    return next((str(c.get("status")) for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
 
 
 def status_patch(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,8 +99,12 @@ class StatusManager:
         new = generate_pod_status({**pod, "status": previous}, runtime, now=self.clock(),
                                   waiting_reasons=waiting_reasons, ready=ready, started=started,
                                   host_ip=self.host_ip, host_ips=self.host_ips)
-        if status_changed(previous, new) or self.get(uid) is None:
-            if self._write(pod, previous, new):
+        api_status = (self._target(pod) or {}).get("status") or {}
+        # upstream needsReconcile: another writer (the node lifecycle controller's MarkPodsNotReady while this
+        # node was cut off) changed the Ready condition in the API; put the kubelet's back.
+        stale = _ready_status(api_status) not in (None, _ready_status(new))
+        if status_changed(previous, new) or self.get(uid) is None or stale:
+            if self._write(pod, api_status if stale else previous, new):
                 with self._lock:
                     self._statuses[uid] = new
         return new

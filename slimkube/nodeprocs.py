@@ -19,18 +19,30 @@ The supervisor (one thread, `NodeGroup.run`) keeps each node's processes as want
 - a process that exits without the marker is started again after `RESTART_SECONDS` (systemd's
   Restart=on-failure);
 - `stop()` (Ctrl-C of `up`) SIGTERMs every process and waits: pods keep running, proxy rules stay.
-Children get PR_SET_PDEATHSIG=SIGTERM, so a `kill -9` of `up` still stops them in order.
+
+No process outlives its `up`, even one killed with -9. Each child gets PR_SET_PDEATHSIG=SIGTERM between
+fork and exec (it survives the exec of `ip netns exec` and of the agent), so it is stopped in order when
+its parent dies. On Linux that "parent" is the *thread* that forked the child, not the process: a child
+forked by a thread that ends before `up` gets its SIGTERM then, and a child whose parent died before the
+prctl took effect gets none. Hence:
+- every child is forked by one spawner thread (`spawn`), started on first use and never ended, so the
+  forking thread lives exactly as long as the `up` process, whichever thread (the caller of `start`, the
+  supervisor, `wait_ready`'s caller) asked for the child;
+- the child checks its parent pid right after arming the signal and exits if `up` already died.
+Upstream has no equivalent (systemd or a container runtime supervises each component there).
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import queue
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -53,8 +65,49 @@ def pid_file(node: NodeSpec, role: str) -> str:
     return os.path.join(node.data_dir, f"{role}.pid")
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+class _Spawner:
+    """The one thread that forks every child of this process (see the module notes): started on first use,
+    never ended; `popen` hands it the argv and waits for the started child."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()  # the parent every child expects (checked between fork and exec)
+        self._requests: queue.SimpleQueue[tuple[list[str], Future[subprocess.Popen[str]]]] = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="node-spawner", daemon=True).start()
+
+    def _die_with_parent(self) -> None:  # runs in the child between fork and exec: prctl, getppid, no locks
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != self.pid:  # `up` died before the signal was armed: none will come
+            os._exit(1)
+
+    def _run(self) -> None:
+        while True:
+            argv, result = self._requests.get()
+            try:
+                result.set_result(subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                    start_new_session=True, preexec_fn=self._die_with_parent))
+            except Exception as error:  # noqa: BLE001 - raised in the asking thread; the spawner lives on
+                result.set_exception(error)
+
+    def popen(self, argv: list[str]) -> subprocess.Popen[str]:
+        result: Future[subprocess.Popen[str]] = Future()
+        self._requests.put((argv, result))
+        return result.result()
+
+
+_spawner: _Spawner | None = None
+_spawner_lock = threading.Lock()
+
+
+def spawn(argv: list[str]) -> subprocess.Popen[str]:
+    """Start `argv` (stdout and stderr to one pipe, its own session) from the spawner thread: the child gets
+    SIGTERM when this process dies, whichever thread called."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or _spawner.pid != os.getpid():  # first use, or in a forked copy of this process
+            _spawner = _Spawner()
+        spawner = _spawner
+    return spawner.popen(argv)
 
 
 def is_progress(line: str) -> bool:
@@ -72,9 +125,7 @@ class Child:
         self._lines: list[str] = []
         self._lock = threading.Lock()
         self._log = open(os.path.join(node.data_dir, f"{role}.log"), "a", encoding="utf-8")  # closed by the reader
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                                     preexec_fn=_die_with_parent)  # prctl only: no locks taken
+        self.proc = spawn(argv)
         with open(pid_file(node, role), "w", encoding="utf-8") as handle:
             handle.write(f"{self.proc.pid}\n")
         self._say = say

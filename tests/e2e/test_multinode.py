@@ -25,6 +25,7 @@ host's routes; node 1's VXLAN device has the test's own name and sits on the tes
 from __future__ import annotations
 
 import ipaddress
+import os
 import random
 import shutil
 import subprocess
@@ -372,3 +373,33 @@ def test_up_three_nodes_traffic_across_nodes_node_stop_start_and_down(cluster: d
     assert not [line for line in iptables.save("nat").splitlines() if line.startswith((":CNI-", ":KUBE-HP"))]
     for node_dir in [Path(data_dir)] + [Path(data_dir, "nodes", node) for node in names[1:]]:
         assert not (node_dir / "kubelet" / "cni").exists()  # CNI mode: every attachment DELeted, store gone
+
+
+def processes_of(data_dir: str) -> dict[int, str]:
+    """pid → command line of every live process whose command line names `data_dir` (zombies left out)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                argv = handle.read().decode(errors="replace").replace("\0", " ")
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if data_dir in argv and state != "Z":
+            found[int(entry)] = argv
+    return found
+
+
+def test_kill_9_of_up_leaves_no_node_process(cluster: dict, cleanup: Callable) -> None:
+    """A `kill -9` of `up --nodes 3` gives it no chance to stop its nodes' agents and proxies: each must
+    stop on its own (the parent-death signal), whichever of `up`'s threads started it."""
+    data_dir = cluster["data_dir"]
+    with ExitStack() as nets:
+        up, _ = start_up(cluster, nets, cleanup)  # ready: every agent Ready, every proxy synced once
+        children = {pid: argv for pid, argv in processes_of(data_dir).items() if pid != up.proc.pid}
+        assert len(children) == 2 * (NODES - 1), children  # an agent and a proxy per node
+        up.kill()
+        wait_for(lambda: not processes_of(data_dir), 20, lambda: f"no process of `up` left: {processes_of(data_dir)}")

@@ -2,8 +2,9 @@
 short `--node-monitor-grace-period`: a Node whose Lease stops being renewed goes Ready=Unknown (reason
 NodeStatusUnknown) with the unreachable NoExecute and NoSchedule taints; a pod that tolerates it for 1 s is
 marked for deletion (event TaintManagerEviction), one with the API server's default tolerations (300 s) is
-not; renewing again and posting Ready brings the node back and removes the taints. No kubelet runs: the
-test plays it through the API (not privileged)."""
+not; renewing again and posting Ready brings the node back and removes the taints. A ready pod behind a
+Service on a node that goes silent gets Ready=False, and its EndpointSlice endpoint `ready: false`, within
+the grace period plus a few seconds. No kubelet runs: the test plays it through the API (not privileged)."""
 
 from __future__ import annotations
 
@@ -59,12 +60,14 @@ def taints(node: dict) -> list[tuple[str, str]]:
     return sorted((t["key"], t["effect"]) for t in node.get("spec", {}).get("taints") or ())
 
 
-def pod(client: RESTClient, name: str, node: str, tolerations: list[dict] | None = None) -> dict:
+def pod(client: RESTClient, name: str, node: str, tolerations: list[dict] | None = None,
+        labels: dict[str, str] | None = None) -> dict:
     spec: dict = {"nodeName": node, "containers": [{"name": "c", "image": "slimkube/busybox:1"}]}
     if tolerations is not None:
         spec["tolerations"] = tolerations
     return client.create("/api/v1/namespaces/default/pods", {"apiVersion": "v1", "kind": "Pod",
-                                                              "metadata": {"name": name}, "spec": spec})
+                                                              "metadata": {"name": name, "labels": labels or {}},
+                                                              "spec": spec})
 
 
 def test_a_silent_node_goes_unknown_tainted_and_its_intolerant_pods_are_evicted(client: RESTClient):
@@ -106,3 +109,37 @@ def test_a_silent_node_goes_unknown_tainted_and_its_intolerant_pods_are_evicted(
         node = client.get(f"/api/v1/nodes/{name}")
         return get_condition(node, "Ready")["status"] == "True" and not taints(node)
     wait_for(ready_again, 30, "the node Ready again without taints")
+
+
+def test_a_silent_nodes_pods_turn_not_ready_and_leave_the_service(client: RESTClient):
+    name = f"n-{uuid.uuid4().hex[:6]}"
+    client.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                                    "status": {"conditions": conditions("True", format_timestamp(datetime.now(UTC)))}})
+    beat(client, name)
+    client.create("/api/v1/namespaces/default/services", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": 8080}]}})
+    web = pod(client, f"{name}-web", name, labels={"app": name})
+    now = format_timestamp(datetime.now(UTC))
+    web["status"] = {"phase": "Running", "podIP": "10.244.9.9", "podIPs": [{"ip": "10.244.9.9"}],
+                     "conditions": [{"type": kind, "status": "True", "lastTransitionTime": now}
+                                    for kind in ("Initialized", "ContainersReady", "Ready", "PodScheduled")]}
+    client.update(f"/api/v1/namespaces/default/pods/{web['metadata']['name']}/status", web)
+
+    def endpoint_ready() -> bool | None:
+        slices = client.get("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+                            params={"labelSelector": f"kubernetes.io/service-name={name}"})["items"]
+        endpoints = [e for s in slices for e in s.get("endpoints") or ()]
+        return endpoints[0]["conditions"].get("ready") if len(endpoints) == 1 else None
+    wait_for(lambda: endpoint_ready() is True, 20, "the pod's endpoint ready")
+    beat(client, name)
+    silent_since = time.monotonic()
+    wait_for(lambda: endpoint_ready() is False, GRACE + 15, "the endpoint not ready once the node is silent")
+    took = time.monotonic() - silent_since
+    assert GRACE - 1 <= took <= GRACE + 10, took
+    marked = client.get(f"/api/v1/namespaces/default/pods/{web['metadata']['name']}")
+    assert {c["type"]: c["status"] for c in marked["status"]["conditions"]} == {
+        "Initialized": "True", "ContainersReady": "True", "Ready": "False", "PodScheduled": "True"}
+    events = client.get("/api/v1/namespaces/default/events")["items"]
+    assert any(e["reason"] == "NodeNotReady" and e["message"] == "Node is not ready"
+               and e["involvedObject"]["name"] == web["metadata"]["name"] for e in events)

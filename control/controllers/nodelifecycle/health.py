@@ -14,7 +14,7 @@ stops posting status gets Ready set to Unknown.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -31,7 +31,7 @@ from control.api.taints import (
     TAINT_UNSCHEDULABLE,
     taints_of,
 )
-from control.api.typed import Lease, Node
+from control.api.typed import Lease, Node, Pod
 from control.apimachinery.meta import deep_copy, format_timestamp, get_condition, parse_timestamp
 
 # The conditions the kubelet posts and the controller sets Unknown (upstream nodeConditionTypes + Ready).
@@ -152,3 +152,24 @@ def desired_taints(node: Mapping[str, Any], now: datetime) -> list[dict[str, Any
             taint["timeAdded"] = format_timestamp(now)
         kept.append(taint)
     return kept if kept != current else None
+
+
+def pods_to_mark_not_ready(pods: Iterable[Mapping[str, Any]], node_name: str,
+                           now: datetime) -> list[dict[str, Any]]:
+    """The pods bound to `node_name` whose Ready condition must become False, each returned whole with the
+    condition changed (status False, lastTransitionTime `now`, reason and message kept), as upstream
+    `MarkPodsNotReady` (pkg/controller/util/node/controller_utils.go): only the Ready condition changes
+    (ContainersReady is the kubelet's and stays); a pod without a Ready condition, one already not ready and
+    one bound elsewhere are left alone."""
+    marked: list[dict[str, Any]] = []
+    for pod in pods:
+        if Pod(pod).spec.node_name != node_name:
+            continue
+        ready = get_condition(pod, "Ready")
+        if ready is None or ready.get("status") == "False":
+            continue
+        status = deep_copy(dict(pod.get("status") or {}))
+        status["conditions"] = [{**c, "status": "False", "lastTransitionTime": format_timestamp(now)}
+                                if c.get("type") == "Ready" else c for c in status.get("conditions") or []]
+        marked.append({**pod, "status": status})
+    return marked

@@ -1,6 +1,7 @@
 """control/controllers/nodelifecycle/health.py and tainteviction/controller.py's pure parts: the heartbeat
 tracker (observed by the controller's clock), the grace-period decision with upstream's reasons, the condition
-taints, and when a pod goes from a NoExecute-tainted node; plus control/api/taints.py's toleration match."""
+taints, the pods marked not ready (MarkPodsNotReady), and when a pod goes from a NoExecute-tainted node;
+plus control/api/taints.py's toleration match."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ import pytest
 
 from control.api.taints import tolerates
 from control.apimachinery.meta import format_timestamp
-from control.controllers.nodelifecycle.health import HeartbeatTracker, desired_taints, node_health
+from control.controllers.nodelifecycle.health import (
+    HeartbeatTracker,
+    desired_taints,
+    node_health,
+    pods_to_mark_not_ready,
+)
 from control.controllers.tainteviction.controller import eviction_time
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -195,3 +201,30 @@ def tol(seconds: int | None, key: str = "node.kubernetes.io/unreachable") -> dic
 def test_eviction_time(tolerations: list, taints: list, expected: float | None):
     due = eviction_time(tolerations, taints, now=at(150), first_seen=at(100))
     assert due == (None if expected is None else at(expected))
+
+
+def bound_pod(name: str, node_name: str | None, *conditions: tuple[str, str]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"nodeName": node_name} if node_name else {}
+    return {"metadata": {"name": name, "namespace": "ns"}, "spec": spec,
+            "status": {"phase": "Running", "conditions": [
+                {"type": kind, "status": status, "reason": "r", "lastTransitionTime": stamp(0)}
+                for kind, status in conditions]}}
+
+
+@pytest.mark.parametrize(("pod", "marked"), [
+    pytest.param(bound_pod("p", "n1", ("ContainersReady", "True"), ("Ready", "True")), True, id="ready"),
+    pytest.param(bound_pod("p", "n1", ("Ready", "Unknown")), True, id="ready-unknown"),
+    pytest.param(bound_pod("p", "n1", ("Ready", "False")), False, id="already-not-ready"),
+    pytest.param(bound_pod("p", "n1", ("PodScheduled", "True")), False, id="no-ready-condition"),
+    pytest.param(bound_pod("p", "n2", ("Ready", "True")), False, id="bound-elsewhere"),
+    pytest.param(bound_pod("p", None, ("Ready", "True")), False, id="unbound"),
+])
+def test_pods_to_mark_not_ready(pod: dict[str, Any], marked: bool):
+    result = pods_to_mark_not_ready([pod], "n1", at(50))
+    assert [p["metadata"]["name"] for p in result] == (["p"] if marked else [])
+    if marked:
+        conditions = {c["type"]: c for c in result[0]["status"]["conditions"]}
+        assert conditions["Ready"] == {"type": "Ready", "status": "False", "reason": "r",
+                                       "lastTransitionTime": stamp(50)}
+        assert conditions.get("ContainersReady", {}).get("status") in (None, "True")  # the kubelet's
+        assert pod["status"]["conditions"][-1]["status"] != "False"  # the input is not changed

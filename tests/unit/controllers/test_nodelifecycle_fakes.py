@@ -174,6 +174,49 @@ def test_heartbeats_stop_unknown_and_taints_after_grace_then_back(h: Harness):
     assert taint_keys(node) == []
 
 
+def ready_pod(name: str, node_name: str = "n1") -> dict[str, Any]:
+    obj = pod(name)
+    obj["spec"]["nodeName"] = node_name
+    obj["status"]["conditions"] = [{"type": kind, "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z"}
+                                   for kind in ("ContainersReady", "Ready")]
+    return obj
+
+
+def pod_ready(h: Harness, name: str) -> tuple[str, str]:
+    obj = h.api.client("harness").get(resource_path("v1", "pods", namespace="ns", name=name))
+    return get_condition(obj, "ContainersReady")["status"], get_condition(obj, "Ready")["status"]
+
+
+def test_pods_of_an_unknown_node_are_marked_not_ready_once(h: Harness):
+    h.api.add(ready_pod("a"))
+    h.api.add(ready_pod("b"))
+    h.api.add(ready_pod("elsewhere", "n2"))
+    h.sync_nodes()
+    h.clock.step(GRACE + 1)
+    h.sync_nodes()
+    assert [pod_ready(h, name) for name in ("a", "b", "elsewhere")] == [
+        ("True", "False"), ("True", "False"), ("True", "True")]
+    assert sorted(a.path for a in h.api.actions_of(LIFECYCLE, "update") if "/pods/" in a.path) == [
+        "/api/v1/namespaces/ns/pods/a/status", "/api/v1/namespaces/ns/pods/b/status"]
+    assert h.events().count(("NodeNotReady", "Node is not ready")) == 2
+    h.api.add(ready_pod("late"))  # bound to the node while it is Unknown: marked at its next sync
+    h.clock.step(5)
+    h.sync_nodes()
+    assert pod_ready(h, "late") == ("True", "False")
+    assert len([a for a in h.api.actions_of(LIFECYCLE, "update") if "/pods/" in a.path]) == 3  # a, b not again
+
+
+def test_a_kubelet_posting_not_ready_keeps_its_pods(h: Harness):
+    """Ready=False comes from a live kubelet, which keeps its pods' statuses itself (upstream marks only
+    when the controller itself finds the node silent)."""
+    h.api.add(ready_pod("a"))
+    node = h.node()
+    get_condition(node, "Ready").update(status="False", reason="KubeletNotReady")
+    h.kubelet.update(resource_path("v1", "nodes", name="n1") + "/status", node)
+    h.sync_nodes()
+    assert pod_ready(h, "a") == ("True", "True")
+
+
 def test_a_renewed_lease_alone_keeps_the_node_from_going_unknown(h: Harness):
     h.sync_nodes()
     for _ in range(4):

@@ -56,6 +56,22 @@ def test_writes_once_until_something_changes() -> None:
     assert waiting["reason"] == "ErrImagePull"
 
 
+def test_a_ready_condition_changed_by_another_writer_is_put_back() -> None:
+    """The node lifecycle controller set Ready=False while the node was cut off; once the kubelet syncs
+    again it writes its own Ready back though its own status did not change (upstream needsReconcile)."""
+    api = api_with(pod())
+    manager = StatusManager(api.client(KUBELET), host_ip="127.0.0.1", clock=lambda: NOW)
+    mine = manager.set_pod_status(pod(), running(), ready={"c": True})
+    in_api = {**pod(), "status": {**mine, "conditions": [
+        {**c, "status": "False"} if c["type"] == "Ready" else c for c in mine["conditions"]]}}
+    manager.set_pod_status(in_api, running(), ready={"c": True})
+    assert len(patches(api)) == 2
+    ready = [c for c in patches(api)[-1][1]["status"]["conditions"] if c["type"] == "Ready"]
+    assert [c["status"] for c in ready] == ["True"]
+    manager.set_pod_status({**pod(), "status": mine}, running(), ready={"c": True})
+    assert len(patches(api)) == 2  # the API agrees again: nothing to write
+
+
 def test_a_pod_gone_from_the_api_is_not_an_error() -> None:
     api = api_with()  # the pod is not (or no longer) there
     manager = StatusManager(api.client(KUBELET), clock=lambda: NOW)
