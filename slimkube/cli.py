@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the commands import their components when run, so `slimkube
     from control.apiserver.server import APIServer
     from control.client.kubeconfig import ClientConfig
     from control.controllers.manager import ControllerManagerConfiguration
+    from control.controllers.nodelifecycle.zones import EvictionPolicy
     from control.util.iptables import Iptables
     from nodeagent.config import KubeletConfig
     from proxy.config import ProxyConfig
@@ -127,6 +128,39 @@ _node_monitor_grace_option = click.option(  # `server` and `up`; checked by _con
     "controller sets its conditions Unknown and taints it unreachable.")
 
 
+def _node_eviction_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`server` and `up`: the node lifecycle controller's eviction rates (upstream's names and defaults),
+    handed to the command as one `node_eviction` EvictionPolicy (docs/controllers.md)."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapped(*args: Any, node_eviction_rate: float, secondary_node_eviction_rate: float,
+                unhealthy_zone_threshold: float, large_cluster_size_threshold: int, **kwargs: Any) -> Any:
+        from control.controllers.nodelifecycle.zones import EvictionPolicy
+
+        policy = EvictionPolicy(node_eviction_rate, secondary_node_eviction_rate, unhealthy_zone_threshold,
+                                large_cluster_size_threshold)
+        return command(*args, node_eviction=policy, **kwargs)
+
+    options = [
+        click.option("--node-eviction-rate", default=0.1, show_default=True, type=click.FloatRange(min=0),
+                     help="Nodes per second, per zone, that get a NoExecute not-ready/unreachable taint "
+                     "(which starts their pods' eviction) while the zone is healthy."),
+        click.option("--secondary-node-eviction-rate", default=0.01, show_default=True,
+                     type=click.FloatRange(min=0),
+                     help="The rate in a zone in partial disruption (0 in a zone of at most "
+                     "--large-cluster-size-threshold nodes)."),
+        click.option("--unhealthy-zone-threshold", default=0.55, show_default=True, type=click.FloatRange(0, 1),
+                     help="The share of not-ready nodes (at least 3) from which a zone is in partial disruption."),
+        click.option("--large-cluster-size-threshold", default=50, show_default=True, type=click.IntRange(min=0),
+                     help="Zones of more nodes than this keep evicting at the secondary rate in partial "
+                     "disruption; smaller ones stop."),
+    ]
+    for option in reversed(options):
+        wrapped = option(wrapped)
+    return wrapped
+
+
 _resource_quota_sync_option = click.option(  # `server` and `up`; checked by _controller_settings
     "--resource-quota-sync-period", default="5m", show_default=True, metavar="DURATION",
     help="How often the resource quota controller recounts every quota's usage in full (it also recounts "
@@ -219,9 +253,11 @@ def _positive_duration(value: str, flag: str) -> float:
 
 def _controller_settings(node_monitor_grace_period: str, resource_quota_sync_period: str, *,
                          max_endpoints_per_slice: int = 100, loadbalancer_address_pool: str = "",
-                         hpa_sync_period: str = "15s") -> ControllerManagerConfiguration:
+                         hpa_sync_period: str = "15s",
+                         node_eviction: EvictionPolicy | None = None) -> ControllerManagerConfiguration:
     """The controller manager's flags (Go durations, as upstream's) as its configuration; bad ones exit 2."""
     from control.controllers.manager import ControllerManagerConfiguration
+    from control.controllers.nodelifecycle.zones import EvictionPolicy
     from control.controllers.servicelb.controller import parse_pool
 
     try:
@@ -233,7 +269,8 @@ def _controller_settings(node_monitor_grace_period: str, resource_quota_sync_per
         resource_quota_sync_period=_positive_duration(resource_quota_sync_period, "--resource-quota-sync-period"),
         max_endpoints_per_slice=max_endpoints_per_slice, loadbalancer_address_pool=pool,
         horizontal_pod_autoscaler_sync_period=_positive_duration(hpa_sync_period,
-                                                                 "--horizontal-pod-autoscaler-sync-period"))
+                                                                 "--horizontal-pod-autoscaler-sync-period"),
+        node_eviction=node_eviction or EvictionPolicy())
 
 
 def _parse_disable(text: str) -> frozenset[str]:
@@ -263,6 +300,7 @@ def _parse_disable(text: str) -> frozenset[str]:
               "ClusterIP, which only a host running kube-proxy reaches (`slimkube up` runs one, and sets false).")
 @_disable_option
 @_node_monitor_grace_option
+@_node_eviction_options
 @_resource_quota_sync_option
 @_max_endpoints_per_slice_option
 @_loadbalancer_pool_option
@@ -287,8 +325,8 @@ def _parse_disable(text: str) -> frozenset[str]:
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def server(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str,
            node_cidr_mask_size: int, advertise_address: str | None, enable_aggregator_routing: bool, disable: str,
-           node_monitor_grace_period: str, resource_quota_sync_period: str, max_endpoints_per_slice: int,
-           loadbalancer_address_pool: str,
+           node_monitor_grace_period: str, node_eviction: EvictionPolicy, resource_quota_sync_period: str,
+           max_endpoints_per_slice: int, loadbalancer_address_pool: str,
            horizontal_pod_autoscaler_sync_period: str, leader_elect: bool, leader_elect_lease_duration: str,
            leader_elect_renew_deadline: str, leader_elect_retry_period: str, scheduler_config: str | None,
            scheduler_bind_address: str, scheduler_port: int, admission_config_file: str | None,
@@ -319,7 +357,8 @@ def server(data_dir: str, bind_address: str, port: int, datastore: str, service_
     settings = _controller_settings(node_monitor_grace_period, resource_quota_sync_period,
                                     max_endpoints_per_slice=max_endpoints_per_slice,
                                     loadbalancer_address_pool=loadbalancer_address_pool,
-                                    hpa_sync_period=horizontal_pod_autoscaler_sync_period)
+                                    hpa_sync_period=horizontal_pod_autoscaler_sync_period,
+                                    node_eviction=node_eviction)
     settings = _with_node_ipam(settings, cluster_cidr=cluster_cidr, service_cidr=service_cidr,
                                node_cidr_mask_size=node_cidr_mask_size)
     election = _leader_election(leader_elect, leader_elect_lease_duration, leader_elect_renew_deadline,
@@ -559,6 +598,7 @@ def agent(server: str | None, token: str | None, token_file: str | None, ca_file
 @_node_cidr_mask_size_option
 @_disable_option
 @_node_monitor_grace_option
+@_node_eviction_options
 @_resource_quota_sync_option
 @_max_endpoints_per_slice_option
 @_loadbalancer_pool_option
@@ -569,7 +609,7 @@ def agent(server: str | None, token: str | None, token_file: str | None, ca_file
 @_kubelet_options
 def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr: str, cluster_cidr: str | None,
        kubelet_port: int | None, node_count: int, nodes_cidr: str, node_subnets: int, node_cidr_mask_size: int,
-       disable: str, node_monitor_grace_period: str,
+       disable: str, node_monitor_grace_period: str, node_eviction: EvictionPolicy,
        resource_quota_sync_period: str, max_endpoints_per_slice: int, loadbalancer_address_pool: str,
        horizontal_pod_autoscaler_sync_period: str, scheduler_config: str | None, scheduler_bind_address: str,
        scheduler_port: int, admission_config_file: str | None, config_file: str | None, node_name: str | None,
@@ -603,7 +643,8 @@ def up(data_dir: str, bind_address: str, port: int, datastore: str, service_cidr
     settings = _controller_settings(node_monitor_grace_period, resource_quota_sync_period,
                                     max_endpoints_per_slice=max_endpoints_per_slice,
                                     loadbalancer_address_pool=loadbalancer_address_pool,
-                                    hpa_sync_period=horizontal_pod_autoscaler_sync_period)
+                                    hpa_sync_period=horizontal_pod_autoscaler_sync_period,
+                                    node_eviction=node_eviction)
     scheduler = _scheduler_settings(scheduler_config, scheduler_bind_address, scheduler_port)
     flags = UpFlags(data_dir=data_dir, bind_address=bind_address, port=port, datastore=datastore,
                     service_cidr=service_cidr, cluster_cidr=cluster_cidr, kubelet_port=kubelet_port,

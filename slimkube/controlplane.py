@@ -3,12 +3,12 @@ first (APIServer.start opens the store, bootstraps, then listens), then — once
 scheduler and the controller manager. Stopping goes the other way: the controllers, then the scheduler,
 while their last requests still reach the server.
 
-Each reaches the server over HTTPS as its upstream user, with a client certificate and kubeconfig of its own
-in the data dir (slimkube/componentcreds.py): the scheduler as `system:kube-scheduler`, the controller
-manager as `system:kube-controller-manager` (its shared informers and its Lease) and each controller as its
-service account (upstream's `--use-service-account-credentials`), so each has only its bootstrap role's
-rights. A server without TLS (tests' plain-HTTP servers) has no CA to issue them: there all use the admin
-credential.
+Each reaches the server over HTTPS as its upstream user (slimkube/componentcreds.py): the scheduler as
+`system:kube-scheduler` and the controller manager as `system:kube-controller-manager` (its shared
+informers and its Lease), each with a client certificate and kubeconfig of its own in the data dir, and each
+controller as its service account (upstream's `--use-service-account-credentials`) with a token this
+server holds in memory, so each has only its bootstrap role's rights. A server without TLS (tests'
+plain-HTTP servers) has no CA to issue them: there all use the admin credential.
 
 Each part after the API server can be switched off by upstream's name (`--disable endpoint`,
 `--disable scheduler`, …), as k3s's `--disable-*` flags and kube-controller-manager's
@@ -317,25 +317,21 @@ async def serve_forever(config: ServerConfig, *, disable: Collection[str] = (),
     then the controllers and the scheduler stop first (their last requests still reach the server), then the
     server. `ready` runs once all serve, `stopping` once a signal has come and before anything stops
     (systemd's READY=1/STOPPING=1)."""
-    # handlers first: the server answers requests before the parts have started (their certificates are
-    # issued meanwhile), so a SIGTERM may come then and must still stop everything cleanly
-    stop = asyncio.Event()
+    stop = asyncio.Event()  # armed first: a signal while the parts start stops them once started, not kills
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     server = APIServer(config)
     await server.start()
+    # in a thread: the components' certificates may be issued (openssl) while the server answers requests
+    manager = await asyncio.to_thread(start_parts, server, disable=disable, election=election, settings=settings,
+                                      scheduler=scheduler)
+    if ready is not None:
+        ready(server)
     try:
-        # in a thread: the components' certificates may be issued (openssl) while the server answers requests
-        manager = await asyncio.to_thread(start_parts, server, disable=disable, election=election,
-                                          settings=settings, scheduler=scheduler)
-        try:
-            if ready is not None and not stop.is_set():
-                ready(server)
-            await stop.wait()
-        finally:
-            if stopping is not None:
-                stopping()
-            await asyncio.to_thread(manager.stop)
+        await stop.wait()
     finally:
+        if stopping is not None:
+            stopping()
+        await asyncio.to_thread(manager.stop)
         await server.stop()

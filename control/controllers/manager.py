@@ -70,6 +70,7 @@ from control.controllers.nodelifecycle.controller import (
     NODE_STARTUP_GRACE_PERIOD,
     NodeLifecycleController,
 )
+from control.controllers.nodelifecycle.zones import EvictionPolicy
 from control.controllers.persistentvolume.controller import PersistentVolumeController
 from control.controllers.podgc.controller import PodGCController
 from control.controllers.podgc.selection import TERMINATED_POD_GC_THRESHOLD
@@ -98,6 +99,8 @@ class ControllerManagerConfiguration:
     node_monitor_period: float = NODE_MONITOR_PERIOD
     node_monitor_grace_period: float = NODE_MONITOR_GRACE_PERIOD
     node_startup_grace_period: float = NODE_STARTUP_GRACE_PERIOD
+    # --node-eviction-rate, --secondary-node-eviction-rate, --unhealthy-zone-threshold, --large-cluster-size-threshold
+    node_eviction: EvictionPolicy = EvictionPolicy()
     terminated_pod_gc_threshold: int = TERMINATED_POD_GC_THRESHOLD  # 0: terminated pods are never collected
     # The cluster CA (PEM) the root CA publisher puts in every namespace (upstream --root-ca-file); empty:
     # the CA file the controller manager's own client trusts, as upstream falls back to its client's CAData.
@@ -158,7 +161,8 @@ def _start_service_lb(ctx: ControllerContext) -> Run:
 def _start_node_lifecycle(ctx: ControllerContext) -> Run:
     return NodeLifecycleController(ctx.client, ctx.informers, monitor_period=ctx.config.node_monitor_period,
                                    grace_period=ctx.config.node_monitor_grace_period,
-                                   startup_grace_period=ctx.config.node_startup_grace_period).run
+                                   startup_grace_period=ctx.config.node_startup_grace_period,
+                                   eviction=ctx.config.node_eviction).run
 
 
 def _start_node_ipam(ctx: ControllerContext) -> Run:

@@ -8,6 +8,7 @@ the grace period plus a few seconds. No kubelet runs: the test plays it through 
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from datetime import UTC, datetime
 import pytest
 
 from control.apimachinery.meta import format_timestamp, get_condition
+from control.client.errors import Conflict
 from control.client.rest import RESTClient
 from tests.support.apiserver import ProcessServer
 from tests.support.polling import wait_for
@@ -32,7 +34,21 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RESTClient]:
     endpoint = server.start()
     try:
         with RESTClient.from_kubeconfig(endpoint.kubeconfig) as rest:
-            yield rest
+            # a node that keeps beating: with every node silent no eviction would start (a fully disrupted
+            # cluster looks like a cut-off control plane)
+            rest.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "keeper"},
+                                          "status": {"conditions": conditions("True", format_timestamp(
+                                              datetime.now(UTC)))}})
+            wait_for(lambda: rest.list("/api/v1/namespaces/default/serviceaccounts")["items"], 30,
+                     "the default service account (pods are admitted only once it exists)")
+            stop = threading.Event()
+            keeper = threading.Thread(target=keep_beating, args=(endpoint.kubeconfig, stop), daemon=True)
+            keeper.start()
+            try:
+                yield rest
+            finally:
+                stop.set()
+                keeper.join(10)
     finally:
         server.stop()
 
@@ -51,9 +67,21 @@ def beat(client: RESTClient, name: str) -> None:
                                        "metadata": {"name": name, "namespace": "kube-node-lease"},
                                        "spec": {"holderIdentity": name, "leaseDurationSeconds": GRACE,
                                                 "renewTime": format_timestamp(now, micro=True)}})
-    node = client.get(f"/api/v1/nodes/{name}")
-    node["status"]["conditions"] = conditions("True", format_timestamp(now))
-    client.update(f"/api/v1/nodes/{name}/status", node)
+    for _ in range(5):  # as a kubelet: a node other controllers also write is read again on a conflict
+        node = client.get(f"/api/v1/nodes/{name}")
+        node["status"]["conditions"] = conditions("True", format_timestamp(now))
+        try:
+            client.update(f"/api/v1/nodes/{name}/status", node)
+            return
+        except Conflict:
+            continue
+    raise AssertionError(f"node {name}: status update conflicted 5 times")
+
+
+def keep_beating(kubeconfig: str, stop: threading.Event) -> None:
+    with RESTClient.from_kubeconfig(kubeconfig) as rest:
+        while not stop.wait(GRACE / 3):
+            beat(rest, "keeper")
 
 
 def taints(node: dict) -> list[tuple[str, str]]:

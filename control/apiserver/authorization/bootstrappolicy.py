@@ -326,7 +326,9 @@ def _controller_rules() -> dict[str, list[dict[str, Any]]]:
             rule("update", APPS, "statefulsets/status"), rule(finalizers, APPS, "statefulsets/finalizers"),
             rule(("get", "create", "delete", "update", "patch"), CORE, "pods"),
             rule(("get", "create", "delete", "update", "patch", "list", "watch"), APPS, "controllerrevisions"),
-            rule(("get", "create"), CORE, "persistentvolumeclaims"), EVENTS_RULE],
+            rule(("get", "create"), CORE, "persistentvolumeclaims"),
+            rule(("update", "delete"), CORE, "persistentvolumeclaims"),  # StatefulSetAutoDeletePVC, on since 1.27
+            EVENTS_RULE],
         "taint-eviction-controller": [  # pod deletion when a NoExecute taint is not tolerated
             rule(("patch", "update"), CORE, "pods/status"), rule(("list", "get", "delete"), CORE, "pods"),
             EVENTS_RULE],

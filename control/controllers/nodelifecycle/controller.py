@@ -26,8 +26,10 @@ is Unknown marks its pods still ready (a no-op once done), which covers the retr
 left to that kubelet, as upstream's monitorNodeHealth does. When the node comes back its kubelet writes the
 pods' Ready again (nodeagent/status_manager.py reconciles a Ready condition another writer changed).
 
-Not done (upstream has them): zone states and eviction rate limits (eviction is tainteviction/controller.py's,
-per pod, as upstream since 1.29).
+Eviction rate limits: adding a node's first NoExecute not-ready/unreachable taint (which starts the taint
+eviction controller's per-pod clocks) takes a token of its zone's bucket; without one the NoSchedule taints
+are written, the NoExecute one is held back and the node tried again in EVICTION_RETRY (upstream's
+RateLimitedTimedQueue per zone, drained every 100 ms). zones.py decides the zones' states and rates.
 """
 
 from __future__ import annotations
@@ -48,9 +50,12 @@ from control.client.workqueue import RateLimitingQueue
 from control.controllers.nodelifecycle.health import (
     HeartbeatTracker,
     desired_taints,
+    new_no_execute,
     node_health,
     pods_to_mark_not_ready,
+    without_new_no_execute,
 )
+from control.controllers.nodelifecycle.zones import EvictionPolicy, ZoneLimiters, zone_key, zone_rates
 from control.controllers.shared.base import APIClient, Controller
 from control.util.clock import Clock, RealClock
 
@@ -60,6 +65,7 @@ LEASE_NAMESPACE = "kube-node-lease"
 NODE_MONITOR_PERIOD = 5.0  # upstream --node-monitor-period
 NODE_MONITOR_GRACE_PERIOD = 40.0  # upstream --node-monitor-grace-period
 NODE_STARTUP_GRACE_PERIOD = 60.0  # upstream --node-startup-grace-period
+EVICTION_RETRY = 1.0  # seconds until a node whose NoExecute taint the zone's limiter held back is tried again
 
 
 class NodeLifecycleController(Controller):
@@ -70,14 +76,15 @@ class NodeLifecycleController(Controller):
     def __init__(self, client: APIClient, informers: InformerFactory, *, workers: int = 1,
                  monitor_period: float = NODE_MONITOR_PERIOD, grace_period: float = NODE_MONITOR_GRACE_PERIOD,
                  startup_grace_period: float = NODE_STARTUP_GRACE_PERIOD,
-                 queue: RateLimitingQueue[str] | None = None, recorder: EventRecorder | None = None,
-                 clock: Clock | None = None) -> None:
+                 eviction: EvictionPolicy | None = None, queue: RateLimitingQueue[str] | None = None,
+                 recorder: EventRecorder | None = None, clock: Clock | None = None) -> None:
         super().__init__(client, informers, workers=workers, queue=queue, recorder=recorder, clock=clock)
         self.clock: Clock = clock or RealClock()
         self.monitor_period = monitor_period
         self.grace_period = grace_period
         self.startup_grace_period = startup_grace_period
         self.heartbeats = HeartbeatTracker()
+        self.limiters = ZoneLimiters(eviction or EvictionPolicy())
         nodes = informers.informer("v1", "nodes")
         leases = informers.informer("coordination.k8s.io/v1", "leases", namespace=LEASE_NAMESPACE)
         pods = informers.informer("v1", "pods")
@@ -129,11 +136,27 @@ class NodeLifecycleController(Controller):
         if (get_condition(node, "Ready") or {}).get("status") == "Unknown":
             self.mark_pods_not_ready(key, now)
         taints = desired_taints(node, now)
+        if taints is not None and new_no_execute(node, taints) and not self.may_start_eviction(node):
+            taints = without_new_no_execute(node, taints)
+            log.info("node %s: NoExecute taint held back by its zone's eviction rate", key)
+            self.queue.add_after(key, EVICTION_RETRY)
         if taints is not None:
             self.client.patch(path, {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
                                      "spec": {"taints": taints}})
             log.info("node %s: taints now %s", key, [f"{t['key']}:{t['effect']}" for t in taints] or "none")
         self.queue.add_after(key, self.monitor_period)
+
+    def may_start_eviction(self, node: Mapping[str, Any]) -> bool:
+        """Whether the node's zone may take one more NoExecute taint now (module notes, zones.py): the
+        zones' rates from every node's Ready condition (this node's as just written), then its zone's bucket."""
+        zones: dict[str, list[str | None]] = {}
+        name = node["metadata"]["name"]
+        for other in self.nodes.list():
+            current = node if other["metadata"]["name"] == name else other
+            zones.setdefault(zone_key(current), []).append((get_condition(current, "Ready") or {}).get("status"))
+        monotonic = self.clock.monotonic()
+        self.limiters.set_rates(zone_rates(zones, self.limiters.policy), monotonic)
+        return self.limiters.try_accept(zone_key(node), monotonic)
 
     def mark_pods_not_ready(self, node_name: str, now: datetime) -> None:
         """Set Ready=False on the pods of a node gone Unknown (upstream MarkPodsNotReady), each through

@@ -173,3 +173,18 @@ def pods_to_mark_not_ready(pods: Iterable[Mapping[str, Any]], node_name: str,
                                 if c.get("type") == "Ready" else c for c in status.get("conditions") or []]
         marked.append({**pod, "status": status})
     return marked
+
+
+def new_no_execute(node: Mapping[str, Any], taints: list[dict[str, Any]]) -> bool:
+    """Whether `taints` put a not-ready/unreachable NoExecute taint on a node that has neither (an eviction
+    start, which the zone's rate limiter gates; swapping one for the other is not one)."""
+    def no_execute(items: Iterable[Mapping[str, Any]]) -> bool:
+        return any(t.get("effect") == NO_EXECUTE and t.get("key") in NO_EXECUTE_TAINTS.values() for t in items)
+    return no_execute(taints) and not no_execute(taints_of(node))
+
+
+def without_new_no_execute(node: Mapping[str, Any], taints: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """`taints` with the new NoExecute ones held back (the limiter said not yet); None if that is no change."""
+    present = {(t.get("key"), t.get("effect")) for t in taints_of(node)}
+    held = [t for t in taints if t.get("effect") != NO_EXECUTE or (t.get("key"), t.get("effect")) in present]
+    return held if held != taints_of(node) else None

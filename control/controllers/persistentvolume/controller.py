@@ -154,8 +154,11 @@ class PersistentVolumeController(Controller):
     def _ask_provisioner(self, claim: Mapping[str, Any], decision: ClaimDecision) -> None:
         annotations = PersistentVolumeClaim(claim).metadata.annotations
         if annotations.get(ANN_STORAGE_PROVISIONER) != decision.provisioner:
-            self.client.patch(self._claim_path(claim), {"metadata": {"annotations": {
-                ANN_STORAGE_PROVISIONER: decision.provisioner, ANN_BETA_STORAGE_PROVISIONER: decision.provisioner}}})
+            # an update, as upstream's setClaimProvisioner: the binder's role may update claims, not patch them
+            meta = PersistentVolumeClaim(claim).metadata.raw
+            claim = self.client.update(self._claim_path(claim), {**claim, "metadata": {**meta, "annotations": {
+                **annotations, ANN_STORAGE_PROVISIONER: decision.provisioner,
+                ANN_BETA_STORAGE_PROVISIONER: decision.provisioner}}})
         self._claim_phase(claim, "Pending")
 
     def _volume_phase(self, volume: Mapping[str, Any], phase: str, *, reason: str = "",

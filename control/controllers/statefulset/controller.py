@@ -190,8 +190,13 @@ class StatefulSetController(Controller):
                     continue
                 wanted = claim_owner_refs(sts, claim, pod, ordinal)
                 if wanted != [ref.raw for ref in PersistentVolumeClaim(claim).metadata.owner_references]:
-                    self.client.patch(resource_path("v1", "persistentvolumeclaims", namespace=namespace, name=name),
-                                      {"metadata": {"ownerReferences": wanted or None}})
+                    # an update, as upstream's claim owner sync: the controller's role may update claims
+                    meta = {k: v for k, v in PersistentVolumeClaim(claim).metadata.raw.items()
+                            if k != "ownerReferences"}
+                    if wanted:
+                        meta["ownerReferences"] = wanted
+                    self.client.update(resource_path("v1", "persistentvolumeclaims", namespace=namespace, name=name),
+                                       {**claim, "metadata": meta})
 
     def _create(self, sts: Mapping[str, Any], pod: dict[str, Any]) -> None:
         """CreateStatefulPod: the missing claims, then the pod."""

@@ -139,6 +139,10 @@ def h() -> Iterator[Harness]:
     harness.api.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "creationTimestamp": now},
                      "spec": {}, "status": {"conditions": kubelet_conditions(now)}})
     harness.beat()
+    # a second node, never synced, so Ready stays True: one silent node alone would be a fully disrupted
+    # cluster, where no eviction starts (zones.py)
+    harness.api.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2", "creationTimestamp": now},
+                     "spec": {}, "status": {"conditions": kubelet_conditions(now)}})
     yield harness
     harness.close()
 
@@ -308,3 +312,31 @@ def test_handlers_enqueue_the_pods_of_a_node_whose_noexecute_taints_change(h: Ha
     h.sync_nodes()
     assert wait_until(lambda: len(h.eviction.queue) == 1, interval=0.005)
     assert h.eviction.queue.get() == "ns/a"
+
+
+def test_a_second_silent_node_waits_for_its_zones_eviction_rate(h: Harness):
+    """0.1 nodes/s: n1 takes the zone's token, n3 going silent just after gets its NoExecute taint only
+    once the bucket has refilled (10 s), its NoSchedule one at once."""
+    now = format_timestamp(h.clock.now())
+    h.api.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n3", "creationTimestamp": now},
+               "spec": {}, "status": {"conditions": kubelet_conditions(now)}})
+    h.beat("n3")
+    h.sync_nodes("n1")
+    h.sync_nodes("n3")
+    h.clock.step(GRACE + 1)
+    assert ("node.kubernetes.io/unreachable", "NoExecute") in taint_keys(h.sync_nodes("n1"))
+    assert taint_keys(h.sync_nodes("n3")) == [("node.kubernetes.io/unreachable", "NoSchedule")]
+    h.clock.step(5)
+    assert ("node.kubernetes.io/unreachable", "NoExecute") not in taint_keys(h.sync_nodes("n3"))
+    h.clock.step(5)
+    assert ("node.kubernetes.io/unreachable", "NoExecute") in taint_keys(h.sync_nodes("n3"))
+
+
+def test_every_node_silent_stops_evictions(h: Harness):
+    """All zones fully disrupted: the control plane is more likely cut off than every node dead."""
+    h.sync_nodes("n1")
+    node = h.node("n2")
+    get_condition(node, "Ready").update(status="Unknown")
+    h.kubelet.update(resource_path("v1", "nodes", name="n2") + "/status", node)
+    h.clock.step(GRACE + 1)
+    assert taint_keys(h.sync_nodes("n1")) == [("node.kubernetes.io/unreachable", "NoSchedule")]
