@@ -31,6 +31,9 @@ class SandboxNetwork(Protocol):
 
     def detach(self, sandbox_id: str) -> str | None: ...
 
+    def remove_host_rules(self) -> None:
+        """Take the node bridge's host rules (forward accept, egress masquerade) away: `down` and tests."""
+
 
 class BuiltinNetwork:
     def __init__(self, manager: PodNetworkManager, ipam: LocalIPAM) -> None:
@@ -51,6 +54,9 @@ class BuiltinNetwork:
     def detach(self, sandbox_id: str) -> str | None:
         return self.manager.detach(sandbox_id)
 
+    def remove_host_rules(self) -> None:
+        self.manager.remove_host_rules()
+
 
 class CNINetwork:
     def __init__(self, cni: CNIPodNetwork, *, iptables: rules.IptablesClient, host_rules: rules.PodRulesConfig) -> None:
@@ -70,3 +76,6 @@ class CNINetwork:
 
     def detach(self, sandbox_id: str) -> str | None:
         return self.cni.detach(sandbox_id)
+
+    def remove_host_rules(self) -> None:
+        rules.remove(self._iptables, self._rules)

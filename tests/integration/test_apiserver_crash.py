@@ -25,6 +25,7 @@ import yaml
 from tests.conftest import unavailable
 from tests.support.apiserver import Endpoint, ProcessServer
 from tests.support.etcd import etcd_binary, running_etcd
+from tests.support.polling import wait_for
 
 NAMESPACE = "crash"
 WRITERS = 4  # concurrent creating clients, each alternating ConfigMaps and Pods
@@ -107,6 +108,10 @@ def test_kill_9_during_a_burst_of_creates_loses_no_acknowledged_write(
     cleanup(server.kill)  # whichever process is current at teardown
     api = server.start()
     assert api.request("POST", "/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}}).status_code == 201
+    # pods need the namespace's `default` ServiceAccount (ServiceAccount admission), which the controller
+    # manager makes: wait for it as upstream's e2e framework does, so the burst measures creates only
+    wait_for(lambda: api.request("GET", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default").status_code == 200,
+             30, "the namespace's default ServiceAccount")
 
     acked = Acknowledged()
     writers = [threading.Thread(target=_writer, args=(api, n, acked), daemon=True) for n in range(WRITERS)]

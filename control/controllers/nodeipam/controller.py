@@ -68,16 +68,18 @@ class NodeIPAMController(Controller):
         nodes = informers.informer("v1", "nodes")
         self.nodes = nodes.lister()
         self._given: dict[str, tuple[str, ...]] = {}  # node name → the CIDRs occupied for it
+        self._uids: dict[str, str] = {}  # node name → the uid of the Node object they were occupied for
+        self._confirmed: set[str] = set()  # names whose Node is known to carry its CIDRs (seen or patched)
         nodes.add_event_handler(on_add=self.enqueue, on_update=self.enqueue_update, on_delete=self.enqueue)
 
     def on_synced(self) -> None:
         """Occupy every existing Node's CIDRs before the first allocation (upstream's nodeList at start)."""
         for node in self.nodes.list():
-            self._occupy(node["metadata"]["name"], node_cidrs(node))
+            self._occupy(node["metadata"]["name"], node["metadata"].get("uid", ""), node_cidrs(node))
         log.info("node IPAM: %d of %d node CIDRs of %s in use", self.cidrs.allocated, self.cidrs.max_cidrs,
                  self.cidrs.cluster)
 
-    def _occupy(self, name: str, cidrs: tuple[str, ...]) -> None:
+    def _occupy(self, name: str, uid: str, cidrs: tuple[str, ...]) -> None:
         try:
             for cidr in cidrs:
                 self.cidrs.occupy(cidr)
@@ -85,8 +87,12 @@ class NodeIPAMController(Controller):
             log.warning("node IPAM: node %s has podCIDRs %s outside the cluster CIDR: %s", name, list(cidrs), exc)
             return
         self._given[name] = cidrs
+        self._uids[name] = uid
+        self._confirmed.add(name)
 
     def _release(self, name: str) -> None:
+        self._uids.pop(name, None)
+        self._confirmed.discard(name)
         for cidr in self._given.pop(name, ()):
             self.cidrs.release(cidr)
 
@@ -97,26 +103,34 @@ class NodeIPAMController(Controller):
                 log.info("node IPAM: released %s of deleted node %s", ", ".join(self._given[key]), key)
             self._release(key)
             return
-        cidrs = node_cidrs(node)
+        cidrs, uid = node_cidrs(node), node["metadata"].get("uid", "")
         if cidrs:
             if self._given.get(key) != cidrs:
                 self._release(key)
-                self._occupy(key, cidrs)
+                self._occupy(key, uid, cidrs)
             return
-        self._release(key)  # a Node re-created under the same name, without its old CIDR
-        try:
-            cidr = str(self.cidrs.allocate_next())
-        except CIDRsExhausted as exc:
-            self.recorder.event({"kind": "Node", "apiVersion": "v1", "name": key,
-                                 "uid": node["metadata"].get("uid", "")}, "Normal", CIDR_NOT_AVAILABLE,
-                                f"Node {key} status is now: {CIDR_NOT_AVAILABLE}")
-            raise RuntimeError(f"failed to allocate cidr from cluster cidr {self.cidrs.cluster}: {exc}") from None
+        held = self._given.get(key) if self._uids.get(key) == uid else None
+        if held and key in self._confirmed:
+            # the lister has not yet seen our own patch (an older event of this Node, e.g. a taint added
+            # meanwhile, was queued behind it): its CIDR stays taken, the patch's watch event comes next.
+            # Releasing here would hand the CIDR to the next Node while this one keeps it.
+            return
+        if not held:  # nothing held for this Node object (a Node re-created under the name drops the old one)
+            self._release(key)
+            try:
+                held = (str(self.cidrs.allocate_next()),)
+            except CIDRsExhausted as exc:
+                self.recorder.event({"kind": "Node", "apiVersion": "v1", "name": key, "uid": uid}, "Normal",
+                                    CIDR_NOT_AVAILABLE, f"Node {key} status is now: {CIDR_NOT_AVAILABLE}")
+                raise RuntimeError(
+                    f"failed to allocate cidr from cluster cidr {self.cidrs.cluster}: {exc}") from None
+            self._given[key], self._uids[key] = held, uid
+        cidr = held[0]
         patch = {"metadata": {"resourceVersion": node["metadata"].get("resourceVersion")},
                  "spec": {"podCIDR": cidr, "podCIDRs": [cidr]}}
-        try:
-            self.client.patch(resource_path("v1", "nodes", name=key), patch)
-        except Exception:  # a conflict (the Node changed meanwhile), a Node gone, a failed call: decide again
-            self.cidrs.release(cidr)
-            raise
-        self._given[key] = (cidr,)
+        # a failure (a conflict: the Node changed meanwhile, a failed call) is retried by the queue with the
+        # same CIDR held for this Node, so retries do not walk the range; a deletion or a podCIDR someone
+        # else wrote releases it (above)
+        self.client.patch(resource_path("v1", "nodes", name=key), patch)
+        self._confirmed.add(key)
         log.info("node IPAM: set node %s podCIDR %s", key, cidr)
