@@ -12,24 +12,11 @@ agent refuses with a message that says so. An `http://` server URL is the operat
 of no TLS and is used as given. An explicit `--ca-file` with a secure token must match the token's hash.
 
 `decide` is the pure part (unit-tested with tables); `join` does the I/O through a `fetch` callable.
-
-Then the node's own identity (upstream's kubelet TLS bootstrap, pkg/kubelet/certificate/bootstrap; k3s's
-node passwords): `node_credentials` turns the join token's ClientConfig into one with the node's client
-certificate (`system:node:<name>`, group `system:nodes`) kept in `DIR/agent/kubelet-client.{crt,key}`
-(0600). A kept certificate that chains to the cluster CA, names this node and is not yet due for rotation
-is used as it is; otherwise the join token creates a CertificateSigningRequest for the
-`kubernetes.io/kube-apiserver-client-kubelet` signer, signed by the node password key
-`DIR/agent/node-password.key` (made once, 0600: the first join of a name records it, a later join of the
-name must be signed by it, docs/identity.md), and waits for the certificate. The token is then used for
-nothing else. `client_rotation` renews the certificate as the node itself, with a new key, before expiry.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import threading
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,12 +25,9 @@ import requests
 from urllib3.exceptions import InsecureRequestWarning
 
 from control.client.kubeconfig import ClientConfig
-from control.client.rest import RESTClient
-from control.util import jointoken, openssl
-from nodeagent import csr, rotation
+from control.util import jointoken
 
 CA_FILE_NAME = "server-ca.crt"
-CLIENT_CERT, CLIENT_KEY, NODE_PASSWORD_KEY = "kubelet-client.crt", "kubelet-client.key", "node-password.key"
 FETCH_TIMEOUT = 10.0
 Fetch = Callable[[str], bytes]
 
@@ -128,89 +112,3 @@ def join(server: str, token_text: str, *, data_dir: str, ca_file: str | None = N
         path = agent_ca_path(data_dir)
         _write_ca(path, bundle)
     return ClientConfig(server=server, token=token.password, ca_file=path)
-
-
-@dataclass(frozen=True)
-class NodeCertificate:
-    """Where the node's client certificate, its key and the node password key live (`DIR/agent/`)."""
-
-    directory: str
-
-    @property
-    def cert_file(self) -> str:
-        return os.path.join(self.directory, CLIENT_CERT)
-
-    @property
-    def key_file(self) -> str:
-        return os.path.join(self.directory, CLIENT_KEY)
-
-    @property
-    def node_password_key(self) -> str:
-        return os.path.join(self.directory, NODE_PASSWORD_KEY)
-
-
-def node_certificate(data_dir: str) -> NodeCertificate:
-    return NodeCertificate(os.path.join(data_dir, "agent"))
-
-
-def _subject_common_name(cert_file: str) -> str:
-    subject = openssl.run("x509", "-in", cert_file, "-noout", "-subject", "-nameopt", "RFC2253").strip()
-    for part in subject.partition("=")[2].split(","):
-        key, _, value = part.partition("=")
-        if key.strip() == "CN":
-            return value.strip()
-    return ""
-
-
-def usable(files: NodeCertificate, node_name: str, ca_file: str | None, *, now: float) -> bool:
-    """A kept client certificate this node may go on using."""
-    if not (os.path.exists(files.cert_file) and os.path.exists(files.key_file)):
-        return False
-    try:
-        if ca_file is not None and not openssl.verifies(files.cert_file, ca_file):
-            return False
-        period = rotation.validity(files.cert_file)
-        return (_subject_common_name(files.cert_file) == f"system:node:{node_name}"
-                and not rotation.needs_new(period, now))
-    except (openssl.OpenSSLError, KeyError, ValueError):
-        return False
-
-
-def with_certificate(config: ClientConfig, files: NodeCertificate) -> ClientConfig:
-    return dataclasses.replace(config, token=None, cert_file=files.cert_file, key_file=files.key_file)
-
-
-def node_credentials(join_config: ClientConfig, node_name: str, *, data_dir: str,
-                     stop: threading.Event | None = None, timeout: float = 300.0) -> ClientConfig:
-    """The node's own ClientConfig (module notes); BootstrapError when the join is refused or times out."""
-    files = node_certificate(data_dir)
-    if usable(files, node_name, join_config.ca_file, now=time.time()):
-        return with_certificate(join_config, files)
-    if not os.path.exists(files.node_password_key):
-        csr.make_key(files.node_password_key)
-    request = csr.certificate_request(files.node_password_key, csr.node_subject(node_name))
-    try:
-        with RESTClient(join_config, user_agent=f"slimkube-kubelet/{node_name} (bootstrap)") as client:
-            certificate = csr.request_certificate(client, request, signer=csr.KUBELET_CLIENT,
-                                                  usages=csr.CLIENT_USAGES, timeout=timeout, stop=stop)
-    except csr.CSRError as exc:
-        raise BootstrapError(f"joining as node {node_name}: {exc}") from None
-    csr.write_pair(files.cert_file, certificate, files.key_file, files.node_password_key)
-    return with_certificate(join_config, files)
-
-
-def client_rotation(config: ClientConfig, node_name: str, *, data_dir: str) -> rotation.Rotator:
-    """A Rotator renewing the node's client certificate as the node (selfnodeclient), with a new key."""
-    files = node_certificate(data_dir)
-
-    def renew(stop: threading.Event) -> None:
-        new_key = files.key_file + ".next"
-        csr.make_key(new_key)
-        request = csr.certificate_request(new_key, csr.node_subject(node_name))
-        with RESTClient(config, user_agent=f"slimkube-kubelet/{node_name} (rotation)") as client:
-            certificate = csr.request_certificate(client, request, signer=csr.KUBELET_CLIENT,
-                                                  usages=csr.CLIENT_USAGES, stop=stop)
-        csr.write_pair(files.cert_file, certificate, files.key_file, new_key)
-        os.unlink(new_key)
-
-    return rotation.Rotator("kubelet client", files.cert_file, renew)

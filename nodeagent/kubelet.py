@@ -88,8 +88,6 @@ class Kubelet:
         self._spawn("node-status", parts.reporter.run, self._stop)
         self._spawn("pod-routes", parts.pod_routes.run, self._stop)
         parts.server.start()
-        for rotator in parts.rotators:
-            rotator.start()
         self._spawn("housekeeping", self._housekeeping, parts)
         self._start_garbage_collection(parts, recorder)
         log.info("kubelet %s started (podCIDR %s)", config.node_name, parts.pod_cidr)
@@ -104,8 +102,6 @@ class Kubelet:
             parts.probes.stop()
             parts.pleg.stop()
             parts.server.stop()
-            for rotator in parts.rotators:
-                rotator.stop()
         for thread in self._threads:
             thread.join(timeout=10)
         self._threads = []

@@ -51,7 +51,7 @@ from control.client.informer import InformerFactory, SharedInformer
 from control.client.paths import resource_path
 from control.client.rest import RESTClient
 from control.util.iptables import Iptables, detect
-from nodeagent import bootstrap, servingcert
+from nodeagent import servingcert
 from nodeagent.authn import TokenReviewCache
 from nodeagent.authz import SubjectAccessReviewCache
 from nodeagent.config import KubeletConfig
@@ -81,7 +81,6 @@ from nodeagent.pod_workers import PodWorkers
 from nodeagent.podcidr import PodCIDRError, wait_for_pod_cidr
 from nodeagent.prober.manager import ProbeManager
 from nodeagent.prober.prober import Prober
-from nodeagent.rotation import Rotator
 from nodeagent.runtime.backoff import Backoff
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.downward import NodeFacts
@@ -100,6 +99,7 @@ from nodeagent.volumes.local_path import LocalPathProvisioner
 from nodeagent.volumes.tokens import TokenManager
 
 log = logging.getLogger(__name__)
+SERVING_CERT_PATH = "/v1-slimkube/serving-kubelet-certificate"  # control/apiserver/authentication/kubeletcerts.py
 TOKEN_REVIEWS_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 SUBJECT_ACCESS_REVIEWS_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 
@@ -289,7 +289,6 @@ class KubeletParts:
     container_gc: ContainerGC
     image_gc: ImageGCManager | None  # None: imageGCHighThresholdPercent 100 turns it off (upstream)
     local_path: LocalPathProvisioner  # this node's share of the built-in local-path provisioner
-    rotators: list[Rotator]  # the serving certificate's and, when it is the node's own, the client's
 
 
 def connect_docker(config: KubeletConfig) -> docker.APIClient:
@@ -382,14 +381,10 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                 return latest.id if latest is not None else None
         return None
 
-    def serving_names() -> tuple[list[str], list[str]]:
-        return [node_ip], sorted(servingcert.apiserver_addresses(client))
-
-    sign = servingcert.csr_signer(client, stop=stop)
     try:
-        addresses, excluded = serving_names()
-        tls = servingcert.ensure(config.state_dir, config.node_name, addresses=addresses, excluded=excluded,
-                                 ca_file=client.config.ca_file, sign=sign)
+        tls = servingcert.ensure(config.state_dir, config.node_name, addresses=(node_ip, config.address),
+                                 hostnames=servingcert.host_names(), ca_file=client.config.ca_file,
+                                 sign=lambda body: client.create(SERVING_CERT_PATH, body)["certificate"])
     except Exception as exc:
         raise KubeletError(f"getting the kubelet's serving certificate failed: {exc}") from exc
     if config.address not in ("0.0.0.0", "::", node_ip):
@@ -407,28 +402,13 @@ def build_parts(config: KubeletConfig, client: RESTClient, *, recorder: EventRec
                            open_port=functools.partial(portforward.connect_in_pod, runtime), metrics=metrics,
                            stats=StatsProvider(runtime, node_name=config.node_name, fs_path=config.data_dir,
                                                pods_dir=config.pods_dir, image_fs_path=runtime.image_fs_path))
-    rotators = _rotators(config, client, server, serving_names, sign)
     container_gc, image_gc = _garbage_collectors(config, runtime, recorder, sources, workers)
     local_path = LocalPathProvisioner(client, sources.factory, node_name=config.node_name,
                                       base_dir=config.local_path_dir, recorder=recorder)
     return KubeletParts(runtime=runtime, reporter=reporter, network=network, hostports=hostports, syncer=syncer,
                         status=status, probes=probes, pleg=pleg, workers=workers, sources=sources, server=server,
                         pod_cidr=pod_cidr, pod_routes=pod_routes, container_gc=container_gc, image_gc=image_gc,
-                        local_path=local_path, rotators=rotators)
-
-
-def _rotators(config: KubeletConfig, client: RESTClient, server: KubeletServer,
-              serving_names: Callable[[], tuple[list[str], list[str]]], sign: servingcert.Sign) -> list[Rotator]:
-    """Certificate rotation (nodeagent/rotation.py): the serving certificate when the cluster CA signs it,
-    the client certificate when it is the one the node's bootstrap keeps."""
-    found = []
-    ca_file = client.config.ca_file
-    if ca_file is not None:
-        found.append(servingcert.serving_rotation(config.state_dir, config.node_name, names=serving_names,
-                                                  ca_file=ca_file, sign=sign, reload=server.reload_certificate))
-    if client.config.cert_file == bootstrap.node_certificate(config.data_dir).cert_file:
-        found.append(bootstrap.client_rotation(client.config, config.node_name, data_dir=config.data_dir))
-    return found
+                        local_path=local_path)
 
 
 def _sandbox_network(config: KubeletConfig, network_config: NetworkConfig, iptables: Iptables,

@@ -108,7 +108,6 @@ class KubeletServer:
         self.address = address
         self.port = port
         self._tls = tls
-        self._ssl_context: ssl.SSLContext | None = None
         self._authenticate_token = authenticate_token
         self._authorize = authorize
         self._pods = pods
@@ -145,17 +144,10 @@ class KubeletServer:
             for method in ("GET", "POST"):
                 app.router.add_route(method, "/portForward/{namespace}/{pod}", self._portforward)
         self._thread.start()
-        self._ssl_context = server_ssl_context(self._tls)
         self._runner, self.port = self._thread.run(
             serve_app(app, self.address, self.port, shutdown_timeout=SHUTDOWN_SECONDS,
-                      ssl_context=self._ssl_context))
+                      ssl_context=server_ssl_context(self._tls)))
         log.info("kubelet API listening on https://%s:%d", self.address, self.port)
-
-    def reload_certificate(self, tls: ServingTLS) -> None:
-        """Serve a rotated certificate (nodeagent/rotation.py): connections opened from now on get it."""
-        self._tls = tls
-        if self._ssl_context is not None:
-            self._ssl_context.load_cert_chain(tls.cert_file, tls.key_file)
 
     def stop(self) -> None:
         if not self._thread.running:

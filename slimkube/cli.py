@@ -460,23 +460,13 @@ def _kubelet_options(command: _Command) -> _Command:  # the flags `agent` and `u
 
 def _make_kubelet(config: KubeletConfig, client_config: ClientConfig, *, serve_dns: bool = False,
                   tag: str = "agent") -> KubeletLike:
-    """The kubelet, with this node's cluster DNS beside it unless --no-serve-dns (slimkube/nodedns.py). Given
-    a join token, the kubelet first obtains its own client certificate and uses nothing else
-    (nodeagent/bootstrap.py node_credentials)."""
+    """The kubelet, with this node's cluster DNS beside it unless --no-serve-dns (slimkube/nodedns.py)."""
     from control.client.rest import RESTClient
-    from nodeagent.bootstrap import BootstrapError, node_credentials
     from nodeagent.kubelet import Kubelet
     from slimkube.nodedns import with_dns
 
-    node_config = client_config
-    if client_config.token and not client_config.cert_file:
-        _say(f"[{tag}] joining as system:node:{config.node_name} (a certificate signing request)")
-        try:
-            node_config = node_credentials(client_config, config.node_name, data_dir=config.data_dir)
-        except BootstrapError as exc:
-            raise click.ClickException(str(exc)) from None
-    kubelet = Kubelet(config, RESTClient(node_config, user_agent=f"slimkube-kubelet/{config.node_name}"))
-    return with_dns(kubelet, config, node_config, say=_say, tag=tag) if serve_dns else kubelet
+    kubelet = Kubelet(config, RESTClient(client_config, user_agent=f"slimkube-kubelet/{config.node_name}"))
+    return with_dns(kubelet, config, client_config, say=_say, tag=tag) if serve_dns else kubelet
 
 
 def _credentials(kubeconfig: str | None, server: str | None, token: str | None, token_file: str | None,

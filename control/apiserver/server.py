@@ -28,8 +28,8 @@ Who a token is (authentication/tokens.py) is what `POST /apis/authentication.k8s
 
 Kubelets: at start, beside the CA, the API server's kubelet client certificate
 (`DIR/tls/apiserver-kubelet-client.{crt,key}`, certs.py) that every call to a kubelet presents
-(kubeletclient.py). Kubelets get their client and serving certificates through CertificateSigningRequests,
-which the controller manager's csrapproving and csrsigning controllers answer (docs/identity.md).
+(kubeletclient.py), and `POST /v1-slimkube/serving-kubelet-certificate` signs kubelets' serving certificates
+(kubeletcerts.py).
 
 Audit: with a policy file and a log (audit/, docs/apiserver.md) each request's events are queued to a
 writer thread from the middleware right after authentication; every answer carries an `Audit-Id` header.
@@ -68,7 +68,7 @@ from control.apiserver.aggregator.proxy import Aggregator
 from control.apiserver.audit import filter as audit_filter
 from control.apiserver.audit import policy as audit_policy
 from control.apiserver.audit.backend import LogBackend, LogOptions
-from control.apiserver.authentication import certs, x509
+from control.apiserver.authentication import certs, kubeletcerts, x509
 from control.apiserver.authentication import serviceaccounts as sa_authn
 from control.apiserver.authentication import tokens as authn
 from control.apiserver.authorization import filter as authz_filter
@@ -101,7 +101,7 @@ from control.apiserver.streaming.kubeletclient import KubeletClient
 from control.client.kubeconfig import ClientConfig
 from control.storage.factory import open_storage
 from control.storage.interface import Storage, StorageError, Unavailable
-from control.util import jointoken, privatefiles, satoken
+from control.util import jointoken, openssl, privatefiles, satoken
 from control.util.openstreams import OpenStreams
 
 log = logging.getLogger(__name__)
@@ -255,7 +255,7 @@ class APIServer:
         self.node_token = _read_or_create_secret(self._node_token_path)
         self._node_password = jointoken.parse(self.node_token).password
         self.authenticator = authn.TokenAuthenticator({self.admin_token: authn.ADMIN,
-                                                        self._node_password: authn.JOIN})
+                                                        self._node_password: authn.NODE})
         self.service_account_key_file = (config.service_account_key_file
                                          or os.path.join(config.data_dir, "tls", "service.key"))
         self.token_issuer = TokenIssuer(satoken.load_or_create_key(self.service_account_key_file),
@@ -318,8 +318,8 @@ class APIServer:
         if token != self.node_token:
             privatefiles.write_private(self._node_token_path, token + "\n")
             self.node_token = token
-        self.authenticator.replace({self.admin_token: authn.ADMIN, self._node_password: authn.JOIN,
-                                    token: authn.JOIN})
+        self.authenticator.replace({self.admin_token: authn.ADMIN, self._node_password: authn.NODE,
+                                    token: authn.NODE})
 
     async def start(self) -> None:
         self._stopping = False
@@ -616,6 +616,7 @@ class APIServer:
             app.router.add_post(f"/apis/{reviews.AUTHORIZATION}/{plural}", self._access_review)
         app.router.add_post(f"/apis/{reviews.AUTHORIZATION}/namespaces/{{namespace}}/localsubjectaccessreviews",
                             self._access_review)
+        app.router.add_post(kubeletcerts.PATH, self._serving_kubelet_cert)
         app.router.add_post("/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", self._token_request)
         for path, document in ((sa_authn.DISCOVERY_PATH, self._oidc_configuration), (sa_authn.JWKS_PATH, self._jwks)):
             app.router.add_get(path, document)
@@ -773,6 +774,19 @@ class APIServer:
         body = decode_object(await request.read(), request.headers.get("Content-Type", ""))
         return json_response(reviews.self_subject_review(body, request[authz_filter.USER_KEY], now=datetime.now(UTC)),
                              201)
+
+    async def _serving_kubelet_cert(self, request: web.Request) -> web.Response:
+        """A kubelet's serving certificate (kubeletcerts.py); 404 on a server without a CA."""
+        if self.certs is None:
+            raise web.HTTPNotFound()
+        wanted = kubeletcerts.parse(decode_object(await request.read(), "application/json"))
+        try:
+            issued = await asyncio.to_thread(certs.sign, self.certs, wanted.csr_pem, subject=wanted.subject,
+                                             extensions=wanted.extensions)
+        except openssl.OpenSSLError as exc:  # openssl refused the CSR (bad PEM, bad self-signature)
+            raise status.bad_request(f"csr: {exc}") from None
+        log.info("issued a kubelet serving certificate for node %s (%s)", wanted.node_name, ", ".join(wanted.alt_names))
+        return json_response({"certificate": issued.decode()}, 201)
 
     async def _cacerts(self, request: web.Request) -> web.Response:
         """The CA bundle, byte for byte as on disk (the join token's hash is over these bytes)."""

@@ -115,7 +115,11 @@ def test_webhooks_policy_and_aggregated_api(workload_cluster: RunningCluster, cl
     configuration(client, made, "MutatingWebhookConfiguration", f"{ns}-mutate",
                   webhook("label.webhook-test.example.com", ns, "/mutate", ca, {"check": "mutate"}))
 
-    refused = configmap(kubectl, ns, "refused", check="deny", **{"webhook-test/deny": "yes"})
+    def reached_the_webhook():  # the Service's endpoint is ready; kube-proxy's rules for it may lag a sync
+        answer = configmap(kubectl, ns, "refused", check="deny", **{"webhook-test/deny": "yes"})
+        return None if "failed calling webhook" in answer.stderr else answer
+
+    refused = wait_for(reached_the_webhook, 30, "the webhook to be reachable through its Service", interval=1.0)
     assert refused.returncode != 0
     assert ('admission webhook "deny.webhook-test.example.com" denied the request: denied by the test webhook: '
             "refused") in refused.stderr, refused.stderr

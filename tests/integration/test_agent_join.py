@@ -25,7 +25,6 @@ from nodeagent.bootstrap import BootstrapError, join
 from nodeagent.config import load
 from nodeagent.teardown import RealHostNetwork, teardown
 from tests.support.apiserver import Endpoint, ThreadServer, free_port
-from tests.support.ca_signing import certificate_controllers
 from tests.support.hostnet import free_pod_cidr
 
 
@@ -34,8 +33,7 @@ def server(tmp_path) -> Iterator[tuple[ThreadServer, Endpoint]]:
     thread_server = ThreadServer(str(tmp_path / "server"))
     endpoint = thread_server.start()
     try:
-        with certificate_controllers(endpoint.kubeconfig, str(tmp_path / "server" / "tls")):
-            yield thread_server, endpoint
+        yield thread_server, endpoint
     finally:
         thread_server.stop()
 
@@ -56,10 +54,10 @@ def test_node_token_names_the_served_ca_and_joins_with_tls_verified(server, tmp_
 
     config = join(api.url, str(token), data_dir=str(tmp_path / "agent"))
     assert config.ca_file == str(tmp_path / "agent" / "agent" / "server-ca.crt") and config.token == token.password
-    with RESTClient(config) as client:  # the join token buys CSRs (docs/identity.md), TLS-verified
-        assert client.list("/apis/certificates.k8s.io/v1/certificatesigningrequests")["items"] == []
-    full = requests.get(api.url + "/apis/certificates.k8s.io/v1/certificatesigningrequests", verify=api.ca,
-                        timeout=10, headers={"Authorization": f"Bearer {token}"})
+    with RESTClient(config) as client:
+        assert client.get("/api/v1/namespaces/default")["metadata"]["name"] == "default"
+    full = requests.get(api.url + "/api/v1/namespaces", verify=api.ca, timeout=10,
+                        headers={"Authorization": f"Bearer {token}"})
     assert full.status_code == 200  # the whole K10 string works as a bearer token too
     wrong = requests.get(api.url + "/api/v1/namespaces", verify=api.ca, timeout=10,
                          headers={"Authorization": "Bearer " + token.password[:-1]})
@@ -89,8 +87,8 @@ def test_node_token_is_stable_across_restarts(tmp_path):
     api = second.start()
     try:
         assert node_token(data_dir) == before and before.startswith("K10")
-        response = requests.get(api.url + "/apis/certificates.k8s.io/v1/certificatesigningrequests", verify=api.ca,
-                                timeout=10, headers={"Authorization": f"Bearer {parse(before).password}"})
+        response = requests.get(api.url + "/api/v1/namespaces", verify=api.ca, timeout=10,
+                                headers={"Authorization": f"Bearer {parse(before).password}"})
         assert response.status_code == 200
     finally:
         second.stop()

@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 import requests
 
+from control.client.kubeconfig import load_kubeconfig
+from control.controllers.manager import CONTROLLERS, ControllerManager, ControllerManagerConfiguration
 from control.util import openssl
 from tests.support.apiserver import Endpoint, running_server
-from tests.support.ca_signing import certificate_controllers
 
 CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 KUBELET_CLIENT, KUBELET_SERVING = "kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving"
@@ -29,7 +30,12 @@ BOOTSTRAPPER = {"Impersonate-User": "system:bootstrap:node-token", "Impersonate-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Endpoint, Path]]:
     data = tmp_path_factory.mktemp("apiserver")
-    with running_server(str(data)) as endpoint, certificate_controllers(endpoint.kubeconfig, str(data / "tls")):
+    with running_server(str(data)) as endpoint:
+        settings = ControllerManagerConfiguration(cluster_signing_cert_file=str(data / "tls" / "ca.crt"),
+                                                  cluster_signing_key_file=str(data / "tls" / "ca.key"))
+        manager = ControllerManager(load_kubeconfig(endpoint.kubeconfig), settings=settings,
+                                    controllers={name: CONTROLLERS[name] for name in ("csrsigning", "csrapproving")})
+        manager.start()
         # nodes create and read CSRs (upstream's NodeRules, which the Node authorizer grants): bound here so
         # this test does not depend on that authorizer
         binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -39,7 +45,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Endpoint
                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}]}
         assert endpoint.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
                                 json=binding).status_code == 201
-        yield endpoint, data
+        try:
+            yield endpoint, data
+        finally:
+            manager.stop()
 
 
 def key_and_csr(directory: Path, name: str, subject: str, *, sans: str = "", key: str | None = None) -> tuple[str, str]:

@@ -1,7 +1,6 @@
-"""The kubelet's HTTPS API against a real API server (in a thread): the kubelet's serving certificate is
-signed by the cluster CA (as the csrsigning controller would), the kubelet reviews as its node, and only callers
-the cluster vouches for get past /healthz — the API server's kubelet-client certificate, or a bearer token a
-TokenReview accepts (and a SubjectAccessReview allows: not the join token). Without credentials,
+"""The kubelet's HTTPS API against a real API server (in a thread): the kubelet gets its serving certificate
+signed through the join channel (node token), and only callers the cluster vouches for get past /healthz —
+the API server's kubelet-client certificate, or a bearer token a TokenReview accepts. Without credentials,
 with a wrong token, or with a certificate from another CA (or the kubelet's own serving-only one) nothing
 runs (the handlers record every call). The API server's pods/log proxy reaches the kubelet with its client
 certificate. No root or Docker needed, but it listens on real sockets like the other integration tests."""
@@ -15,15 +14,15 @@ from typing import Any
 import pytest
 import requests
 
+from control.client.kubeconfig import ClientConfig
 from control.client.rest import RESTClient
 from control.util import openssl
 from nodeagent import servingcert
 from nodeagent.authn import TokenReviewCache
 from nodeagent.authz import SubjectAccessReviewCache
-from nodeagent.parts import SUBJECT_ACCESS_REVIEWS_PATH, TOKEN_REVIEWS_PATH
+from nodeagent.parts import SERVING_CERT_PATH, SUBJECT_ACCESS_REVIEWS_PATH, TOKEN_REVIEWS_PATH
 from nodeagent.server import KubeletServer
 from tests.support.apiserver import running_server
-from tests.support.ca_signing import CASigner, node_client_config
 
 NODE = "sktest-authn"
 PROTECTED = ["/pods", "/stats/summary", "/containerLogs/default/web/app"]
@@ -45,8 +44,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     data = tmp_path_factory.mktemp("apiserver")
     with running_server(str(data)) as endpoint:
         node_token = (data / "node-token").read_text().strip()
-        node = node_client_config(endpoint.url, str(data / "tls"), NODE, str(data))
-        with RESTClient(node) as node_client, \
+        with RESTClient(ClientConfig(server=endpoint.url, token=node_token, ca_file=endpoint.ca)) as node_client, \
                 RESTClient.from_kubeconfig(endpoint.kubeconfig) as admin:
             yield {"data": data, "endpoint": endpoint, "node_client": node_client, "admin": admin,
                    "node_token": node_token}
@@ -57,7 +55,7 @@ def kubelet(cluster: dict[str, Any], tmp_path: Path, cleanup) -> dict[str, Any]:
     client: RESTClient = cluster["node_client"]
     ca = cluster["endpoint"].ca
     tls = servingcert.ensure(str(tmp_path), NODE, addresses=["127.0.0.1"], ca_file=ca,
-                             sign=CASigner(str(cluster["data"] / "tls")))
+                             sign=lambda body: client.create(SERVING_CERT_PATH, body)["certificate"])
     reviews: list[str] = []
 
     def review(token: str) -> dict:
@@ -152,13 +150,10 @@ def test_the_kubelet_client_certificate_and_valid_tokens_get_through(kubelet: di
     assert requests.get(f"{base}/containerLogs/default/web/app", cert=client_cert, verify=ca,
                         timeout=5).status_code == 404  # authenticated: the handler ran and found no pod
     assert kubelet["calls"] == ["pods", "pods"] and kubelet["reviews"] == []  # the logs handler listed the pods
-    answer = requests.get(f"{base}/stats/summary", headers={"Authorization": f"Bearer {cluster['endpoint'].token}"},
-                          verify=ca, timeout=10)
-    assert answer.status_code == 200 and answer.json()["node"]["nodeName"] == NODE
-    # the join token authenticates, but a bootstrapper may not read a kubelet (docs/identity.md)
-    joiner = requests.get(f"{base}/stats/summary", headers={"Authorization": f"Bearer {cluster['node_token']}"},
-                          verify=ca, timeout=10)
-    assert joiner.status_code == 403
+    for token in (cluster["endpoint"].token, cluster["node_token"]):
+        answer = requests.get(f"{base}/stats/summary", headers={"Authorization": f"Bearer {token}"}, verify=ca,
+                              timeout=10)
+        assert answer.status_code == 200 and answer.json()["node"]["nodeName"] == NODE
     assert kubelet["reviews"] == [cluster["endpoint"].token, cluster["node_token"]]
     requests.get(f"{base}/pods", headers={"Authorization": f"Bearer {cluster['endpoint'].token}"}, verify=ca, timeout=5)
     assert len(kubelet["reviews"]) == 2  # the allowed answer is cached
@@ -252,4 +247,7 @@ def test_tokenreview_api_answers_for_the_servers_tokens(cluster: dict[str, Any])
     unauthenticated = requests.post(endpoint.url + TOKEN_REVIEWS_PATH, json={"spec": {"token": endpoint.token}},
                                     verify=endpoint.verify, timeout=5)
     assert unauthenticated.status_code == 401
+    refused = requests.post(endpoint.url + SERVING_CERT_PATH, json={"nodeName": "x", "csr": "x"},
+                            verify=endpoint.verify, timeout=5)
+    assert refused.status_code == 401  # no certificate for anybody without the node token
 

@@ -21,12 +21,12 @@ from nodeagent.config import KubeletConfig
 from nodeagent.images import BUSYBOX_IMAGE
 from nodeagent.mirror import MirrorPods
 from nodeagent.node_lifecycle import NodeReporter, runtime_facts
+from nodeagent.parts import SERVING_CERT_PATH
 from nodeagent.runtime.docker import DockerRuntime
 from nodeagent.runtime.spechash import container_hash
 from nodeagent.server import KubeletServer
 from nodeagent.sources import CONFIG_MIRROR, FileSource
 from tests.support.apiserver import free_port, running_server
-from tests.support.ca_signing import CASigner
 from tests.support.cri_configs import container_docker_labels
 from tests.support.polling import wait_until
 
@@ -130,7 +130,7 @@ def test_kubelet_server_and_the_api_servers_log_proxy(client, server_dir, setup,
     docker_api.start(cid)
     failed: list[str] = []
     tls = servingcert.ensure(config.state_dir, config.node_name, addresses=["127.0.0.1"], ca_file=client.config.ca_file,
-                             sign=CASigner(os.path.join(server_dir, "tls")))
+                             sign=lambda body: client.create(SERVING_CERT_PATH, body)["certificate"])
     server = KubeletServer("127.0.0.1", config.port, tls=tls, authenticate_token=lambda token: None,
                            authorize=lambda user, check: True,  # authorization: test_kubelet_authn_api.py
                            pods=lambda: [pod], runtime=runtime, health=lambda: list(failed),

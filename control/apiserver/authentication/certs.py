@@ -16,9 +16,8 @@ again by the same CA, so kubeconfigs and join tokens stay valid.
 
 Beside them, the API server's client certificate for calling kubelets (upstream kubeadm's
 `apiserver-kubelet-client`: CN kube-apiserver-kubelet-client, O system:masters, clientAuth only) in
-`DIR/tls/apiserver-kubelet-client.{crt,key}`, issued by `sign` from a CSR with the subject and extensions
-the caller decides. Certificates for others come from the csrsigning controller
-(control/controllers/certificates/), which issues from the same CA files.
+`DIR/tls/apiserver-kubelet-client.{crt,key}`, and `sign` issues certificates from a CSR with the subject
+and extensions the caller decides (control/apiserver/authentication/kubeletcerts.py: kubelet serving certificates).
 """
 
 from __future__ import annotations

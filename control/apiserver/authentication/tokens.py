@@ -2,9 +2,9 @@
 authentication/token/tokenfile, pkg/registry/authentication/tokenreview/storage.go, the types of
 k8s.io/api/authentication/v1 TokenReview).
 
-The static tokens are the admin token (`DIR/admin.kubeconfig`) and the join token (`DIR/node-token`: its
-password, or the whole `K10…::node:<password>` string), which is `JOIN` below; service account tokens (JWTs)
-are serviceaccounts.py's.
+The static tokens are the admin token (`DIR/admin.kubeconfig`) and the node token (`DIR/node-token`: its
+password, or the whole `K10…::node:<password>` string); service account tokens (JWTs) are
+serviceaccounts.py's.
 
 `POST /apis/authentication.k8s.io/v1/tokenreviews` answers for both kinds with upstream's shape:
 `status.authenticated`, `status.user` (username, uid, groups), `status.audiences`, and `status.error` for a
@@ -53,10 +53,7 @@ class UserInfo:
 current_user: ContextVar[UserInfo | None] = ContextVar("current_user", default=None)
 
 ADMIN = UserInfo("system:admin", groups=("system:masters",))
-# The join token (DIR/node-token): it says nothing about which node is asking, so it is a bootstrapper, not a
-# node. It may create and read CertificateSigningRequests (the node's own identity, docs/identity.md) and,
-# until each worker's kube-proxy and cluster DNS have credentials of their own, what those read and write.
-JOIN = UserInfo("system:bootstrap:node-token", groups=("system:bootstrappers",))
+NODE = UserInfo("system:node-token", groups=("system:nodes",))  # any node's join credential, not one node
 
 
 class TokenAuthenticator:

@@ -3,7 +3,8 @@ authorizerfactory.NewPrivilegedGroups, pkg/kubeapiserver/authorizer/config.go fo
 k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go forbiddenMessage/Forbidden).
 
 Order: members of `system:masters` are allowed everything first, as upstream's privileged-groups authorizer;
-then the Node authorizer for `system:node:<name>` users (node.py); then RBAC. The first
+then the node authorizers (the shared node join credential, while it keeps the full access it has always
+had, and the Node authorizer for `system:node:<name>` users, node.py); then RBAC. The first
 authorizer that allows or denies decides; when none does, the request is forbidden and the reasons of all
 of them (joined by newlines) follow upstream's message.
 """
@@ -39,6 +40,18 @@ class PrivilegedGroups:
         if self.groups.intersection(effective_groups(attributes.user)):
             return Verdict(Decision.ALLOW)
         return Verdict(Decision.NO_OPINION)
+
+
+class SharedNodeCredential:
+    """The place of upstream's Node authorizer. Today every node joins with one shared credential that has
+    always been allowed everything; it keeps that until each node has its own identity and the Node
+    authorizer takes this place."""
+
+    def __init__(self, username: str) -> None:
+        self.username = username
+
+    def authorize(self, attributes: Attributes) -> Verdict:
+        return Verdict(Decision.ALLOW if attributes.user.username == self.username else Decision.NO_OPINION)
 
 
 class Chain:

@@ -47,7 +47,6 @@ def urls(verbs: tuple[str, ...] | str, *paths: str) -> dict[str, Any]:
 BOOTSTRAPPERS = "system:bootstrappers"  # the join token's group
 NODE_CLIENT_APPROVAL = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
 SELF_NODE_CLIENT_APPROVAL = "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"
-NODE_DNS = "system:slimkube:node-dns"
 EVENTS_RULE = rule(("create", "update", "patch"), (CORE, EVENTS), "events")
 DELEGATION = [rule("create", AUTHENTICATION, "tokenreviews"), rule("create", AUTHORIZATION, "subjectaccessreviews")]
 
@@ -175,11 +174,6 @@ def cluster_roles() -> list[dict[str, Any]]:
         cluster_role(NODE_CLIENT_APPROVAL, [rule("create", CERTIFICATES, "certificatesigningrequests/nodeclient")]),
         cluster_role(SELF_NODE_CLIENT_APPROVAL, [
             rule("create", CERTIFICATES, "certificatesigningrequests/selfnodeclient")]),
-        # slimkube's per-node cluster DNS (clusterdns/), which runs in the agent as its node: the Services and
-        # EndpointSlices it answers from, and the node's own `kube-dns` EndpointSlice it registers
-        cluster_role(NODE_DNS, [rule(READ, CORE, "services"), rule(READ, DISCOVERY, "endpointslices"),
-                                rule("get", CORE, "nodes"),
-                                rule(("create", "update", "delete"), DISCOVERY, "endpointslices")]),
         cluster_role("system:node-proxier", [
             rule(("list", "watch"), CORE, "services", "endpoints"), rule("get", CORE, "nodes"), EVENTS_RULE,
             rule(("list", "watch"), DISCOVERY, "endpointslices")]),
@@ -231,10 +225,6 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
         cluster_role_binding("system:node-bootstrapper", [group(BOOTSTRAPPERS)]),
         cluster_role_binding(NODE_CLIENT_APPROVAL, [group(BOOTSTRAPPERS)]),
         cluster_role_binding(SELF_NODE_CLIENT_APPROVAL, [group("system:nodes")]),
-        cluster_role_binding(NODE_DNS, [group("system:nodes")]),
-        # a worker's kube-proxy still runs with the join token (docs/identity.md)
-        cluster_role_binding("system:slimkube:bootstrapper-node-proxier", [group(BOOTSTRAPPERS)],
-                             "system:node-proxier"),
         cluster_role_binding("system:kube-controller-manager", [user("system:kube-controller-manager")]),
         cluster_role_binding("system:kube-dns", [service_account("kube-system", "kube-dns")]),
         cluster_role_binding("system:kube-scheduler", [user("system:kube-scheduler")]),

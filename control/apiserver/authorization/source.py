@@ -8,7 +8,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from control.apiserver.authorization.authorizer import Chain, PrivilegedGroups
+from control.apiserver.authentication.tokens import NODE
+from control.apiserver.authorization.authorizer import Chain, PrivilegedGroups, SharedNodeCredential
 from control.apiserver.authorization.node import NodeAuthorizer
 from control.apiserver.authorization.nodegraph import NodeGraph
 from control.apiserver.authorization.policycache import PolicyCache
@@ -60,4 +61,4 @@ def default_chain(storage: Storage, graph: NodeGraph | None = None, policy: Poli
     rbac = (RBACAuthorizer(policy, catch_up=policy.catch_up) if policy is not None
             else RBACAuthorizer(StoragePolicySource(storage)))
     node = NodeAuthorizer(graph if graph is not None else NodeGraph())
-    return Chain([PrivilegedGroups(), node, rbac], rbac)
+    return Chain([PrivilegedGroups(), SharedNodeCredential(NODE.username), node, rbac], rbac)

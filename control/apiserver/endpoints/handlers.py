@@ -432,8 +432,7 @@ class ResourceHandlers:
         params = {k: v for k, v in request.query.items() if k in podlogoptions.PARAMETERS}
         url = connection.url(f"/containerLogs/{target.namespace}/{target.name}/{container}")
         try:
-            async with self.kubelet.session() as session, \
-                    session.get(url, params=params, server_hostname=connection.server_hostname) as upstream:
+            async with self.kubelet.session() as session, session.get(url, params=params) as upstream:
                 if not 200 <= upstream.status <= 206:
                     text = (await upstream.content.read(MAX_KUBELET_ERROR)).decode(errors="replace")
                     raise _kubelet_refusal(upstream.status, text, target.name)

@@ -263,8 +263,7 @@ class MetricsAPI:
             return None
         try:
             async with self._kubelet.session() as session, \
-                    session.get(connection.url("/stats/summary"), timeout=aiohttp.ClientTimeout(total=20),
-                                server_hostname=connection.server_hostname) as answer:
+                    session.get(connection.url("/stats/summary"), timeout=aiohttp.ClientTimeout(total=20)) as answer:
                 if answer.status != 200:
                     log.warning("metrics: kubelet of node %s answered %d", name, answer.status)
                     return None

@@ -33,13 +33,6 @@ PREFERRED_ADDRESS_TYPES = ("InternalIP", "Hostname", "ExternalIP")
 class NodeConnection:
     host: str
     port: int
-    node_name: str = ""  # what the kubelet's serving certificate must name (its DNS:<node name>)
-
-    @property
-    def server_hostname(self) -> str | None:
-        """The name TLS verifies the kubelet's certificate against: the node's own name (kubelet-serving
-        certificates carry it; an address could be shared with the API server's host, which they may not name)."""
-        return self.node_name or None
 
     def url(self, path: str) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -56,8 +49,7 @@ def node_connection(node: Mapping[str, Any]) -> NodeConnection | None:
         return None
     endpoint = NodeStatus(node_status).daemon_endpoints.get("kubeletEndpoint") or {}
     port = endpoint.get("Port")
-    return NodeConnection(host=str(host), port=port if isinstance(port, int) and 0 < port < 65536 else DEFAULT_PORT,
-                          node_name=str((node.get("metadata") or {}).get("name") or ""))
+    return NodeConnection(host=str(host), port=port if isinstance(port, int) and 0 < port < 65536 else DEFAULT_PORT)
 
 
 def client_ssl_context(ca_file: str | None, cert_file: str | None, key_file: str | None) -> ssl.SSLContext:

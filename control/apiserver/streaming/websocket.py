@@ -100,8 +100,7 @@ async def connect(session: aiohttp.ClientSession, url: str, params: Mapping[str,
     """A WebSocket to the kubelet; its refusals become the same HTTP errors for the client."""
     try:
         return await session.ws_connect(url, params=params, max_msg_size=MAX_MESSAGE_BYTES, autoping=True,
-                                        protocols=protocols, server_hostname=connection.server_hostname,
-                                        timeout=aiohttp.ClientWSTimeout(ws_close=CLOSE_TIMEOUT))
+                                        protocols=protocols, timeout=aiohttp.ClientWSTimeout(ws_close=CLOSE_TIMEOUT))
     except aiohttp.WSServerHandshakeError as exc:
         raise APIError(exc.status if 400 <= exc.status < 500 else 502,
                        {400: "BadRequest", 401: "Unauthorized", 404: "NotFound"}.get(exc.status, "BadGateway"),

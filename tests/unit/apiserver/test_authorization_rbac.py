@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from control.apiserver.authentication.tokens import ADMIN, JOIN, UserInfo
+from control.apiserver.authentication.tokens import ADMIN, NODE, UserInfo
 from control.apiserver.authorization import bootstrappolicy, escalation, impersonation, reconcile, reviews
 from control.apiserver.authorization.attributes import request_attributes
-from control.apiserver.authorization.authorizer import Chain, PrivilegedGroups, forbidden
+from control.apiserver.authorization.authorizer import Chain, PrivilegedGroups, SharedNodeCredential, forbidden
 from control.apiserver.authorization.rbac import RBACAuthorizer
 from control.apiserver.status import APIError
 
@@ -63,7 +63,7 @@ POLICY = Policy([
     binding("robot", "ClusterRole", "pod-reader", [{"kind": "ServiceAccount", "name": "robot"}], namespace="ns"),
     binding("dangling", "ClusterRole", "missing", [bootstrappolicy.user("bob")], namespace="ns"),
 ])
-CHAIN = Chain([PrivilegedGroups(), RBACAuthorizer(POLICY)],
+CHAIN = Chain([PrivilegedGroups(), SharedNodeCredential(NODE.username), RBACAuthorizer(POLICY)],
               RBACAuthorizer(POLICY))
 
 
@@ -73,12 +73,7 @@ def can(user: UserInfo, method: str, path: str, query: dict[str, str] | None = N
 
 @pytest.mark.parametrize(("user", "method", "path", "allowed"), [
     pytest.param(ADMIN, "DELETE", "/api/v1/nodes/n1", True, id="masters-anything"),
-    pytest.param(JOIN, "GET", "/api/v1/secrets", False, id="join-token-no-secrets"),
-    pytest.param(JOIN, "POST", "/apis/certificates.k8s.io/v1/certificatesigningrequests", True, id="join-token-csr"),
-    pytest.param(JOIN, "GET", "/apis/certificates.k8s.io/v1/certificatesigningrequests/node-csr-x", True,
-                 id="join-token-reads-csr"),
-    pytest.param(JOIN, "POST", "/api/v1/nodes", False, id="join-token-no-node"),
-    pytest.param(JOIN, "POST", "/api/v1/namespaces/default/pods", False, id="join-token-no-pods"),
+    pytest.param(NODE, "GET", "/api/v1/secrets", True, id="shared-node-credential-anything"),
     pytest.param(ALICE, "GET", "/api/v1/namespaces/ns/pods", True, id="group-binding"),
     pytest.param(ALICE, "GET", "/api/v1/namespaces/ns/pods/p/log", True, id="subresource-rule"),
     pytest.param(ALICE, "GET", "/api/v1/namespaces/other/pods", False, id="rolebinding-is-namespaced"),
